@@ -1,0 +1,59 @@
+"""Pass 3: compress old tool results in batches, keeping the newest whole."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from ._messages import marker, text_of, with_marker
+from ._text import compress_lines
+
+
+def compress_old_tool_results(
+    messages: Sequence[BaseMessage],
+    *,
+    keep_recent: int = 6,
+    min_chars: int = 500,
+    head_lines: int = 3,
+    tail_lines: int = 2,
+    batch: int = 8,
+) -> list[BaseMessage]:
+    """Shrink tool results older than the newest ``keep_recent`` to a few lines.
+
+    Results over ``min_chars`` characters become their first ``head_lines`` and last
+    ``tail_lines`` lines plus a marker with the omitted lines and original size;
+    their tool calls stay as they are. The boundary advances only in steps of
+    ``batch`` results, so an old message is rewritten once per ``batch`` new
+    results rather than on every call: each rewrite invalidates the provider's
+    prompt cache from that message on.
+    """
+    results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
+    old = len(results) - keep_recent
+    if old <= 0:
+        return _same(messages)
+    upto = (old // batch) * batch
+    out = list(messages)
+    changed = False
+    for i in results[:upto]:
+        message = out[i]
+        mark = marker(message)
+        if mark is not None and mark.get("kind") in {"compressed", "synthetic_result"}:
+            continue
+        text = text_of(message.content)
+        if len(text) <= min_chars or (
+            not isinstance(message.content, str) and not text
+        ):
+            continue
+        short = compress_lines(text, head_lines, tail_lines)
+        if len(short) >= len(text):
+            continue
+        out[i] = with_marker(
+            message, "compressed", content=short, original_chars=len(text)
+        )
+        changed = True
+    return out if changed else _same(messages)
+
+
+def _same(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    return messages if isinstance(messages, list) else list(messages)

@@ -1,0 +1,115 @@
+"""The library's error tree.
+
+::
+
+    ContextGuardError
+    ├── ConfigError            a GuardPolicy value or config file is invalid
+    ├── InvalidInputError      messages that cannot be read as a chat history
+    ├── WindowTooSmallError    the model's window is below the hard minimum
+    ├── BudgetExceededError    the kept messages cannot fit the budget
+    ├── CompactionError        a summary failed, timed out or did not shrink history
+    └── ContextOverflowError   the provider still overflowed after every recovery step
+
+Every error carries its figures as attributes and a one-line ``hint`` that says
+what to do about it; ``str(error)`` ends with that hint.
+"""
+
+from __future__ import annotations
+
+
+class ContextGuardError(Exception):
+    """Base of every error raised by langchain-context-guard."""
+
+    hint: str = ""
+
+    def __init__(self, message: str, *, hint: str = "") -> None:
+        self.hint = hint or self.hint
+        super().__init__(f"{message} Fix: {self.hint}" if self.hint else message)
+
+
+class ConfigError(ContextGuardError, ValueError):
+    """A configuration value is invalid."""
+
+    def __init__(
+        self, message: str, *, field: str | None = None, hint: str = ""
+    ) -> None:
+        self.field = field
+        super().__init__(message, hint=hint or "correct the named setting.")
+
+
+class InvalidInputError(ContextGuardError, ValueError):
+    """The messages given cannot be read as a chat history."""
+
+    def __init__(
+        self, message: str, *, index: int | None = None, hint: str = ""
+    ) -> None:
+        self.index = index
+        super().__init__(
+            message,
+            hint=hint
+            or "pass BaseMessage objects, OpenAI-style dicts with role/content, "
+            "or (role, content) tuples.",
+        )
+
+
+class WindowTooSmallError(ContextGuardError):
+    """The model's context window is below the hard minimum."""
+
+    def __init__(self, window: int, minimum: int, source: str) -> None:
+        self.window = window
+        self.minimum = minimum
+        self.source = source
+        super().__init__(
+            f"Context window of {window:,} tokens (from {source}) is below the "
+            f"minimum of {minimum:,} tokens.",
+            hint="use a model with a larger window, or set "
+            "GuardPolicy(context_window=...) if the detected window is wrong.",
+        )
+
+
+class BudgetExceededError(ContextGuardError):
+    """The messages that must be kept do not fit the token budget."""
+
+    def __init__(self, tokens: int, budget: int, window: int, what: str) -> None:
+        self.tokens = tokens
+        self.budget = budget
+        self.window = window
+        self.over_by = tokens - budget
+        super().__init__(
+            f"{what} need {tokens:,} tokens but the budget is {budget:,} "
+            f"(window {window:,}); over by {self.over_by:,}.",
+            hint="shorten the system prompt or latest message, lower reserve_tokens, "
+            "or use a model with a larger window.",
+        )
+
+
+class CompactionError(ContextGuardError):
+    """A compaction summary failed, timed out, or did not shrink the history."""
+
+    def __init__(self, message: str, *, reason: str, hint: str = "") -> None:
+        self.reason = reason
+        super().__init__(
+            message,
+            hint=hint or "history was left unchanged; check the summarizer model.",
+        )
+
+
+class ContextOverflowError(ContextGuardError):
+    """The provider rejected the context even after every recovery step."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        tokens: int | None = None,
+        limit: int | None = None,
+        attempts: int = 0,
+    ) -> None:
+        self.tokens = tokens
+        self.limit = limit
+        self.attempts = attempts
+        super().__init__(
+            message,
+            hint="reset the conversation (start a new thread) or pick a model with "
+            "a larger context window.",
+        )

@@ -1,0 +1,129 @@
+"""Small helpers over LangChain messages shared by the passes."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+MARKER_KEY = "context_guard"
+"""``additional_kwargs`` key on every message this library creates or rewrites.
+
+Its value is a dict with at least ``kind`` (``"truncated"``, ``"compressed"``,
+``"synthetic_result"``, ``"summary"``, ``"placeholder"``, ...).
+"""
+
+
+def marker(message: BaseMessage) -> dict[str, Any] | None:
+    """The guard's marker on a message, if it has one."""
+    value = message.additional_kwargs.get(MARKER_KEY)
+    return value if isinstance(value, dict) else None
+
+
+def is_summary(message: BaseMessage) -> bool:
+    """Whether ``message`` is a compaction summary made by this library."""
+    mark = marker(message)
+    return mark is not None and mark.get("kind") == "summary"
+
+
+def is_user(message: BaseMessage) -> bool:
+    """A real user turn: a human message that is not one of our summaries."""
+    return isinstance(message, HumanMessage) and not is_summary(message)
+
+
+def text_of(content: str | list[Any]) -> str:
+    """Plain text of message content (text blocks joined by newlines)."""
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+    return "\n".join(parts)
+
+
+def is_empty(message: BaseMessage) -> bool:
+    """True for a message with no content and nothing else to send."""
+    if isinstance(message, AIMessage) and (
+        message.tool_calls or message.invalid_tool_calls
+    ):
+        return False
+    if isinstance(message, ToolMessage):
+        return False
+    content = message.content
+    if isinstance(content, str):
+        return not content.strip()
+    return not any(
+        not isinstance(b, str) or b.strip()
+        for b in content
+        if not (isinstance(b, dict) and b.get("type") == "text" and not b.get("text"))
+    )
+
+
+def with_marker(
+    message: BaseMessage, kind: str, *, content: Any = None, **info: Any
+) -> BaseMessage:
+    """A copy of ``message`` with new content (optional) and the guard's marker."""
+    update: dict[str, Any] = {
+        "additional_kwargs": {
+            **message.additional_kwargs,
+            MARKER_KEY: {"kind": kind, **info},
+        }
+    }
+    if content is not None:
+        update["content"] = content
+    return message.model_copy(update=update)
+
+
+def without_tool_calls(message: AIMessage, drop_ids: Collection[str]) -> AIMessage:
+    """A copy of an AIMessage without the named tool calls, everywhere they appear.
+
+    Removes them from ``tool_calls``, ``invalid_tool_calls``, Anthropic ``tool_use``
+    content blocks, and the raw ``additional_kwargs["tool_calls"]`` that some
+    integrations send when ``tool_calls`` is empty.
+    """
+    drop = set(drop_ids)
+    kwargs = dict(message.additional_kwargs)
+    raw = kwargs.get("tool_calls")
+    if isinstance(raw, list):
+        kept_raw = [c for c in raw if not (isinstance(c, dict) and c.get("id") in drop)]
+        if kept_raw:
+            kwargs["tool_calls"] = kept_raw
+        else:
+            kwargs.pop("tool_calls")
+    content: Any = message.content
+    if isinstance(content, list):
+        content = [
+            b
+            for b in content
+            if not (
+                isinstance(b, dict)
+                and b.get("type") in {"tool_use", "tool_call"}
+                and b.get("id") in drop
+            )
+        ]
+    return message.model_copy(
+        update={
+            "tool_calls": [c for c in message.tool_calls if c.get("id") not in drop],
+            "invalid_tool_calls": [
+                c for c in message.invalid_tool_calls if c.get("id") not in drop
+            ],
+            "additional_kwargs": kwargs,
+            "content": content,
+        }
+    )
+
+
+def label(message: BaseMessage, index: int) -> str:
+    """How events name a message: its id, else its position."""
+    return message.id or f"#{index}"
+
+
+def same_list(before: Sequence[BaseMessage], after: list[BaseMessage]) -> bool:
+    """Whether two histories hold the very same message objects in order."""
+    return len(before) == len(after) and all(
+        a is b for a, b in zip(before, after, strict=True)
+    )

@@ -1,0 +1,269 @@
+"""``GuardPolicy``: every knob of the guard, validated at construction."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    model_validator,
+)
+
+from ._errors import ConfigError
+
+_ENV_PREFIX = "CONTEXT_GUARD_"
+# Seed 003's names, kept for compatibility with its deployments.
+_LEGACY_ENV = {
+    "MAX_CONTEXT_TOKENS": "context_window",
+    "MAX_CHARS_PER_MESSAGE": "max_chars_per_message",
+}
+
+
+class GuardPolicy(BaseModel):
+    """How the guard budgets, prunes and repairs a history.
+
+    Defaults follow the design seeds: 50,000-char tool results cut to a 2,000-char
+    head and tail (seed 000), the newest 6 tool results and 1 thinking block kept
+    whole (seed 001), a 16k hard and 32k soft window minimum (seed 004).
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+    enabled: bool = Field(True, description="Turn the guard off without unwiring it.")
+    context_window: int | None = Field(
+        None,
+        gt=0,
+        validation_alias=AliasChoices(
+            "context_window", "contextWindowOverride", "contextWindow"
+        ),
+        description="Explicit window in tokens; overrides the model's profile and "
+        "the built-in table.",
+    )
+    default_context_window: int = Field(
+        128_000, gt=0, description="Window used when nothing else says."
+    )
+    reserve_tokens: int = Field(
+        8_192,
+        ge=0,
+        validation_alias=AliasChoices("reserve_tokens", "reserveTokens"),
+        description="Tokens kept free for the reply; budget = window - reserve.",
+    )
+    hard_min_tokens: int = Field(
+        16_000, ge=0, description="Refuse windows below this (seed 004)."
+    )
+    warn_below_tokens: int = Field(
+        32_000, ge=0, description="Warn for windows below this (seed 004)."
+    )
+    model: str | None = Field(
+        None, description="Model name: picks the tiktoken encoding and window."
+    )
+    max_tool_result_chars: int = Field(
+        50_000,
+        gt=0,
+        validation_alias=AliasChoices("max_tool_result_chars", "maxToolResultChars"),
+        description="Tool results longer than this are cut to head + tail.",
+    )
+    truncate_head_chars: int = Field(
+        2_000,
+        ge=0,
+        validation_alias=AliasChoices("truncate_head_chars", "truncateHeadChars"),
+        description="Characters kept from the start of a truncated tool result.",
+    )
+    truncate_tail_chars: int = Field(
+        2_000,
+        ge=0,
+        validation_alias=AliasChoices("truncate_tail_chars", "truncateTailChars"),
+        description="Characters kept from the end of a truncated tool result.",
+    )
+    max_tool_result_share: float = Field(
+        0.5,
+        gt=0,
+        le=1,
+        description="No one tool result may take more than this share of the budget.",
+    )
+    max_chars_per_message: int | None = Field(
+        None,
+        gt=0,
+        description="Seed 003's cap on any single user/assistant/tool message text.",
+    )
+    keep_recent_tool_results: int = Field(
+        6, ge=0, description="Newest tool results kept whole (seed 001)."
+    )
+    compress_min_chars: int = Field(
+        500, ge=0, description="Older tool results at or below this stay whole."
+    )
+    compress_head_lines: int = Field(
+        3, ge=0, description="Lines kept from the start of a compressed result."
+    )
+    compress_tail_lines: int = Field(
+        2, ge=0, description="Lines kept from the end of a compressed result."
+    )
+    compress_batch: int = Field(
+        8,
+        ge=1,
+        description="Compress old results only once this many more have piled up, "
+        "so old messages change rarely and provider prompt caches keep hitting.",
+    )
+    compress_trigger: float = Field(
+        0.0,
+        ge=0,
+        le=1,
+        description="Compress old tool results only once the history passes this "
+        "share of the budget (0: always, as seed 001 does).",
+    )
+    keep_recent_thinking: int = Field(
+        1, ge=0, description="Newest assistant messages whose reasoning is kept."
+    )
+    keep_first_user: bool = Field(
+        True, description="Keep the first user message (the task) when trimming."
+    )
+    trim_step: float = Field(
+        0.15,
+        ge=0,
+        lt=1,
+        description="Trim in steps of this share of the budget, so the cut point "
+        "moves rarely and the kept prefix stays cacheable.",
+    )
+    history_limit: int | None = Field(
+        None, ge=1, description="Keep at most the last N user turns (seed 004)."
+    )
+    history_limits: dict[str, int] = Field(
+        default_factory=dict,
+        description="Per session kind (e.g. 'dm', 'group') turn limits; override "
+        "history_limit when prepare(session_kind=...) names one.",
+    )
+    image_tokens: int = Field(
+        1_600,
+        ge=0,
+        description="Flat token cost of an image or other non-text block.",
+    )
+    usage_anchoring: bool = Field(
+        True,
+        description="Count the prefix up to an AIMessage with usage_metadata as the "
+        "provider reported it.",
+    )
+    chars_per_token: float = Field(
+        3.6,
+        gt=0,
+        description="Fallback estimate when no tiktoken encoding can be loaded "
+        "(calibrated on the shared trajectories).",
+    )
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> GuardPolicy:
+        if (
+            self.context_window is not None
+            and self.reserve_tokens >= self.context_window
+        ):
+            raise ValueError(
+                f"reserve_tokens ({self.reserve_tokens}) must be smaller than "
+                f"context_window ({self.context_window})"
+            )
+        if (
+            self.truncate_head_chars + self.truncate_tail_chars
+            >= self.max_tool_result_chars
+        ):
+            raise ValueError(
+                "truncate_head_chars + truncate_tail_chars must be below "
+                "max_tool_result_chars"
+            )
+        return self
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise _config_error(exc) from None
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> GuardPolicy:
+        """Build from a dict; accepts seed 000's ``agent.contextGuard`` nesting."""
+        if not isinstance(data, Mapping):
+            raise ConfigError(
+                f"Config must be a mapping, got {type(data).__name__}.",
+                hint="write the settings as key: value pairs.",
+            )
+        block: Any = data
+        for key in ("agent", "contextGuard", "context_guard"):
+            if isinstance(block, Mapping) and isinstance(block.get(key), Mapping):
+                block = block[key]
+        return cls(**dict(block))
+
+    @classmethod
+    def from_yaml(cls, path: str | Path) -> GuardPolicy:
+        """Load from a YAML file."""
+        import yaml
+
+        p = Path(path)
+        try:
+            text = p.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(
+                f"Cannot read config file {p}: {exc.strerror or exc}.",
+                hint="check the path and permissions.",
+            ) from None
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" line {mark.line + 1}" if mark is not None else ""
+            raise ConfigError(
+                f"{p}{where}: invalid YAML ({getattr(exc, 'problem', exc)}).",
+                hint="expected a mapping of GuardPolicy settings.",
+            ) from None
+        return cls.from_dict(data or {})
+
+    @classmethod
+    def from_env(
+        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+    ) -> GuardPolicy:
+        """Build from ``CONTEXT_GUARD_<FIELD>`` and seed 003's variables."""
+        env = os.environ if environ is None else environ
+        data: dict[str, Any] = {}
+        for name, field in _LEGACY_ENV.items():
+            if env.get(name):
+                data[field] = env[name]
+        for name in cls.model_fields:
+            value = env.get(_ENV_PREFIX + name.upper())
+            if value:
+                data[name] = _parse_env(value)
+        data.update(overrides)
+        return cls(**data)
+
+    def budget(self, window: int) -> int:
+        """Tokens the sent messages may use in a window of ``window`` tokens."""
+        return window - self.reserve_tokens
+
+    def turn_limit(self, session_kind: str | None) -> int | None:
+        """The user-turn limit for a kind of session (seed 004)."""
+        if session_kind is not None and session_kind in self.history_limits:
+            return self.history_limits[session_kind]
+        return self.history_limit
+
+
+def _parse_env(value: str) -> Any:
+    import json
+
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def _config_error(exc: ValidationError) -> ConfigError:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "GuardPolicy"
+    given = err.get("input")
+    shown = "" if isinstance(given, dict) else f" (got {given!r})"
+    return ConfigError(
+        f"GuardPolicy.{field}: {err['msg']}{shown}.",
+        field=field,
+        hint=f"set {field} to a valid value; see GuardPolicy's field docs.",
+    )

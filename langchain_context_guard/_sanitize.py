@@ -1,0 +1,63 @@
+"""Pass 1: drop malformed tool calls, blank-id tool results and empty messages."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+
+from ._messages import is_empty, without_tool_calls
+
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+"""Tool names that OpenAI, Anthropic and Gemini all accept."""
+
+
+def _clean_ai(message: AIMessage) -> AIMessage | None:
+    kept: list[ToolCall] = []
+    seen: set[str] = set()
+    for call in message.tool_calls:
+        call_id = (call.get("id") or "").strip()
+        if (
+            call_id
+            and call_id not in seen
+            and TOOL_NAME.match(call.get("name") or "")
+            and isinstance(call.get("args"), dict)
+        ):
+            kept.append(call)
+        seen.add(call_id)
+    if len(kept) == len(message.tool_calls) and not message.invalid_tool_calls:
+        return message
+    kept_ids = {c["id"] for c in kept}
+    dropped = {c.get("id") or "" for c in message.tool_calls}
+    dropped |= {c.get("id") or "" for c in message.invalid_tool_calls}
+    cleaned = without_tool_calls(message, dropped - kept_ids)
+    cleaned = cleaned.model_copy(update={"tool_calls": kept, "invalid_tool_calls": []})
+    return None if is_empty(cleaned) else cleaned
+
+
+def sanitize_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Drop what providers reject outright.
+
+    Removes tool calls with a blank id, a name providers refuse, arguments that are
+    not an object, or a repeated id; every ``invalid_tool_calls`` entry (it would
+    reach the provider unanswered); tool results with a blank ``tool_call_id``; and
+    messages left with nothing to send.
+    """
+    out: list[BaseMessage] = []
+    changed = False
+    for message in messages:
+        new: BaseMessage | None = message
+        if isinstance(message, AIMessage):
+            new = _clean_ai(message)
+        elif isinstance(message, ToolMessage):
+            if not (message.tool_call_id or "").strip():
+                new = None
+        elif is_empty(message):
+            new = None
+        changed = changed or new is not message
+        if new is not None:
+            out.append(new)
+    return (
+        out if changed else messages if isinstance(messages, list) else list(messages)
+    )

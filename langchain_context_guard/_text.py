@@ -1,0 +1,59 @@
+"""Text cutting shared by the truncation and compression passes."""
+
+from __future__ import annotations
+
+
+def truncate_text(
+    text: str, max_chars: int, head_chars: int = 2_000, tail_chars: int = 2_000
+) -> str:
+    """Cut ``text`` longer than ``max_chars`` to its head and tail around a marker.
+
+    The marker states how many characters were omitted and the original length.
+    Text of at most ``max_chars`` characters comes back unchanged (seed 000).
+    """
+    if head_chars < 0 or tail_chars < 0 or max_chars <= 0:
+        raise ValueError(
+            "max_chars must be positive and head_chars/tail_chars non-negative; "
+            f"got max_chars={max_chars}, head_chars={head_chars}, "
+            f"tail_chars={tail_chars}."
+        )
+    if head_chars + tail_chars >= max_chars:
+        raise ValueError(
+            f"head_chars + tail_chars ({head_chars + tail_chars}) must be below "
+            f"max_chars ({max_chars}); lower head_chars/tail_chars."
+        )
+    if len(text) <= max_chars:
+        return text
+    omitted = len(text) - head_chars - tail_chars
+    head = text[:head_chars]
+    tail = text[len(text) - tail_chars :] if tail_chars else ""
+    return (
+        f"{head}\n\n... [{omitted:,} characters truncated; original "
+        f"{len(text):,} characters] ...\n\n{tail}"
+    )
+
+
+def compress_lines(
+    text: str, head_lines: int = 3, tail_lines: int = 2, max_line_chars: int = 240
+) -> str:
+    """Keep the first and last lines of ``text`` around an omission marker (seed 001).
+
+    Kept lines longer than ``max_line_chars`` are cut too, so a result made of one
+    huge line still shrinks.
+    """
+    lines = text.split("\n")
+    keep_all = len(lines) <= head_lines + tail_lines
+    head = lines if keep_all else lines[:head_lines]
+    tail = [] if keep_all or not tail_lines else lines[-tail_lines:]
+    omitted = 0 if keep_all else len(lines) - head_lines - tail_lines
+
+    def cut(line: str) -> str:
+        if len(line) <= max_line_chars:
+            return line
+        return line[:max_line_chars] + f" ...[{len(line) - max_line_chars:,} chars]"
+
+    note = (
+        f"[... {omitted:,} lines omitted, original {len(text):,} characters; "
+        "older tool output compressed by context guard ...]"
+    )
+    return "\n".join([*map(cut, head), note, *map(cut, tail)])

