@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ._messages import marker, text_of, with_marker
+from ._messages import marker, memo_rewrite, text_of, with_marker
 from ._text import compress_lines
 
 
@@ -35,24 +35,31 @@ def compress_old_tool_results(
     upto = (old // batch) * batch
     out = list(messages)
     changed = False
+    key = ("compress", min_chars, head_lines, tail_lines)
     for i in results[:upto]:
         message = out[i]
         mark = marker(message)
         if mark is not None and mark.get("kind") in {"compressed", "synthetic_result"}:
             continue
-        text = text_of(message.content)
-        if len(text) <= min_chars or (
-            not isinstance(message.content, str) and not text
-        ):
-            continue
-        short = compress_lines(text, head_lines, tail_lines)
-        if len(short) >= len(text):
-            continue
-        out[i] = with_marker(
-            message, "compressed", content=short, original_chars=len(text)
+        new = memo_rewrite(
+            message, key, lambda m: _compress(m, min_chars, head_lines, tail_lines)
         )
-        changed = True
+        if new is not message:
+            out[i] = new
+            changed = True
     return out if changed else _same(messages)
+
+
+def _compress(
+    message: BaseMessage, min_chars: int, head_lines: int, tail_lines: int
+) -> BaseMessage:
+    text = text_of(message.content)
+    if len(text) <= min_chars or (not isinstance(message.content, str) and not text):
+        return message
+    short = compress_lines(text, head_lines, tail_lines)
+    if len(short) >= len(text):
+        return message
+    return with_marker(message, "compressed", content=short, original_chars=len(text))
 
 
 def _same(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

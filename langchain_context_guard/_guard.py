@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import math
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, convert_to_messages
 
+from ._anchor import Meter
 from ._compress import compress_old_tool_results
 from ._errors import InvalidInputError
 from ._events import EventKind, GuardEvent, GuardReport, log_event
@@ -20,7 +20,7 @@ from ._policy import GuardPolicy
 from ._repair import repair_tool_pairs
 from ._sanitize import sanitize_messages
 from ._thinking import strip_old_thinking
-from ._tokens import REPLY_OVERHEAD, TokenCounter, find_anchor, make_counter
+from ._tokens import TokenCounter, make_counter
 from ._trim import trim_to_budget
 from ._truncate import truncate_tool_results
 from ._window import WindowInfo, check_window, model_name, resolve_window
@@ -38,16 +38,23 @@ class PrepareResult:
 
 def to_messages(messages: Any) -> list[BaseMessage]:
     """Read anything ``convert_to_messages`` accepts, with errors that say where."""
-    if messages is None or isinstance(messages, str | bytes | dict):
+    if (
+        messages is None
+        or isinstance(messages, str | bytes | dict | BaseMessage)
+        or (isinstance(messages, tuple) and _is_pair(messages))
+        or not isinstance(messages, Iterable)
+    ):
         raise InvalidInputError(
             f"Expected a sequence of messages, got {type(messages).__name__}.",
-            hint="wrap a single message in a list: prepare([message]).",
+            hint="pass a list, and wrap a single message in one: prepare([message]).",
         )
     out: list[BaseMessage] = []
     for i, item in enumerate(messages):
         if isinstance(item, BaseMessage):
             out.append(item)
             continue
+        if item is None:
+            raise InvalidInputError(f"Message {i} is None.", index=i)
         if isinstance(item, dict) and item.get("content", "") is None:
             item = {**item, "content": ""}
         try:
@@ -60,19 +67,31 @@ def to_messages(messages: Any) -> list[BaseMessage]:
     return out
 
 
+def _is_pair(value: tuple[Any, ...]) -> bool:
+    """A bare ``(role, content)`` tuple passed where a list of messages belongs."""
+    return len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
+
+
 class ContextGuard:
     """Keeps a history inside the model's context window.
 
-    ``prepare`` applies seven pure passes in this order, each for a reason:
+    ``prepare`` applies the pure passes in this order, each for a reason:
 
     1. ``sanitize_messages``: malformed calls must go before anything counts them.
-    2. ``truncate_tool_results``: cheap and lossless for the rest of the history.
-    3. ``compress_old_tool_results``: shrinks old bulk before trimming drops turns.
-    4. ``strip_old_thinking``: old reasoning is dead weight once answered.
-    5. ``trim_to_budget``: drops whole turns only if the cheaper passes were not
+    2. ``repair_tool_pairs``: so the passes below see the history's final shape
+       (their choices, e.g. compression batches counted in results, then come out
+       the same when the output is prepared again: ``prepare`` is idempotent).
+    3. ``truncate_tool_results``: cheap and lossless for the rest of the history.
+    4. ``compress_old_tool_results``: shrinks old bulk before trimming drops turns.
+    5. ``strip_old_thinking``: old reasoning is dead weight once answered.
+    6. ``trim_to_budget``: drops whole turns only if the cheaper passes were not
        enough.
-    6. ``repair_tool_pairs``: after every removal, so no call or result is orphaned.
-    7. ``enforce_provider_hygiene``: last, on the final shape.
+    7. ``compress_old_tool_results`` again: its batches count results, so once
+       trimming removed some, the count of what is sent decides (as it will when
+       this output is prepared again); between moves of the cut it changes nothing.
+    8. ``repair_tool_pairs`` again: after every removal, so no call or result is
+       orphaned.
+    9. ``enforce_provider_hygiene``: last, on the final shape.
 
     The same history always gives byte-identical output, so an unchanged prefix
     stays cacheable by the provider. One guard is safe to share across threads.
@@ -117,14 +136,13 @@ class ContextGuard:
 
     def count_tokens(self, messages: Any, *, tools: Sequence[Any] | None = None) -> int:
         """Tokens of ``messages`` (and tool schemas) as the guard counts them."""
-        msgs = to_messages(messages)
-        counts = [self.counter.count_message(m) for m in msgs]
-        anchor = find_anchor(msgs, counts) if self.policy.usage_anchoring else None
-        base = sum(counts) + REPLY_OVERHEAD + self.counter.count_tools(tools or [])
-        if anchor is None:
-            return base
-        k, prefix = anchor
-        return base - sum(counts[: k + 1]) + prefix
+        meter = Meter(
+            self.counter,
+            to_messages(messages),
+            extra_tokens=self.counter.count_tools(tools or []),
+            anchoring=self.policy.usage_anchoring,
+        )
+        return meter.before
 
     def prepare(
         self,
@@ -134,53 +152,37 @@ class ContextGuard:
         model: Any = None,
         session_kind: str | None = None,
     ) -> PrepareResult:
-        """Return the messages to send and a report; never mutates ``messages``."""
+        """Return the messages to send and a report; never mutates ``messages``.
+
+        Token figures (report, events, the budget check) all come from one meter:
+        usage-anchored while the prefix up to the anchor is untouched, calibrated
+        estimates otherwise (see ``_anchor``).
+        """
         original = to_messages(messages)
         info = self.window(model)
         policy = self.policy
         budget = policy.budget(info.tokens)
-        tools_tokens = self.counter.count_tools(tools or [])
-        count = self.counter.count_message
-        counts = [count(m) for m in original]
-        estimate = sum(counts) + REPLY_OVERHEAD + tools_tokens
-        anchor = find_anchor(original, counts) if policy.usage_anchoring else None
-        scale = 1.0
-        before = estimate
-        if anchor is not None:
-            k, prefix = anchor
-            before = estimate - sum(counts[: k + 1]) + prefix
-            scale = max(before / estimate, 0.8)
-
-        def measure(msgs: list[BaseMessage]) -> int:
-            if msgs is original:
-                return before
-            if (
-                anchor is not None
-                and len(msgs) > anchor[0]
-                and all(msgs[i] is original[i] for i in range(anchor[0] + 1))
-            ):
-                rest = sum(count(m) for m in msgs[anchor[0] + 1 :])
-                return anchor[1] + rest + REPLY_OVERHEAD + tools_tokens
-            body = sum(count(m) for m in msgs) + REPLY_OVERHEAD
-            return math.ceil(body * scale) + tools_tokens
-
+        meter = Meter(
+            self.counter,
+            original,
+            extra_tokens=self.counter.count_tools(tools or []),
+            anchoring=policy.usage_anchoring,
+        )
         events: list[GuardEvent] = []
         if info.should_warn:
             events.append(self._window_warning(info, budget))
         current = original
         if policy.enabled:
-            for kind, run in self._passes(
-                budget, info.tokens, tools_tokens, scale, session_kind, measure
-            ):
+            for kind, run in self._passes(budget, info.tokens, session_kind, meter):
                 after = run(current)
                 if after is not current:
-                    event = _diff_event(kind, current, after, measure, budget)
+                    event = _diff_event(kind, current, after, meter, budget)
                     log_event(event)
                     events.append(event)
                     current = after
         report = GuardReport(
-            tokens_before=before,
-            tokens_after=measure(current),
+            tokens_before=meter.before,
+            tokens_after=meter(current),
             budget=budget,
             context_window=info.tokens,
             window_source=info.source,
@@ -193,16 +195,13 @@ class ContextGuard:
         self,
         budget: int,
         window: int,
-        tools_tokens: int,
-        scale: float,
         session_kind: str | None,
-        measure: Callable[[list[BaseMessage]], int],
+        meter: Meter,
     ) -> list[tuple[EventKind, Pass]]:
         p = self.policy
-        count = self.counter.count_message
 
         def compress(msgs: list[BaseMessage]) -> list[BaseMessage]:
-            if measure(msgs) <= p.compress_trigger * budget:
+            if p.compress_trigger and meter(msgs) <= p.compress_trigger * budget:
                 return msgs
             return compress_old_tool_results(
                 msgs,
@@ -215,6 +214,7 @@ class ContextGuard:
 
         return [
             ("sanitize", sanitize_messages),
+            ("repair", repair_tool_pairs),
             (
                 "truncate",
                 lambda m: truncate_tool_results(
@@ -223,7 +223,7 @@ class ContextGuard:
                     head_chars=p.truncate_head_chars,
                     tail_chars=p.truncate_tail_chars,
                     max_tokens=int(p.max_tool_result_share * budget),
-                    token_counter=count,
+                    token_counter=meter.cost,
                     max_message_chars=p.max_chars_per_message,
                 ),
             ),
@@ -237,15 +237,15 @@ class ContextGuard:
                 lambda m: trim_to_budget(
                     m,
                     budget=budget,
-                    token_counter=count,
+                    token_counter=meter.cost,
                     keep_first_user=p.keep_first_user,
                     turn_limit=p.turn_limit(session_kind),
                     step=p.trim_step,
-                    extra_tokens=tools_tokens,
-                    scale=scale,
                     window=window,
+                    measure=meter,
                 ),
             ),
+            ("compress", compress),
             ("repair", repair_tool_pairs),
             ("hygiene", enforce_provider_hygiene),
         ]
@@ -272,36 +272,50 @@ def _diff_event(
     measure: Callable[[list[BaseMessage]], int],
     budget: int,
 ) -> GuardEvent:
-    if len(before) == len(after):
+    """The event for one pass: which messages it changed, removed and added.
+
+    A message is "changed" when a new object took the place of an old one with the
+    same id (or, without ids, at the same position with the same type).
+    """
+    in_after = {id(m) for m in after}
+    in_before = {id(m) for m in before}
+    gone = {i: m for i, m in enumerate(before) if id(m) not in in_after}
+    new = {i: m for i, m in enumerate(after) if id(m) not in in_before}
+    gone_ids = {m.id: i for i, m in gone.items() if m.id}
+    changed: list[str] = []
+    for i, m in list(new.items()):
+        j = gone_ids.get(m.id) if m.id else None
+        if j is None and i in gone and not m.id and type(gone[i]) is type(m):
+            j = i
+        if j is not None and j in gone:
+            changed.append(label(m, i))
+            del gone[j], new[i]
+    if not gone and not new and not changed:
         changed = [
-            label(b, i)
-            for i, (b, a) in enumerate(zip(before, after, strict=True))
-            if a is not b
+            label(m, i)
+            for i, m in enumerate(after)
+            if i >= len(before) or before[i] is not m
         ]
-        removed: list[str] = []
-        added: list[str] = []
-    else:
-        kept = {id(m) for m in after}
-        gone = {id(m) for m in before}
-        old = {m.id: label(m, i) for i, m in enumerate(before) if id(m) not in kept}
-        new = {m.id: label(m, i) for i, m in enumerate(after) if id(m) not in gone}
-        old_unnamed = [
-            label(m, i) for i, m in enumerate(before) if id(m) not in kept and not m.id
-        ]
-        new_unnamed = [
-            label(m, i) for i, m in enumerate(after) if id(m) not in gone and not m.id
-        ]
-        changed = [lbl for mid, lbl in old.items() if mid and mid in new]
-        removed = [lbl for mid, lbl in old.items() if mid and mid not in new]
-        added = [lbl for mid, lbl in new.items() if mid and mid not in old]
-        removed += old_unnamed
-        added += new_unnamed
     return GuardEvent(
         kind,
         changed=tuple(changed),
-        removed=tuple(removed),
-        added=tuple(added),
+        removed=tuple(label(m, i) for i, m in gone.items()),
+        added=tuple(label(m, i) for i, m in new.items()),
         tokens_before=measure(before),
         tokens_after=measure(after),
         budget=budget,
+        detail=_detail(kind, len(gone), len(new), len(changed)),
     )
+
+
+def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
+    """A short human phrase for the log line (seed 000's warnings)."""
+    verbs = {
+        "truncate": f"truncated {changed} oversized message(s) to head + tail",
+        "compress": f"compressed {changed} old tool result(s)",
+        "strip_thinking": f"removed reasoning from {changed} older message(s)",
+        "trim": f"dropped {removed} old message(s) to fit the budget",
+        "repair": f"repaired tool pairing ({removed} dropped, {added} added, "
+        f"{changed} moved or rewritten)",
+    }
+    return verbs.get(kind, "")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
-from typing import Any
+import weakref
+from collections.abc import Callable, Collection, Hashable, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+M = TypeVar("M", bound=BaseMessage)
 
 MARKER_KEY = "context_guard"
 """``additional_kwargs`` key on every message this library creates or rewrites.
@@ -89,7 +92,9 @@ def without_tool_calls(message: AIMessage, drop_ids: Collection[str]) -> AIMessa
     kwargs = dict(message.additional_kwargs)
     raw = kwargs.get("tool_calls")
     if isinstance(raw, list):
-        kept_raw = [c for c in raw if not (isinstance(c, dict) and c.get("id") in drop)]
+        kept_raw = [
+            c for c in raw if not (isinstance(c, dict) and (c.get("id") or "") in drop)
+        ]
         if kept_raw:
             kwargs["tool_calls"] = kept_raw
         else:
@@ -102,14 +107,16 @@ def without_tool_calls(message: AIMessage, drop_ids: Collection[str]) -> AIMessa
             if not (
                 isinstance(b, dict)
                 and b.get("type") in {"tool_use", "tool_call"}
-                and b.get("id") in drop
+                and (b.get("id") or "") in drop
             )
         ]
     return message.model_copy(
         update={
-            "tool_calls": [c for c in message.tool_calls if c.get("id") not in drop],
+            "tool_calls": [
+                c for c in message.tool_calls if (c.get("id") or "") not in drop
+            ],
             "invalid_tool_calls": [
-                c for c in message.invalid_tool_calls if c.get("id") not in drop
+                c for c in message.invalid_tool_calls if (c.get("id") or "") not in drop
             ],
             "additional_kwargs": kwargs,
             "content": content,
@@ -127,3 +134,32 @@ def same_list(before: Sequence[BaseMessage], after: list[BaseMessage]) -> bool:
     return len(before) == len(after) and all(
         a is b for a, b in zip(before, after, strict=True)
     )
+
+
+_rewrites: dict[tuple[int, Hashable], tuple[Any, Any, BaseMessage | None]] = {}
+
+
+def memo_rewrite(
+    message: M, key: Hashable, build: Callable[[M], BaseMessage]
+) -> BaseMessage:
+    """``build(message)``, remembered while ``message`` lives and is unchanged.
+
+    Passes rewrite the same old messages on every call; returning the very same
+    rewritten object each time keeps their work (and the token count's cache
+    lookups) proportional to what is new, and the output byte-identical.
+    """
+    slot = (id(message), key)
+    hit = _rewrites.get(slot)
+    if hit is not None and hit[0]() is message and hit[1] is message.content:
+        return message if hit[2] is None else hit[2]
+    result = build(message)
+
+    def forget(
+        _ref: object, slot: tuple[int, Hashable] = slot, table: Any = _rewrites
+    ) -> None:
+        table.pop(slot, None)  # bound early: module globals are gone at shutdown
+
+    # ``None`` stands for "unchanged": holding the message itself would keep it alive.
+    kept = None if result is message else result
+    _rewrites[slot] = (weakref.ref(message, forget), message.content, kept)
+    return result

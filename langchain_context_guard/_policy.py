@@ -13,7 +13,6 @@ from pydantic import (
     ConfigDict,
     Field,
     ValidationError,
-    model_validator,
 )
 
 from ._errors import ConfigError
@@ -156,31 +155,34 @@ class GuardPolicy(BaseModel):
         "(calibrated on the shared trajectories).",
     )
 
-    @model_validator(mode="after")
-    def _check_consistency(self) -> GuardPolicy:
-        if (
-            self.context_window is not None
-            and self.reserve_tokens >= self.context_window
-        ):
-            raise ValueError(
-                f"reserve_tokens ({self.reserve_tokens}) must be smaller than "
-                f"context_window ({self.context_window})"
-            )
-        if (
-            self.truncate_head_chars + self.truncate_tail_chars
-            >= self.max_tool_result_chars
-        ):
-            raise ValueError(
-                "truncate_head_chars + truncate_tail_chars must be below "
-                "max_tool_result_chars"
-            )
-        return self
-
     def __init__(self, **data: Any) -> None:
         try:
             super().__init__(**data)
         except ValidationError as exc:
             raise _config_error(exc) from None
+        self._check_consistency()
+
+    def _check_consistency(self) -> None:
+        window = self.context_window
+        if window is not None and self.reserve_tokens >= window:
+            raise ConfigError(
+                f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) must be "
+                f"smaller than context_window ({window:,}).",
+                field="reserve_tokens",
+                hint="lower reserve_tokens or raise context_window.",
+            )
+        if (
+            self.truncate_head_chars + self.truncate_tail_chars
+            >= self.max_tool_result_chars
+        ):
+            raise ConfigError(
+                "GuardPolicy.truncate_head_chars + truncate_tail_chars "
+                f"({self.truncate_head_chars + self.truncate_tail_chars:,}) must be "
+                f"below max_tool_result_chars ({self.max_tool_result_chars:,}).",
+                field="truncate_head_chars",
+                hint="lower truncate_head_chars/truncate_tail_chars or raise "
+                "max_tool_result_chars.",
+            )
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GuardPolicy:
@@ -227,15 +229,29 @@ class GuardPolicy(BaseModel):
         """Build from ``CONTEXT_GUARD_<FIELD>`` and seed 003's variables."""
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
+        source: dict[str, str] = {}
         for name, field in _LEGACY_ENV.items():
             if env.get(name):
                 data[field] = env[name]
+                source[field] = name
         for name in cls.model_fields:
             value = env.get(_ENV_PREFIX + name.upper())
             if value:
                 data[name] = _parse_env(value)
+                source[name] = _ENV_PREFIX + name.upper()
         data.update(overrides)
-        return cls(**data)
+        try:
+            return cls(**data)
+        except ConfigError as exc:
+            var = source.get(exc.field or "")
+            if var is None:
+                raise
+            raise ConfigError(
+                f"Environment variable {var}={env[var]!r}: "
+                f"{str(exc).rsplit(' Fix: ', 1)[0]}",
+                field=exc.field,
+                hint=f"set {var} to a valid value or unset it.",
+            ) from None
 
     def budget(self, window: int) -> int:
         """Tokens the sent messages may use in a window of ``window`` tokens."""
@@ -260,6 +276,13 @@ def _parse_env(value: str) -> Any:
 def _config_error(exc: ValidationError) -> ConfigError:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"]) or "GuardPolicy"
+    if err["type"] == "extra_forbidden":
+        valid = ", ".join(sorted(GuardPolicy.model_fields))
+        return ConfigError(
+            f"GuardPolicy: unknown setting {field!r}; valid settings: {valid}.",
+            field=field,
+            hint=f"remove {field!r} or correct its spelling.",
+        )
     given = err.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
     return ConfigError(

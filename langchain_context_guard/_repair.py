@@ -36,10 +36,10 @@ def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     answered exactly once by the ToolMessages directly after it, and no ToolMessage
     stands anywhere else. Run it last, after anything that removes messages.
     """
-    first_result: dict[str, ToolMessage] = {}
-    for message in messages:
+    first_result: dict[str, tuple[int, ToolMessage]] = {}
+    for i, message in enumerate(messages):
         if isinstance(message, ToolMessage):
-            first_result.setdefault(message.tool_call_id, message)
+            first_result.setdefault(message.tool_call_id, (i, message))
     out: list[BaseMessage] = []
     seen_calls: set[str] = set()
     for message in messages:
@@ -48,17 +48,35 @@ def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         if not isinstance(message, AIMessage) or not message.tool_calls:
             out.append(message)
             continue
-        repeated = {c["id"] for c in message.tool_calls if c["id"] in seen_calls}
-        if repeated:
-            message = without_tool_calls(message, {i for i in repeated if i})
+        message = _without_repeats(message, seen_calls)
         out.append(message)
+        found: list[tuple[int, ToolMessage]] = []
+        missing: list[ToolMessage] = []
         for call in message.tool_calls:
             call_id = call["id"] or ""
             seen_calls.add(call_id)
-            result = first_result.get(call_id)
-            out.append(
-                result
-                if result is not None
-                else synthetic_result(call_id, call["name"])
-            )
+            hit = first_result.get(call_id)
+            if hit is not None:
+                found.append(hit)
+            else:
+                missing.append(synthetic_result(call_id, call["name"]))
+        # Results keep the order they had; synthetic ones follow, in call order.
+        out.extend(result for _, result in sorted(found, key=lambda h: h[0]))
+        out.extend(missing)
     return messages if same_list(messages, out) else out  # type: ignore[return-value]
+
+
+def _without_repeats(message: AIMessage, seen_calls: set[str]) -> AIMessage:
+    """Drop call ids already used earlier, or earlier in the same message."""
+    ids = [c["id"] or "" for c in message.tool_calls]
+    if not any(i in seen_calls for i in ids) and len(set(ids)) == len(ids):
+        return message
+    kept = []
+    used = set(seen_calls)
+    for call in message.tool_calls:
+        call_id = call["id"] or ""
+        if call_id not in used:
+            kept.append(call)
+        used.add(call_id)
+    repeated = {i for i in ids if i in seen_calls}
+    return without_tool_calls(message, repeated).model_copy(update={"tool_calls": kept})

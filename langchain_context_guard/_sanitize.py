@@ -13,25 +13,50 @@ TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """Tool names that OpenAI, Anthropic and Gemini all accept."""
 
 
+def _valid(call_id: str, name: object, seen: set[str]) -> bool:
+    return bool(call_id) and call_id not in seen and bool(TOOL_NAME.match(str(name)))
+
+
+def _bad_raw_ids(message: AIMessage, kept_ids: set[str]) -> set[str]:
+    """Ids of raw calls (``tool_use`` blocks, ``additional_kwargs``) to drop."""
+    bad: set[str] = set()
+    content = message.content
+    blocks = content if isinstance(content, list) else []
+    for block in blocks:
+        if isinstance(block, dict) and block.get("type") in {"tool_use", "tool_call"}:
+            call_id = str(block.get("id") or "").strip()
+            if call_id not in kept_ids and not _valid(
+                call_id, block.get("name"), set()
+            ):
+                bad.add(str(block.get("id") or ""))
+    raw = message.additional_kwargs.get("tool_calls")
+    for call in raw if isinstance(raw, list) else []:
+        if isinstance(call, dict) and not str(call.get("id") or "").strip():
+            bad.add(str(call.get("id") or ""))
+    return bad
+
+
 def _clean_ai(message: AIMessage) -> AIMessage | None:
     kept: list[ToolCall] = []
     seen: set[str] = set()
     for call in message.tool_calls:
         call_id = (call.get("id") or "").strip()
-        if (
-            call_id
-            and call_id not in seen
-            and TOOL_NAME.match(call.get("name") or "")
-            and isinstance(call.get("args"), dict)
+        if _valid(call_id, call.get("name") or "", seen) and isinstance(
+            call.get("args"), dict
         ):
             kept.append(call)
         seen.add(call_id)
-    if len(kept) == len(message.tool_calls) and not message.invalid_tool_calls:
+    kept_ids = {c["id"] or "" for c in kept}
+    bad_raw = _bad_raw_ids(message, kept_ids)
+    if (
+        len(kept) == len(message.tool_calls)
+        and not message.invalid_tool_calls
+        and not bad_raw
+    ):
         return message
-    kept_ids = {c["id"] for c in kept}
     dropped = {c.get("id") or "" for c in message.tool_calls}
     dropped |= {c.get("id") or "" for c in message.invalid_tool_calls}
-    cleaned = without_tool_calls(message, dropped - kept_ids)
+    cleaned = without_tool_calls(message, (dropped - kept_ids) | bad_raw)
     cleaned = cleaned.model_copy(update={"tool_calls": kept, "invalid_tool_calls": []})
     return None if is_empty(cleaned) else cleaned
 
@@ -42,7 +67,9 @@ def sanitize_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     Removes tool calls with a blank id, a name providers refuse, arguments that are
     not an object, or a repeated id; every ``invalid_tool_calls`` entry (it would
     reach the provider unanswered); tool results with a blank ``tool_call_id``; and
-    messages left with nothing to send.
+    messages left with nothing to send. Dropped calls also leave the raw forms
+    integrations send: Anthropic ``tool_use`` content blocks and
+    ``additional_kwargs["tool_calls"]`` (whose blank-id entries go too).
     """
     out: list[BaseMessage] = []
     changed = False
@@ -50,6 +77,8 @@ def sanitize_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
         new: BaseMessage | None = message
         if isinstance(message, AIMessage):
             new = _clean_ai(message)
+            if new is not None and is_empty(new):
+                new = None
         elif isinstance(message, ToolMessage):
             if not (message.tool_call_id or "").strip():
                 new = None

@@ -9,7 +9,9 @@ def truncate_text(
     """Cut ``text`` longer than ``max_chars`` to its head and tail around a marker.
 
     The marker states how many characters were omitted and the original length.
-    Text of at most ``max_chars`` characters comes back unchanged (seed 000).
+    Text of at most ``max_chars`` characters comes back unchanged (seed 000), and
+    the result is at most ``max_chars`` long (head and tail shrink to make room for
+    the marker), unless ``max_chars`` is shorter than the marker itself.
     """
     if head_chars < 0 or tail_chars < 0 or max_chars <= 0:
         raise ValueError(
@@ -24,12 +26,23 @@ def truncate_text(
         )
     if len(text) <= max_chars:
         return text
+    # The result never exceeds max_chars (so cutting again changes nothing): when
+    # head + tail + marker would, head and tail shrink in proportion.
+    room = max_chars - len(_marker(len(text), len(text)))
+    if head_chars + tail_chars > room:
+        share = head_chars / (head_chars + tail_chars)
+        head_chars = max(int(room * share), 0)
+        tail_chars = max(room - head_chars, 0)
     omitted = len(text) - head_chars - tail_chars
     head = text[:head_chars]
     tail = text[len(text) - tail_chars :] if tail_chars else ""
+    return f"{head}{_marker(omitted, len(text))}{tail}"
+
+
+def _marker(omitted: int, original: int) -> str:
     return (
-        f"{head}\n\n... [{omitted:,} characters truncated; original "
-        f"{len(text):,} characters] ...\n\n{tail}"
+        f"\n\n... [{omitted:,} characters truncated; original "
+        f"{original:,} characters] ...\n\n"
     )
 
 

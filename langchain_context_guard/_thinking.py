@@ -7,7 +7,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._messages import is_user
+from ._messages import is_user, memo_rewrite
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 REASONING_KWARGS = ("reasoning_content", "reasoning")
@@ -25,7 +25,7 @@ def has_reasoning(message: BaseMessage) -> bool:
     )
 
 
-def _strip(message: AIMessage) -> AIMessage:
+def _strip(message: BaseMessage) -> BaseMessage:
     kwargs = {
         k: v for k, v in message.additional_kwargs.items() if k not in REASONING_KWARGS
     }
@@ -42,14 +42,16 @@ def _strip(message: AIMessage) -> AIMessage:
 
 
 def _current_turn_start(messages: Sequence[BaseMessage]) -> int:
-    """Index after which messages belong to an unfinished tool-use turn."""
-    if not messages:
-        return 0
-    last = messages[-1]
-    unfinished = isinstance(last, ToolMessage) or (
-        isinstance(last, AIMessage) and bool(last.tool_calls)
+    """Index from which messages belong to an unfinished tool-use turn.
+
+    The turn is unfinished when the last message that is not a tool result is an
+    assistant message with tool calls (its results are in, or on their way, and
+    the model has not answered yet). Stray results do not count.
+    """
+    last = next(
+        (m for m in reversed(messages) if not isinstance(m, ToolMessage)), None
     )
-    if not unfinished:
+    if not (isinstance(last, AIMessage) and last.tool_calls):
         return len(messages)
     for i in range(len(messages) - 1, -1, -1):
         if is_user(messages[i]):
@@ -77,6 +79,5 @@ def strip_old_thinking(
     out = list(messages)
     for i in targets:
         message = out[i]
-        assert isinstance(message, AIMessage)
-        out[i] = _strip(message)
+        out[i] = memo_rewrite(message, "strip_thinking", _strip)
     return out

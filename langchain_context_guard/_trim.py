@@ -93,6 +93,7 @@ def trim_to_budget(
     extra_tokens: int = 0,
     scale: float = 1.0,
     window: int = 0,
+    measure: Callable[[list[BaseMessage]], int] | None = None,
 ) -> list[BaseMessage]:
     """Drop the oldest whole turns until the history fits ``budget`` tokens.
 
@@ -103,7 +104,8 @@ def trim_to_budget(
     not enough, the largest remaining tool results are truncated; if even that
     fails, ``BudgetExceededError`` says by how much. ``extra_tokens`` counts what
     is sent besides the messages (tool schemas); ``scale`` calibrates estimates
-    against the provider's own counts.
+    against the provider's own counts. ``measure``, when given, is the caller's
+    count of a whole candidate history (e.g. usage-anchored) and decides what fits.
     """
     source: list[BaseMessage] = list(messages)
     work = (
@@ -115,23 +117,20 @@ def trim_to_budget(
     def cost(m: BaseMessage) -> int:
         return math.ceil(token_counter(m) * scale)
 
-    costs = [cost(m) for m in work]
-    total = sum(costs) + extra_tokens + REPLY_OVERHEAD
+    def total_of(msgs: list[BaseMessage]) -> int:
+        if measure is not None:
+            return measure(msgs)
+        return sum(cost(m) for m in msgs) + extra_tokens + REPLY_OVERHEAD
+
+    total = total_of(work)
     if total > budget:
-        needed = total - budget
-        quantum = step * budget
-        target = math.ceil(needed / quantum) * quantum if quantum >= 1 else needed
-        drop: set[int] = set()
-        dropped = 0
-        for unit in droppable_units(work, keep_first_user):
-            if dropped >= target:
-                break
-            drop.update(unit)
-            dropped += sum(costs[i] for i in unit)
-        work = [m for i, m in enumerate(work) if i not in drop]
-        total -= dropped
+        work, total = _drop_units(
+            work, total, budget, step, keep_first_user, cost, total_of
+        )
         if total > budget:
             work, total = _truncate_largest(work, total, budget, cost)
+            if measure is not None:
+                total = measure(work)
         if total > budget:
             raise BudgetExceededError(
                 total,
@@ -144,6 +143,40 @@ def trim_to_budget(
     ):
         return messages if isinstance(messages, list) else source
     return work
+
+
+def _drop_units(
+    work: list[BaseMessage],
+    total: int,
+    budget: int,
+    step: float,
+    keep_first_user: bool,
+    cost: Counter,
+    total_of: Callable[[list[BaseMessage]], int],
+) -> tuple[list[BaseMessage], int]:
+    """Drop droppable units, oldest first, a whole number of steps at a time.
+
+    Dropping exactly what is over would move the cut point on every call; in steps
+    of ``step * budget`` tokens it moves once per step's worth of new history.
+    """
+    quantum = step * budget
+    units = iter(droppable_units(work, keep_first_user))
+    drop: set[int] = set()
+    candidate = work
+    while total > budget:
+        needed = total - budget
+        target = math.ceil(needed / quantum) * quantum if quantum >= 1 else needed
+        dropped = 0
+        for unit in units:
+            drop.update(unit)
+            dropped += sum(cost(work[i]) for i in unit)
+            if dropped >= target:
+                break
+        if not dropped:
+            break
+        candidate = [m for i, m in enumerate(work) if i not in drop]
+        total = total_of(candidate)
+    return candidate, total
 
 
 def _truncate_largest(

@@ -6,7 +6,7 @@ from collections.abc import Callable, Sequence
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
-from ._messages import with_marker
+from ._messages import memo_rewrite, text_of, with_marker
 from ._text import truncate_text
 
 
@@ -40,6 +40,14 @@ def _cut_content(
     return with_marker(message, "truncated", content=blocks, original_chars=total)
 
 
+def _cut(message: BaseMessage, max_chars: int, head: int, tail: int) -> BaseMessage:
+    return memo_rewrite(
+        message,
+        ("truncate", max_chars, head, tail),
+        lambda m: _cut_content(m, max_chars, head, tail),
+    )
+
+
 def _chars_within(
     message: BaseMessage, max_tokens: int, count: Callable[[BaseMessage], int]
 ) -> int | None:
@@ -47,8 +55,7 @@ def _chars_within(
     tokens = count(message)
     if tokens <= max_tokens:
         return None
-    content = message.content
-    chars = len(content) if isinstance(content, str) else len(str(content))
+    chars = len(text_of(message.content))
     cap = int(chars * max_tokens / tokens * 0.9)
     return max(cap, 64)
 
@@ -82,14 +89,21 @@ def truncate_tool_results(
         if max_message_chars is not None:
             limit = min(limit, max_message_chars)
         head, tail = _scaled(limit, max_chars, head_chars, tail_chars)
-        new = _cut_content(message, limit, head, tail)
+        new = _cut(message, limit, head, tail)
         if is_tool and max_tokens is not None and token_counter is not None:
-            for _ in range(4):
+            # Cut the original again with a smaller cap (never a cut of a cut),
+            # until it fits or text is no longer what is over.
+            for _ in range(6):
                 cap = _chars_within(new, max_tokens, token_counter)
                 if cap is None:
                     break
                 h, t = _scaled(cap, max_chars, head_chars, tail_chars)
-                new = _cut_content(new, cap, h, t)
+                smaller = _cut(message, cap, h, t)
+                if smaller is new or len(text_of(smaller.content)) >= len(
+                    text_of(new.content)
+                ):
+                    break
+                new = smaller
         if new is not message:
             out[i] = new
             changed = True

@@ -76,9 +76,15 @@ def resolve_window(
     default: int,
     learned: int | None = None,
 ) -> tuple[int, WindowSource]:
-    """The window in tokens: override, learned limit, profile, table, then default."""
+    """The window in tokens: override, learned limit, profile, table, then default.
+
+    A limit learned from a provider's overflow error caps even an explicit
+    override (the provider has just said the override is too large).
+    """
     if override:
-        return (min(override, learned) if learned else override), "override"
+        if learned and learned < override:
+            return learned, "learned"
+        return override, "override"
     if learned:
         return learned, "learned"
     profile = _from_profile(model)

@@ -1,0 +1,169 @@
+"""Replay the shared SWE trajectories at 16k, 32k and 128k, strategies side by side.
+
+Every one of the 42 transcripts is replayed call by call (the prompt of call k is
+the history before the k-th assistant message) with: no guard, ``trim_messages``
+as LangGraph's docs use it, LangChain's ``SummarizationMiddleware`` (scripted
+summarizer), ``ContextEditingMiddleware(ClearToolUsesEdit)``, our
+``ContextGuard``, and our guard with compaction. See
+``langchain_context_guard.replay`` for what is measured.
+
+Writes ``benchmarks/results/replay.json`` and ``replay.png``. With ``--sweep`` it
+instead replays our guard under a list of ``GuardPolicy`` settings, with live
+usage feedback and with the recorded usage, and writes ``replay_sweep.json``.
+Windows run in parallel processes (``--jobs``, default 2). A benchmark, not a test.
+
+Run:  python benchmarks/replay_benchmark.py [--sweep] [--jobs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("CONTEXT_GUARD_OFFLINE", "1")
+
+from langchain_context_guard.replay import (
+    WINDOWS,
+    ReplayResult,
+    available_strategies,
+    default_reserve,
+    format_table,
+    load_paths,
+    plot_replay,
+    replay,
+)
+from langchain_context_guard.transcripts import shared_trajectory_dir
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+SWEEP: dict[str, dict[str, Any]] = {
+    "default": {},
+    "usage_anchoring=false": {"usage_anchoring": False},
+    "compress_trigger=0.5": {"compress_trigger": 0.5},
+    "compress_trigger=1.0": {"compress_trigger": 1.0},
+    "keep_recent_tool_results=3": {"keep_recent_tool_results": 3},
+    "keep_recent_tool_results=10": {"keep_recent_tool_results": 10},
+    "compress_batch=4": {"compress_batch": 4},
+    "compress_batch=16": {"compress_batch": 16},
+    "trim_step=0.3": {"trim_step": 0.3},
+    "trim_step=0.5": {"trim_step": 0.5},
+    "trim_step=0.7": {"trim_step": 0.7},
+    "keep=3,trim_step=0.6": {"keep_recent_tool_results": 3, "trim_step": 0.6},
+    "keep=3,trim_step=0.7,budget=80%": {
+        "keep_recent_tool_results": 3,
+        "trim_step": 0.7,
+        "budget_share": 0.8,
+    },
+    "compaction": {"compaction": True},
+    "compaction,keep=3": {"compaction": True, "keep_recent_tool_results": 3},
+}
+"""GuardPolicy settings tried; ``budget_share`` sets ``reserve_tokens`` so the
+guard's budget is that share of the benchmark's, ``compaction`` adds our
+``Compactor`` (default settings) in front of ``prepare``."""
+
+
+def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:
+    options = dict(options)
+    share = options.pop("budget_share", None)
+    if share is not None:
+        budget = window - default_reserve(window)
+        options["reserve_tokens"] = window - int(share * budget)
+    return options
+
+
+def _one_window(job: dict[str, Any]) -> ReplayResult:
+    transcripts = load_paths([job["data"]])
+    window = job["window"]
+    variants = {k: _for_window(v, window) for k, v in (job["variants"] or {}).items()}
+    return replay(
+        transcripts,
+        windows=[window],
+        strategies=job["strategies"],
+        guard_variants=variants,
+        usage_feedback=job["feedback"],
+    )
+
+
+def run(
+    data: Path,
+    strategies: list[str],
+    *,
+    feedback: bool,
+    jobs: int,
+    variants: dict[str, dict[str, Any]] | None = None,
+) -> ReplayResult:
+    """Replay every window (in parallel) and merge the results in window order."""
+    work = [
+        {
+            "data": str(data),
+            "window": w,
+            "strategies": strategies,
+            "variants": variants,
+            "feedback": feedback,
+        }
+        for w in WINDOWS
+    ]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        parts = list(pool.map(_one_window, work))
+    return ReplayResult(
+        [t for part in parts for t in part.tallies],
+        parts[0].counter_errors,
+        parts[0].calls_per_transcript,
+        feedback,
+    )
+
+
+def _machine() -> dict[str, Any]:
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sweep", action="store_true", help="GuardPolicy sweep")
+    parser.add_argument("--jobs", type=int, default=2, help="parallel windows")
+    args = parser.parse_args()
+    data = shared_trajectory_dir()
+    if data is None:
+        print("shared trajectories not found", file=sys.stderr)
+        return 2
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    command = "python benchmarks/replay_benchmark.py" + (
+        " --sweep" if args.sweep else ""
+    )
+    start = time.perf_counter()
+    if not args.sweep:
+        result = run(data, list(available_strategies()), feedback=True, jobs=args.jobs)
+        table = format_table(result)
+        out = {"command": command, "machine": _machine(), **result.to_dict()}
+        plot = plot_replay(result, RESULTS / "replay.png")
+        print(table)
+        print(f"wrote {plot}")
+        name = "replay.json"
+    else:
+        names = ["none", *SWEEP]
+        out = {"command": command, "machine": _machine(), "variants": SWEEP}
+        for feedback in (True, False):
+            result = run(data, names, feedback=feedback, jobs=args.jobs, variants=SWEEP)
+            key = "usage_feedback" if feedback else "recorded_usage"
+            out[key] = result.rows()
+            print(f"\n## {key}\n\n{format_table(result)}")
+        name = "replay_sweep.json"
+    out["seconds"] = round(time.perf_counter() - start, 1)
+    (RESULTS / name).write_text(json.dumps(out, indent=1) + "\n")
+    print(f"wrote {RESULTS / name} in {out['seconds']} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,125 @@
+"""When compaction runs: the trigger and keep sizes, and when it pauses.
+
+A compaction that leaves the history over the trigger extends a streak stored on
+its summary; after ``max_consecutive`` of those, or of failures (remembered per
+thread by ``FailureMemory``), compaction pauses until the history has grown by
+``keep`` tokens again (failures back off further each time), so a summarizer that
+cannot help is not called on every step.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+ContextSize = (
+    tuple[Literal["tokens"], int]
+    | tuple[Literal["fraction"], float]
+    | tuple[Literal["messages"], int]
+)
+Trigger = ContextSize | list[ContextSize] | None
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The trigger and keep sizes resolved against one context window."""
+
+    trigger_tokens: int | None
+    keep_tokens: int | None
+    keep_messages: int | None
+    budget: int
+
+    @property
+    def growth(self) -> int:
+        """Tokens the history must grow by to end a pause."""
+        return self.keep_tokens or self.budget // 4
+
+
+def clauses(trigger: Trigger) -> list[ContextSize]:
+    """The trigger as a list of sizes, any of which triggers."""
+    return trigger if isinstance(trigger, list) else [trigger] if trigger else []
+
+
+def resolve_limits(
+    trigger: Trigger, keep: ContextSize, *, window: int, budget: int
+) -> Limits:
+    """Token sizes for ``window``; keep is capped at half the token trigger."""
+    token_triggers = [
+        int(v * window) if k == "fraction" else int(v)
+        for k, v in clauses(trigger)
+        if k != "messages"
+    ]
+    if trigger is None:
+        token_triggers = [min(int(0.8 * window), budget)]
+    trigger_tokens = min(token_triggers) if token_triggers else None
+    kind, size = keep
+    cap = (trigger_tokens or budget) // 2
+    keep_tokens = None
+    if kind != "messages":
+        keep_tokens = min(int(size * window) if kind == "fraction" else int(size), cap)
+    keep_messages = int(size) if kind == "messages" else None
+    return Limits(trigger_tokens, keep_tokens, keep_messages, budget)
+
+
+def next_streak(prev: Mapping[str, Any] | None, *, before: int, growth: int) -> int:
+    """The streak a new summary records, from the previous summary's marker."""
+    grew = before - int(prev.get("tokens_after", 0)) if prev else growth
+    return (
+        int(prev.get("streak", 1)) + 1
+        if prev and prev.get("over") and grew < growth
+        else 1
+    )
+
+
+def pause_reason(
+    prev: Mapping[str, Any] | None,
+    *,
+    tokens: int,
+    growth: int,
+    cap: int,
+    failures: tuple[int, int],
+) -> tuple[str, int]:
+    """Why compaction pauses now ("" if it does not) and the growth that ends it.
+
+    ``prev`` is the marker of the newest summary, ``failures`` what
+    ``FailureMemory.get`` returned for the thread.
+    """
+    if (
+        prev
+        and prev.get("over")
+        and int(prev.get("streak", 1)) >= cap
+        and tokens - int(prev.get("tokens_after", 0)) < growth
+    ):
+        return f"{cap} compactions in a row left the history over the trigger", growth
+    failed, at = failures
+    if failed >= cap:
+        growth *= failed - cap + 1  # back off further after each failure
+        if tokens - at < growth:
+            return f"the last {failed} compactions failed", growth
+    return "", growth
+
+
+class FailureMemory:
+    """Failed compactions in a row per thread, and the tokens at the last one."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._failures: dict[str, tuple[int, int]] = {}
+
+    def get(self, thread_id: str | None) -> tuple[int, int]:
+        """``(failures in a row, tokens at the last)`` for a thread."""
+        with self._lock:
+            return self._failures.get(thread_id or "", (0, 0))
+
+    def record(self, thread_id: str | None, tokens: int) -> None:
+        """Count one more failure at ``tokens``."""
+        with self._lock:
+            count = self._failures.get(thread_id or "", (0, 0))[0]
+            self._failures[thread_id or ""] = (count + 1, tokens)
+
+    def clear(self, thread_id: str | None) -> None:
+        """Forget a thread's failures (after a successful compaction)."""
+        with self._lock:
+            self._failures.pop(thread_id or "", None)

@@ -1,0 +1,78 @@
+import importlib
+
+import langchain_context_guard
+
+
+def test_all_is_sorted():
+    names = langchain_context_guard.__all__
+
+    # isort-style, as ruff's RUF022 sorts it: CONSTANTS, Classes, then the rest.
+    def group(name):
+        if name.isupper():
+            return 0
+        return 1 if name[0].isupper() else 2
+
+    assert names == sorted(names, key=lambda n: (group(n), n))
+
+
+def test_all_imports_are_exported():
+    module = importlib.import_module("langchain_context_guard")
+    for name in module.__all__:
+        assert getattr(module, name) is not None, name
+    public = {n for n in dir(module) if not n.startswith("_")}
+    engine = {
+        "ContextGuard",
+        "GuardPolicy",
+        "PrepareResult",
+        "GuardReport",
+        "GuardEvent",
+        "ContextGuardError",
+        "ConfigError",
+        "InvalidInputError",
+        "WindowTooSmallError",
+        "BudgetExceededError",
+        "CompactionError",
+        "ContextOverflowError",
+        "sanitize_messages",
+        "truncate_tool_results",
+        "compress_old_tool_results",
+        "strip_old_thinking",
+        "trim_to_budget",
+        "repair_tool_pairs",
+        "enforce_provider_hygiene",
+        "truncate_text",
+        "compress_lines",
+        "TiktokenCounter",
+        "CallableCounter",
+        "TokenCounter",
+        "count_messages",
+        "MARKER_KEY",
+        "classify_overflow",
+        "OverflowInfo",
+        "WindowInfo",
+        "TokenizerFallbackWarning",
+    }
+    assert engine <= set(module.__all__)
+    assert engine <= public
+
+
+def test_error_tree():
+    from langchain_context_guard import (
+        BudgetExceededError,
+        CompactionError,
+        ConfigError,
+        ContextGuardError,
+        ContextOverflowError,
+        InvalidInputError,
+        WindowTooSmallError,
+    )
+
+    for error in (
+        BudgetExceededError,
+        CompactionError,
+        ConfigError,
+        ContextOverflowError,
+        InvalidInputError,
+        WindowTooSmallError,
+    ):
+        assert issubclass(error, ContextGuardError)

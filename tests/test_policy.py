@@ -1,0 +1,171 @@
+import textwrap
+
+import pytest
+
+from langchain_context_guard import ConfigError, GuardPolicy
+
+SEED_000_YAML = """\
+# config.yaml
+agent:
+  contextGuard:
+    enabled: true                    # on by default
+    maxToolResultChars: 50000        # cap on one tool output
+    reserveTokens: 8192              # kept free for the reply
+    truncateHeadChars: 2000          # head kept when truncating
+    truncateTailChars: 2000          # tail kept when truncating
+    contextWindowOverride: null      # overrides the model's window (optional)
+"""
+
+
+def test_defaults_follow_the_seeds():
+    p = GuardPolicy()
+    assert (p.max_tool_result_chars, p.truncate_head_chars, p.truncate_tail_chars) == (
+        50_000,
+        2_000,
+        2_000,
+    )
+    assert (
+        p.keep_recent_tool_results,
+        p.compress_min_chars,
+        p.keep_recent_thinking,
+    ) == (6, 500, 1)
+    assert (p.compress_head_lines, p.compress_tail_lines) == (3, 2)
+    assert (p.hard_min_tokens, p.warn_below_tokens) == (16_000, 32_000)
+    assert p.budget(100_000) == 100_000 - p.reserve_tokens
+
+
+def test_every_field_is_documented():
+    assert all(f.description for f in GuardPolicy.model_fields.values())
+
+
+def test_from_dict_with_snake_or_camel_case():
+    p = GuardPolicy.from_dict({"reserveTokens": 1_000, "context_window": 40_000})
+    assert (p.reserve_tokens, p.context_window) == (1_000, 40_000)
+
+
+def test_seed_000_yaml_block(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text(SEED_000_YAML)
+    p = GuardPolicy.from_yaml(path)
+    assert p.enabled and p.context_window is None
+    assert (p.max_tool_result_chars, p.reserve_tokens) == (50_000, 8_192)
+    override = tmp_path / "override.yaml"
+    override.write_text(SEED_000_YAML.replace("null", "64000"))
+    assert GuardPolicy.from_yaml(override).context_window == 64_000
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path):
+    path = tmp_path / "bad.yaml"
+    path.write_text(
+        "agent:\n  contextGuard:\n    reserveTokens: [1, 2\n    enabled: true\n"
+    )
+    with pytest.raises(ConfigError) as info:
+        GuardPolicy.from_yaml(path)
+    assert str(path) in str(info.value)
+    assert "line " in str(info.value)
+
+
+def test_missing_yaml_file_is_a_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="Cannot read config file"):
+        GuardPolicy.from_yaml(tmp_path / "nope.yaml")
+
+
+def test_non_mapping_config_is_a_config_error():
+    with pytest.raises(ConfigError, match="mapping"):
+        GuardPolicy.from_dict([1, 2])  # type: ignore[arg-type]
+
+
+def test_from_env_reads_seed_003_and_prefixed_variables():
+    env = {
+        "MAX_CONTEXT_TOKENS": "48000",
+        "MAX_CHARS_PER_MESSAGE": "20000",
+        "CONTEXT_GUARD_RESERVE_TOKENS": "4000",
+        "CONTEXT_GUARD_HISTORY_LIMITS": '{"dm": 3}',
+        "CONTEXT_GUARD_KEEP_FIRST_USER": "false",
+        "CONTEXT_GUARD_MODEL": "gpt-4o",
+    }
+    p = GuardPolicy.from_env(env)
+    assert p.context_window == 48_000 and p.max_chars_per_message == 20_000
+    assert p.reserve_tokens == 4_000 and p.history_limits == {"dm": 3}
+    assert p.keep_first_user is False and p.model == "gpt-4o"
+    assert GuardPolicy.from_env(env, reserve_tokens=100).reserve_tokens == 100
+
+
+def test_bad_env_value_names_the_variable():
+    with pytest.raises(ConfigError) as info:
+        GuardPolicy.from_env({"CONTEXT_GUARD_RESERVE_TOKENS": "lots"})
+    assert "CONTEXT_GUARD_RESERVE_TOKENS='lots'" in str(info.value)
+    assert info.value.field == "reserve_tokens"
+
+
+@pytest.mark.parametrize(
+    ("data", "field", "text"),
+    [
+        ({"reserve_tokens": -1}, "reserve_tokens", "greater than or equal to 0"),
+        ({"context_window": 0}, "context_window", "greater than 0"),
+        (
+            {"max_tool_result_share": 2},
+            "max_tool_result_share",
+            "less than or equal to 1",
+        ),
+        (
+            {"context_window": 10_000, "reserve_tokens": 10_000},
+            "reserve_tokens",
+            "smaller than context_window",
+        ),
+        (
+            {"truncate_head_chars": 30_000, "truncate_tail_chars": 30_000},
+            "truncate_head_chars",
+            "below max_tool_result_chars",
+        ),
+        ({"history_limit": "many"}, "history_limit", "valid integer"),
+    ],
+    ids=[
+        "negative-reserve",
+        "zero-window",
+        "share>1",
+        "reserve>=window",
+        "head+tail",
+        "not-int",
+    ],
+)
+def test_bad_values_name_the_field_and_the_fix(data, field, text):
+    with pytest.raises(ConfigError) as info:
+        GuardPolicy(**data)
+    assert info.value.field == field
+    assert text in str(info.value)
+    assert "Fix:" in str(info.value)
+
+
+def test_unknown_setting_lists_the_valid_ones():
+    with pytest.raises(ConfigError) as info:
+        GuardPolicy.from_dict({"reserv_tokens": 10})
+    message = str(info.value)
+    assert "unknown setting 'reserv_tokens'; valid settings: " in message
+    assert "reserve_tokens" in message.split("valid settings:")[1]
+
+
+def test_policy_is_frozen():
+    p = GuardPolicy()
+    with pytest.raises(Exception):  # noqa: B017 - pydantic's frozen error
+        p.reserve_tokens = 1  # type: ignore[misc]
+
+
+def test_turn_limit_per_session_kind():
+    p = GuardPolicy(history_limit=10, history_limits={"dm": 2})
+    assert p.turn_limit("dm") == 2
+    assert p.turn_limit("group") == 10
+    assert p.turn_limit(None) == 10
+
+
+def test_yaml_config_error_inside_block_names_field(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text(
+        textwrap.dedent("""\
+        contextGuard:
+          reserveTokens: -5
+        """)
+    )
+    with pytest.raises(ConfigError) as info:
+        GuardPolicy.from_yaml(path)
+    assert info.value.field == "reserveTokens" or info.value.field == "reserve_tokens"
