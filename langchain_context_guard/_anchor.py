@@ -1,9 +1,10 @@
 """Usage anchoring: count a history's prefix as the provider itself reported it.
 
 When an AIMessage carries ``usage_metadata``, the provider has told us what the
-prompt that produced it cost (``input_tokens``); that prompt plus the reply is the
-history up to and including the message, so the prefix counts as
-``input_tokens + output_tokens`` and only later messages are estimated. The ratio of
+prompt that produced it cost (``input_tokens``, tool schemas included); that
+prompt plus the reply is the history up to and including the message, so the
+prefix counts as ``input_tokens + output_tokens`` and only later messages are
+estimated. The ratio of
 the provider's figure to our own count of that prefix calibrates every estimate
 (never below 1: our estimates may overcount, never undercount, a calibrated prompt).
 
@@ -16,7 +17,8 @@ and 1.28, and anchored counts are within 0.1% of the provider's (median).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -24,6 +26,8 @@ from ._tokens import REPLY_OVERHEAD, TokenCounter
 
 ANCHOR_RANGE = (0.7, 1.5)
 """Accepted range of provider count / our count for an anchored prefix."""
+CALIBRATION_RANGE = (0.5, 2.0)
+"""Sanity range for a calibration measured on a prompt the guard prepared."""
 
 
 def anchor_tokens(message: BaseMessage) -> int | None:
@@ -54,14 +58,18 @@ def _has_reasoning(message: BaseMessage) -> bool:
 
 
 def find_anchor(
-    messages: Sequence[BaseMessage], counts: Sequence[int]
+    messages: Sequence[BaseMessage], counts: Sequence[int], extra: int = 0
 ) -> tuple[int, int] | None:
-    """The last AIMessage with usage, as (index, prefix tokens), if it is usable."""
+    """The last AIMessage with usage, as (index, prefix tokens), if it is usable.
+
+    ``extra`` is what the prompt held besides messages (tool schemas, reply
+    priming): the provider's ``input_tokens`` include it too.
+    """
     for k in range(len(messages) - 1, -1, -1):
         anchored = anchor_tokens(messages[k])
         if anchored is None:
             continue
-        ours = sum(counts[: k + 1])
+        ours = sum(counts[: k + 1]) + extra
         low, high = ANCHOR_RANGE
         if ours <= 0 or not low <= anchored / ours <= high:
             return None
@@ -69,11 +77,44 @@ def find_anchor(
     return None
 
 
+def sent_key(message: BaseMessage, counter: TokenCounter) -> tuple[Any, ...]:
+    """Names a prompt by its last message (id, type and size, to avoid collisions)."""
+    return (message.id, message.type, counter.count_message(message))
+
+
+def calibration_of(
+    messages: Sequence[BaseMessage],
+    sent: Mapping[tuple[Any, ...], int],
+    counter: TokenCounter,
+) -> float | None:
+    """Provider count / our count of the prompt behind the last reply with usage.
+
+    When the guard prepared that prompt itself (``sent`` holds our count of it,
+    keyed by the message it followed), the reply's ``input_tokens`` is the
+    provider's count of exactly that prompt: the truest calibration there is,
+    and the one that still holds once the history is pruned before it is sent.
+    """
+    for k in range(len(messages) - 1, 0, -1):
+        message = messages[k]
+        usage = message.usage_metadata if isinstance(message, AIMessage) else None
+        if not usage:
+            continue
+        ours = sent.get(sent_key(messages[k - 1], counter))
+        prompt = int(usage.get("input_tokens") or 0)
+        if not ours or prompt <= 0:
+            return None
+        ratio = prompt / ours
+        return ratio if CALIBRATION_RANGE[0] <= ratio <= CALIBRATION_RANGE[1] else None
+    return None
+
+
 class Meter:
     """Counts one history and the candidates the passes derive from it.
 
     A candidate that still holds the original's very objects up to the anchor keeps
-    the anchored prefix; any other is estimated in full, scaled by the calibration.
+    the anchored prefix; any other is estimated in full, scaled by the calibration:
+    ``calibration`` when given (measured on a prompt the guard itself prepared),
+    else the anchor's ratio, never below 1.
     Counts are memoised by object for the life of the meter (one ``prepare`` call).
     """
 
@@ -84,6 +125,7 @@ class Meter:
         *,
         extra_tokens: int = 0,
         anchoring: bool = True,
+        calibration: float | None = None,
     ) -> None:
         self._count = counter.count_message
         self._memo: dict[int, tuple[BaseMessage, int]] = {}
@@ -91,11 +133,13 @@ class Meter:
         self.original = original
         self.extra = extra_tokens + REPLY_OVERHEAD
         counts = [self.count(m) for m in original]
-        self.anchor = find_anchor(original, counts) if anchoring else None
+        self.anchor = find_anchor(original, counts, self.extra) if anchoring else None
         self.scale = 1.0
-        if self.anchor is not None:
+        if calibration is not None:
+            self.scale = max(1.0, calibration)
+        elif self.anchor is not None:
             k, anchored = self.anchor
-            self.scale = max(1.0, anchored / sum(counts[: k + 1]))
+            self.scale = max(1.0, anchored / (sum(counts[: k + 1]) + self.extra))
         self.before = self(original)
 
     def count(self, message: BaseMessage) -> int:
@@ -127,7 +171,8 @@ class Meter:
             if len(messages) > k and all(
                 messages[i] is original[i] for i in range(k + 1)
             ):
-                rest = sum(self.count(m) for m in messages[k + 1 :])
-                return anchored + math.ceil(rest * self.scale) + self.extra
-        body = sum(self.count(m) for m in messages)
+                # The provider's figure already holds tool schemas and priming.
+                rest = sum(map(self.count, messages[k + 1 :]))
+                return anchored + math.ceil(rest * self.scale)
+        body = sum(map(self.count, messages))
         return math.ceil(body * self.scale) + self.extra

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
+
+from langchain_core.messages import BaseMessage
+
+from ._messages import label
 
 logger = logging.getLogger("langchain_context_guard")
 
@@ -41,13 +46,13 @@ class GuardEvent:
     def describe(self) -> str:
         """One log line for this event."""
         parts = [f"Context guard: {self.kind}"]
-        for label, ids in (
+        for what, ids in (
             ("changed", self.changed),
             ("removed", self.removed),
             ("added", self.added),
         ):
             if ids:
-                parts.append(f"{label} {len(ids)} message(s)")
+                parts.append(f"{what} {len(ids)} message(s)")
         if self.tokens_before or self.tokens_after:
             parts.append(
                 f"tokens {self.tokens_before:,} -> {self.tokens_after:,}"
@@ -105,3 +110,59 @@ def log_event(event: GuardEvent) -> None:
     """Log an event: data-losing changes at WARNING, the rest at INFO."""
     lossy = event.kind in {"truncate", "trim", "compaction_failed", "overflow"}
     logger.log(logging.WARNING if lossy else logging.INFO, event.describe())
+
+
+def diff_event(
+    kind: EventKind,
+    before: list[BaseMessage],
+    after: list[BaseMessage],
+    measure: Callable[[list[BaseMessage]], int],
+    budget: int,
+) -> GuardEvent:
+    """The event for one pass: which messages it changed, removed and added.
+
+    A message is "changed" when a new object took the place of an old one with the
+    same id (or, without ids, at the same position with the same type).
+    """
+    in_after = {id(m) for m in after}
+    in_before = {id(m) for m in before}
+    gone = {i: m for i, m in enumerate(before) if id(m) not in in_after}
+    new = {i: m for i, m in enumerate(after) if id(m) not in in_before}
+    gone_ids = {m.id: i for i, m in gone.items() if m.id}
+    changed: list[str] = []
+    for i, m in list(new.items()):
+        j = gone_ids.get(m.id) if m.id else None
+        if j is None and i in gone and not m.id and type(gone[i]) is type(m):
+            j = i
+        if j is not None and j in gone:
+            changed.append(label(m, i))
+            del gone[j], new[i]
+    if not gone and not new and not changed:
+        changed = [
+            label(m, i)
+            for i, m in enumerate(after)
+            if i >= len(before) or before[i] is not m
+        ]
+    return GuardEvent(
+        kind,
+        changed=tuple(changed),
+        removed=tuple(label(m, i) for i, m in gone.items()),
+        added=tuple(label(m, i) for i, m in new.items()),
+        tokens_before=measure(before),
+        tokens_after=measure(after),
+        budget=budget,
+        detail=_detail(kind, len(gone), len(new), len(changed)),
+    )
+
+
+def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
+    """A short human phrase for the log line (seed 000's warnings)."""
+    verbs = {
+        "truncate": f"truncated {changed} oversized message(s) to head + tail",
+        "compress": f"compressed {changed} old tool result(s)",
+        "strip_thinking": f"removed reasoning from {changed} older message(s)",
+        "trim": f"dropped {removed} old message(s) to fit the budget",
+        "repair": f"repaired tool pairing ({removed} dropped, {added} added, "
+        f"{changed} moved or rewritten)",
+    }
+    return verbs.get(kind, "")

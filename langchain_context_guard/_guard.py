@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.runnables import Runnable
 
-from ._anchor import Meter
+from ._anchor import Meter, calibration_of, sent_key
 from ._compress import compress_old_tool_results
 from ._errors import InvalidInputError
-from ._events import EventKind, GuardEvent, GuardReport, log_event
+from ._events import EventKind, GuardEvent, GuardReport, diff_event, log_event
 from ._hygiene import enforce_provider_hygiene
-from ._messages import label
 from ._overflow import LimitMemory
 from ._policy import GuardPolicy
 from ._repair import repair_tool_pairs
@@ -26,6 +27,8 @@ from ._truncate import truncate_tool_results
 from ._window import WindowInfo, check_window, model_name, resolve_window
 
 Pass = Callable[[list[BaseMessage]], list[BaseMessage]]
+_diff_event = diff_event  # the name the recovery chain imports
+_SENT_MEMORY = 4_096
 
 
 @dataclass(frozen=True)
@@ -116,10 +119,14 @@ class ContextGuard:
         self.limits = LimitMemory()
         self._warned: set[int] = set()
         self._lock = threading.Lock()
+        # Our count of each prompt this guard prepared, keyed by its last message:
+        # the reply's usage then says exactly how the provider counted it.
+        self._sent: OrderedDict[tuple[Any, ...], int] = OrderedDict()
 
     def window(self, model: Any = None) -> WindowInfo:
         """Resolve and check the context window (seed 004's pre-flight guard)."""
-        model = model if model is not None else self.model
+        if model is None:
+            model = self.model if self.model is not None else self.policy.model
         name = self.policy.model or model_name(model) or ""
         tokens, source = resolve_window(
             override=self.policy.context_window,
@@ -134,15 +141,53 @@ class ContextGuard:
             warn_below=self.policy.warn_below_tokens,
         )
 
+    def as_runnable(
+        self,
+        *,
+        tools: Sequence[Any] | None = None,
+        model: Any = None,
+        messages_key: str = "messages",
+    ) -> Runnable[Any, list[BaseMessage]]:
+        """This guard as an LCEL Runnable: ``prompt | guard.as_runnable() | model``."""
+        from .runnable import as_runnable
+
+        return as_runnable(self, tools=tools, model=model, messages_key=messages_key)
+
+    def wrap(self, model: Any, **kwargs: Any) -> Runnable[Any, BaseMessage]:
+        """``model`` behind this guard, retrying on provider overflow errors."""
+        from .recovery import with_overflow_recovery
+
+        return with_overflow_recovery(model, self, **kwargs)
+
     def count_tokens(self, messages: Any, *, tools: Sequence[Any] | None = None) -> int:
         """Tokens of ``messages`` (and tool schemas) as the guard counts them."""
-        meter = Meter(
+        return self._meter(to_messages(messages), tools).before
+
+    def _meter(self, messages: list[BaseMessage], tools: Sequence[Any] | None) -> Meter:
+        anchoring = self.policy.usage_anchoring
+        with self._lock:
+            sent = dict(self._sent) if anchoring and self._sent else {}
+        return Meter(
             self.counter,
-            to_messages(messages),
+            messages,
             extra_tokens=self.counter.count_tools(tools or []),
-            anchoring=self.policy.usage_anchoring,
+            anchoring=anchoring,
+            calibration=calibration_of(messages, sent, self.counter) if sent else None,
         )
-        return meter.before
+
+    def _remember(
+        self, original: list[BaseMessage], sent: list[BaseMessage], meter: Meter
+    ) -> None:
+        """Note our count of what is sent, keyed by the history's last message."""
+        if not original or not original[-1].id or not self.policy.usage_anchoring:
+            return
+        key = sent_key(original[-1], self.counter)
+        total = sum(map(meter.count, sent)) + meter.extra
+        with self._lock:
+            self._sent[key] = total
+            self._sent.move_to_end(key)
+            while len(self._sent) > _SENT_MEMORY:
+                self._sent.popitem(last=False)
 
     def prepare(
         self,
@@ -162,12 +207,7 @@ class ContextGuard:
         info = self.window(model)
         policy = self.policy
         budget = policy.budget(info.tokens)
-        meter = Meter(
-            self.counter,
-            original,
-            extra_tokens=self.counter.count_tools(tools or []),
-            anchoring=policy.usage_anchoring,
-        )
+        meter = self._meter(original, tools)
         events: list[GuardEvent] = []
         if info.should_warn:
             events.append(self._window_warning(info, budget))
@@ -176,7 +216,7 @@ class ContextGuard:
             for kind, run in self._passes(budget, info.tokens, session_kind, meter):
                 after = run(current)
                 if after is not current:
-                    event = _diff_event(kind, current, after, meter, budget)
+                    event = diff_event(kind, current, after, meter, budget)
                     log_event(event)
                     events.append(event)
                     current = after
@@ -189,6 +229,7 @@ class ContextGuard:
             counter=self.counter.name,
             events=tuple(events),
         )
+        self._remember(original, current, meter)
         return PrepareResult(list(current), report)
 
     def _passes(
@@ -263,59 +304,3 @@ class ContextGuard:
         if first:
             log_event(event)
         return event
-
-
-def _diff_event(
-    kind: EventKind,
-    before: list[BaseMessage],
-    after: list[BaseMessage],
-    measure: Callable[[list[BaseMessage]], int],
-    budget: int,
-) -> GuardEvent:
-    """The event for one pass: which messages it changed, removed and added.
-
-    A message is "changed" when a new object took the place of an old one with the
-    same id (or, without ids, at the same position with the same type).
-    """
-    in_after = {id(m) for m in after}
-    in_before = {id(m) for m in before}
-    gone = {i: m for i, m in enumerate(before) if id(m) not in in_after}
-    new = {i: m for i, m in enumerate(after) if id(m) not in in_before}
-    gone_ids = {m.id: i for i, m in gone.items() if m.id}
-    changed: list[str] = []
-    for i, m in list(new.items()):
-        j = gone_ids.get(m.id) if m.id else None
-        if j is None and i in gone and not m.id and type(gone[i]) is type(m):
-            j = i
-        if j is not None and j in gone:
-            changed.append(label(m, i))
-            del gone[j], new[i]
-    if not gone and not new and not changed:
-        changed = [
-            label(m, i)
-            for i, m in enumerate(after)
-            if i >= len(before) or before[i] is not m
-        ]
-    return GuardEvent(
-        kind,
-        changed=tuple(changed),
-        removed=tuple(label(m, i) for i, m in gone.items()),
-        added=tuple(label(m, i) for i, m in new.items()),
-        tokens_before=measure(before),
-        tokens_after=measure(after),
-        budget=budget,
-        detail=_detail(kind, len(gone), len(new), len(changed)),
-    )
-
-
-def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
-    """A short human phrase for the log line (seed 000's warnings)."""
-    verbs = {
-        "truncate": f"truncated {changed} oversized message(s) to head + tail",
-        "compress": f"compressed {changed} old tool result(s)",
-        "strip_thinking": f"removed reasoning from {changed} older message(s)",
-        "trim": f"dropped {removed} old message(s) to fit the budget",
-        "repair": f"repaired tool pairing ({removed} dropped, {added} added, "
-        f"{changed} moved or rewritten)",
-    }
-    return verbs.get(kind, "")

@@ -5,9 +5,15 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolCall,
+    ToolMessage,
+)
 
-from ._messages import is_empty, without_tool_calls
+from ._messages import is_empty, memo_rewrite, without_tool_calls
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """Tool names that OpenAI, Anthropic and Gemini all accept."""
@@ -74,19 +80,28 @@ def sanitize_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     changed = False
     for message in messages:
-        new: BaseMessage | None = message
-        if isinstance(message, AIMessage):
-            new = _clean_ai(message)
-            if new is not None and is_empty(new):
-                new = None
-        elif isinstance(message, ToolMessage):
-            if not (message.tool_call_id or "").strip():
-                new = None
-        elif is_empty(message):
-            new = None
+        new = memo_rewrite(message, "sanitize", _verdict)
         changed = changed or new is not message
-        if new is not None:
+        if new is not _DROP:
             out.append(new)
     return (
         out if changed else messages if isinstance(messages, list) else list(messages)
     )
+
+
+_DROP = HumanMessage("")
+"""Stands for "drop this message" in the per-message verdict cache."""
+
+
+def _verdict(message: BaseMessage) -> BaseMessage:
+    new: BaseMessage | None = message
+    if isinstance(message, AIMessage):
+        new = _clean_ai(message)
+        if new is not None and is_empty(new):
+            new = None
+    elif isinstance(message, ToolMessage):
+        if not (message.tool_call_id or "").strip():
+            new = None
+    elif is_empty(message):
+        new = None
+    return _DROP if new is None else new

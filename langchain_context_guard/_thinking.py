@@ -48,9 +48,7 @@ def _current_turn_start(messages: Sequence[BaseMessage]) -> int:
     assistant message with tool calls (its results are in, or on their way, and
     the model has not answered yet). Stray results do not count.
     """
-    last = next(
-        (m for m in reversed(messages) if not isinstance(m, ToolMessage)), None
-    )
+    last = next((m for m in reversed(messages) if not isinstance(m, ToolMessage)), None)
     if not (isinstance(last, AIMessage) and last.tool_calls):
         return len(messages)
     for i in range(len(messages) - 1, -1, -1):

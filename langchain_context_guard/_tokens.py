@@ -1,8 +1,10 @@
-"""Token accounting: tiktoken with offline fallbacks, a per-message cache, anchoring.
+"""Token counters: tiktoken (see ``_encoding``) behind a per-message cache.
 
 Counts follow what providers bill: a fixed overhead per message, the text of every
 content block, tool-call names and JSON arguments, tool schemas, and a flat,
 documented cost for images and other binary blocks (never their base64 length).
+Texts over ``_encoding.EXACT_LIMIT`` characters are counted from samples. Usage
+anchoring and calibration against the provider's own counts live in ``_anchor``.
 """
 
 from __future__ import annotations

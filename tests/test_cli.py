@@ -372,4 +372,6 @@ def test_demo_without_its_extras_says_what_to_install(
     monkeypatch.setitem(sys.modules, "langgraph.checkpoint.sqlite", None)
     code, _, err = run(capsys, "demo", "--db", tmp_path / "d.sqlite")
     assert code == 2
-    assert "pip install 'langchain-context-guard[offline,agents,sqlite]'" in one_line(err)
+    assert "pip install 'langchain-context-guard[offline,agents,sqlite]'" in one_line(
+        err
+    )

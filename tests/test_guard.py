@@ -203,3 +203,26 @@ def test_repair_runs_after_trim_so_no_orphans_remain():
     out = ContextGuard(TIGHT).prepare(history).messages
     assert_paired(out)
     assert isinstance(out[-1], ToolMessage) and out[-1].status == "error"
+
+
+def test_usage_of_a_prompt_the_guard_sent_calibrates_its_counts():
+    """A live agent's reply reports the provider's count of the pruned prompt."""
+    guard = ContextGuard(TIGHT)
+    full = agent_history(150, result_chars=6_000)
+    k = len(full) - 2  # the last assistant message
+    sent = guard.prepare(full[:k]).messages
+    ours = sum(guard.counter.count_message(m) for m in sent)
+    usage = {"input_tokens": int(ours * 1.25), "output_tokens": 10}
+    usage["total_tokens"] = usage["input_tokens"] + 10
+    reply = full[k].model_copy(update={"usage_metadata": usage})
+    history = [*full[:k], reply, full[k + 1]]
+
+    def raw(messages):
+        return sum(guard.counter.count_message(m) for m in messages)
+
+    calibrated = guard.prepare(history)
+    assert calibrated.report.tokens_after >= 1.24 * raw(calibrated.messages)
+    assert calibrated.report.tokens_after <= calibrated.report.budget
+    fresh = ContextGuard(TIGHT).prepare(history)  # knows nothing of what was sent
+    assert fresh.report.tokens_after < 1.05 * raw(fresh.messages) + 10
+    assert len(calibrated.messages) < len(fresh.messages)

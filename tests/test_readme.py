@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -29,8 +31,9 @@ def test_readme_block_runs(
     code: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {"__name__": "__readme__"}
-    exec(compile(code, str(README), "exec"), namespace)
+    module = types.ModuleType("readme_block")
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    exec(compile(code, str(README), "exec"), module.__dict__)
 
 
 def test_readme_has_python_blocks() -> None:

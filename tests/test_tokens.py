@@ -1,3 +1,4 @@
+import math
 import warnings
 
 import pytest
@@ -137,9 +138,11 @@ def test_usage_anchor_counts_the_prefix_as_input_plus_output():
     history, k, anchored = _anchored_history()
     assert anchor_tokens(history[k]) == anchored
     rest = counter.count_message(history[-1])
-    scale = anchored / sum(counter.count_message(m) for m in history[: k + 1])
-    expected = anchored + -(-rest * scale // 1) + REPLY_OVERHEAD
-    assert count_messages(history, counter) == int(expected)
+    ours = sum(counter.count_message(m) for m in history[: k + 1]) + REPLY_OVERHEAD
+    scale = anchored / ours
+    # the provider's input_tokens already hold priming (and tool schemas)
+    expected = anchored + math.ceil(rest * scale)
+    assert count_messages(history, counter) == expected
     plain = count_messages(history, counter, anchoring=False)
     assert plain == sum(counter.count_message(m) for m in history) + REPLY_OVERHEAD
 
@@ -308,3 +311,16 @@ def test_huge_texts_are_sampled_close_to_the_exact_count():
     exact = len(ENC.encode_ordinary(text))
     assert abs(counter.text_tokens(text) - exact) / exact < 0.03
     assert counter.text_tokens("y" * 10_000_000) > 1_000_000  # fast, not exact
+
+
+def test_tool_schemas_inside_an_anchor_are_not_counted_twice():
+    tools = [{"type": "function", "function": {"name": "t", "description": "d " * 500}}]
+    guard = ContextGuard(GuardPolicy(context_window=32_000))
+    history = agent_history(3)
+    k = len(history) - 2
+    ours = guard.count_tokens(history[:k], tools=tools)  # the prompt of call k
+    own = guard.counter.count_message(history[k])
+    usage = {"input_tokens": ours, "output_tokens": own, "total_tokens": ours + own}
+    history[k] = history[k].model_copy(update={"usage_metadata": usage})
+    rest = guard.counter.count_message(history[-1])
+    assert guard.count_tokens(history, tools=tools) == ours + own + rest
