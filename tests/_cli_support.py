@@ -8,9 +8,10 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from fakes import agent_loop
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import END, MessagesState
 
 from langchain_context_guard.cli import main
 
@@ -75,12 +76,7 @@ def checkpoint_db(path: Path, thread_id: str = "t-1", turns: int = 12) -> Path:
     def more(state: MessagesState) -> str:
         return "tools" if len(state["messages"]) < 1 + 2 * turns else END
 
-    graph = StateGraph(MessagesState)
-    graph.add_node("agent", agent)
-    graph.add_node("tools", tools)
-    graph.add_edge(START, "agent")
-    graph.add_conditional_edges("agent", more, ["tools", END])
-    graph.add_edge("tools", "agent")
+    graph = agent_loop(MessagesState, agent, tools, more)
     with closing(sqlite3.connect(path, check_same_thread=False)) as conn:
         app = graph.compile(checkpointer=SqliteSaver(conn))
         config: Any = {"configurable": {"thread_id": thread_id}, "recursion_limit": 200}

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
 from typing import Annotated, Any
 
+from fakes import (
+    ScriptedChatModel,
+    ScriptedToolModel,
+    agent_loop,
+    tool_history,
+    tool_step,
+)
 from langchain_core.callbacks import (
     AsyncCallbackManagerForLLMRun,
     CallbackManagerForLLMRun,
@@ -19,10 +25,10 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.outputs import ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import tool
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, StateGraph
 from langgraph.graph.message import add_messages
 from pydantic import Field, PrivateAttr
 from typing_extensions import TypedDict
@@ -73,40 +79,20 @@ def tool_output(k: int, chars: int) -> str:
 
 
 def step(k: int, chars: int = 2_000, parallel: int = 1) -> list[BaseMessage]:
-    """One assistant message calling ``parallel`` tools, and their results."""
-    calls = [
-        {
-            "name": "read_file",
-            "args": {"path": f"src/file_{k}_{j}.py"},
-            "id": f"call-{k}-{j}",
-        }
-        for j in range(parallel)
-    ]
-    out: list[BaseMessage] = [AIMessage("", tool_calls=calls, id=f"ai-{k}")]
-    for j in range(parallel):
-        out.append(
-            ToolMessage(
-                tool_output(k, chars),
-                tool_call_id=f"call-{k}-{j}",
-                name="read_file",
-                id=f"tool-{k}-{j}",
-            )
-        )
-    return out
+    """One assistant message calling ``parallel`` read_file tools, and the results."""
+    return tool_step(k, tool_output(k, chars), parallel=parallel)
 
 
 def agent_history(
     steps: int, chars: int = 2_000, *, parallel_every: int = 0
 ) -> list[BaseMessage]:
     """System prompt, the task, then ``steps`` tool steps (some parallel)."""
-    out: list[BaseMessage] = [
-        SystemMessage("You are a coding agent.", id="sys"),
-        HumanMessage(TASK, id="task"),
-    ]
-    for k in range(steps):
-        batch = 3 if parallel_every and k % parallel_every == 0 else 1
-        out += step(k, chars, batch)
-    return out
+    return tool_history(
+        steps,
+        lambda k: tool_output(k, chars),
+        task=TASK,
+        parallel_every=parallel_every,
+    )
 
 
 def chat_history(
@@ -122,53 +108,15 @@ def chat_history(
     return out
 
 
-def pairs_valid(messages: Sequence[BaseMessage]) -> bool:
-    """Every tool call answered right after it, and no stray result."""
-    i = 0
-    while i < len(messages):
-        m = messages[i]
-        if isinstance(m, ToolMessage):
-            return False
-        i += 1
-        if isinstance(m, AIMessage) and m.tool_calls:
-            ids = {c["id"] for c in m.tool_calls}
-            got = set()
-            while i < len(messages) and isinstance(messages[i], ToolMessage):
-                got.add(messages[i].tool_call_id)  # type: ignore[attr-defined]
-                i += 1
-            if got != ids:
-                return False
-    return True
-
-
-class ScriptedSummarizer(BaseChatModel):
+class ScriptedSummarizer(ScriptedChatModel):
     """Answers every call with the next scripted text (the last one repeats)."""
 
     responses: list[str] = Field(default_factory=lambda: [SUMMARY_TEXT])
-    _calls: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-summarizer"
-
-    @property
-    def calls(self) -> list[list[BaseMessage]]:
-        """Every prompt received."""
-        return self._calls
-
-    def _next(self, messages: list[BaseMessage]) -> str:
-        self._calls.append(messages)
-        return self.responses[min(len(self._calls), len(self.responses)) - 1]
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        text = self._next(messages)
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        return AIMessage(
+            self.responses[min(len(self.received), len(self.responses)) - 1]
+        )
 
 
 class StructuredSummarizer(ScriptedSummarizer):
@@ -180,34 +128,19 @@ class StructuredSummarizer(ScriptedSummarizer):
     def bind_tools(self, tools: Any, **kwargs: Any) -> Runnable[Any, Any]:
         return self.bind(structured=True)
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
         if not kwargs.get("structured"):
-            return super()._generate(messages, stop, run_manager)
-        self._calls.append(messages)
+            return super().reply(messages)
         if self.fail_structured:
             raise ValueError("provider rejected the schema")
         call = {"name": "SummarySections", "args": self.sections, "id": "s1"}
-        message = AIMessage("", tool_calls=[call])
-        return ChatResult(generations=[ChatGeneration(message=message)])
+        return AIMessage("", tool_calls=[call])
 
 
 class FailingSummarizer(ScriptedSummarizer):
     """Raises on every call."""
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self._calls.append(messages)
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
         raise RuntimeError("summarizer is down (503)")
 
 
@@ -315,12 +248,7 @@ def build_graph(
         last = state["messages"][-1]
         return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
 
-    builder = StateGraph(State)
-    builder.add_node("agent", agent)
-    builder.add_node("tools", tools)
-    builder.add_edge(START, "agent")
-    builder.add_conditional_edges("agent", route, ["tools", END])
-    builder.add_edge("tools", "agent")
+    builder = agent_loop(State, agent, tools, route)
     add_compaction(builder, before="agent", compactor=compactor)
     return builder
 
@@ -343,44 +271,15 @@ def settings(**overrides: Any) -> CompactionSettings:
     return CompactionSettings(**values)
 
 
-class ToolCallingModel(BaseChatModel):
-    """A tool-calling agent model: ``steps`` read_file calls, then an answer."""
-
-    steps: int = 10
-    _n: int = PrivateAttr(default=0)
-    _received: list[list[BaseMessage]] = PrivateAttr(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-agent"
-
-    @property
-    def received(self) -> list[list[BaseMessage]]:
-        """Every input the model was called with."""
-        return self._received
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingModel:
-        return self
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self._received.append(list(messages))
-        n, self._n = self._n, self._n + 1
-        if n < self.steps:
-            call = {
-                "name": "read_file",
-                "args": {"path": f"src/f{n}.py"},
-                "id": f"c{n}",
-            }
-            message = AIMessage("", tool_calls=[call], id=f"ai-{n}")
-        else:
-            message = AIMessage("All done.", id="final")
-        return ChatResult(generations=[ChatGeneration(message=message)])
+def tool_calling_model(steps: int = 10) -> ScriptedToolModel:
+    """A tool-calling agent model: ``steps`` read_file calls, then "All done."."""
+    return ScriptedToolModel(
+        steps=steps,
+        tool_name="read_file",
+        args=lambda k: {"path": f"src/f{k}.py"},
+        answer="All done.",
+        per_turn=False,
+    )
 
 
 @tool

@@ -1,7 +1,8 @@
 """Fakes for the recovery tests: SDK-shaped provider errors and a limited model.
 
 The error texts are the real ones from ``tests/test_overflow.py``, with the figures
-filled in from the fake model's hidden limit.
+filled in from the fake model's hidden limit; the SDK-shaped exceptions are in
+``tests/fakes.py``.
 """
 
 from __future__ import annotations
@@ -9,9 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from fakes import (
+    OPENAI_TPM,
+    FakeAPIStatusError,
+    FakeClientError,
+    ScriptedChatModel,
+    tool_history,
+)
 from langchain_core.exceptions import ContextOverflowError as NativeOverflowError
-from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -19,46 +25,12 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard._messages import is_user, with_marker
-
-
-class FakeAPIStatusError(Exception):
-    """Shaped like openai/anthropic ``APIStatusError``."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status_code: int,
-        body: object = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
-        self.body = body
-        self.code = code
-
-
-class FakeClientError(Exception):
-    """Shaped like ``botocore.exceptions.ClientError``."""
-
-    def __init__(self, code: str, message: str, operation: str, status: int) -> None:
-        super().__init__(
-            f"An error occurred ({code}) when calling the {operation} operation: "
-            f"{message}"
-        )
-        self.response: dict[str, Any] = {
-            "Error": {"Code": code, "Message": message},
-            "ResponseMetadata": {"HTTPStatusCode": status},
-        }
-
 
 ErrorFactory = Callable[[int, int], Exception]
 """``(requested_tokens, limit_tokens) -> the provider's error``."""
@@ -206,14 +178,6 @@ STATES_LIMIT = frozenset(
 )
 """The providers whose error text states the limit."""
 
-OPENAI_TPM = (
-    "Error code: 429 - {'error': {'message': 'Request too large for gpt-4o in "
-    "organization org-abc123 on tokens per min (TPM): Limit 30000, Requested 45000. "
-    "The input or output tokens must be reduced in order to run successfully. Visit "
-    "https://platform.openai.com/account/rate-limits to learn more.', 'type': "
-    "'tokens', 'param': None, 'code': 'rate_limit_exceeded'}}"
-)
-
 
 def not_overflow_errors() -> dict[str, Exception]:
     """Rate-limit, billing and auth errors that must propagate untouched."""
@@ -264,12 +228,12 @@ def small_policy(**overrides: Any) -> GuardPolicy:
     return GuardPolicy(**settings)
 
 
-class LimitedChatModel(GenericFakeChatModel):
+class LimitedChatModel(ScriptedChatModel):
     """A scripted chat model that refuses any input over a hidden token limit.
 
     It measures its input (messages and bound tools) with ``count``, records each
     call's size in ``calls``, and raises ``overflow(tokens, limit)`` when the input
-    is over ``limit``, or ``failure`` on every call when set.
+    is over ``limit``, or ``failure`` on every call when set. It streams.
     """
 
     limit: int
@@ -277,22 +241,17 @@ class LimitedChatModel(GenericFakeChatModel):
     overflow: ErrorFactory = _anthropic
     failure: Exception | None = None
     model_name: str | None = "fake-limited"
+    disable_streaming: bool = False
     calls: list[int] = Field(default_factory=list)
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
         tokens = self.count(messages, kwargs.get("tools"))
         self.calls.append(tokens)
         if self.failure is not None:
             raise self.failure
         if tokens > self.limit:
             raise self.overflow(tokens, self.limit)
-        return super()._generate(messages, stop, run_manager, **kwargs)
+        return super().reply(messages)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, Any]:
         """Bind tools as OpenAI schemas, like the real integrations do."""
@@ -337,16 +296,15 @@ def history(
     turns: int = 6, *, tool_words: int = 1_500, question: str = "What next?"
 ) -> list[BaseMessage]:
     """System, task, ``turns`` bash calls with bulky results, then a question."""
-    out: list[BaseMessage] = [
-        SystemMessage("You are a careful coding agent.", id="sys"),
-        HumanMessage("Fix the failing test in the repo.", id="task"),
-    ]
-    for k in range(turns):
-        call = {"name": "bash", "args": {"cmd": f"cat f{k}.py"}, "id": f"c{k}"}
-        out.append(AIMessage("", tool_calls=[call], id=f"a{k}"))
-        out.append(ToolMessage(filler(tool_words, k), tool_call_id=f"c{k}", id=f"t{k}"))
-    out.append(HumanMessage(question, id="question"))
-    return out
+    steps = tool_history(
+        turns,
+        lambda k: filler(tool_words, k),
+        system="You are a careful coding agent.",
+        task="Fix the failing test in the repo.",
+        tool="bash",
+        args=lambda k, j: {"cmd": f"cat f{k}.py"},
+    )
+    return [*steps, HumanMessage(question, id="question")]
 
 
 def summarize(messages: list[BaseMessage]) -> list[BaseMessage]:

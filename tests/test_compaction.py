@@ -16,10 +16,10 @@ from _compaction_support import (
     agent_history,
     chat_history,
     make_guard,
-    pairs_valid,
     settings,
     step,
 )
+from fakes import pairing_errors
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -92,7 +92,8 @@ def test_cut_never_enters_a_call_group(keep: int) -> None:
     history = agent_history(20, chars=1_500, parallel_every=3)
     plan = _plan(history, keep_tokens=keep)
     assert not isinstance(plan.kept[0], ToolMessage)
-    assert pairs_valid(plan.history[1:]) and pairs_valid(plan.kept)
+    assert pairing_errors(plan.history[1:]) == []
+    assert pairing_errors(plan.kept) == []
     assert plan.system == (history[0],)
     assert all(not isinstance(m, SystemMessage) for m in plan.removed)
 
@@ -121,11 +122,12 @@ def test_cut_invariants_hold_for_any_history(
     assert not isinstance(plan.kept[0], ToolMessage)
     sides = [plan.history, plan.turn_prefix, plan.kept]
     for side in sides:
-        assert pairs_valid([m for m in side if not isinstance(m, SystemMessage)])
+        rest = [m for m in side if not isinstance(m, SystemMessage)]
+        assert pairing_errors(rest) == []
     if plan.split:
         assert isinstance(plan.turn_prefix[0], HumanMessage) and plan.history
     rebuilt = rebuild(plan, summary_message(Summary(notes=("x",)), number=1))
-    assert is_summary(rebuilt[1]) and pairs_valid(rebuilt[2:])
+    assert is_summary(rebuilt[1]) and pairing_errors(rebuilt[2:]) == []
 
 
 def test_keep_tokens_keeps_the_newest_units_within_budget() -> None:
@@ -260,7 +262,7 @@ def test_compact_rewrites_history_as_system_summary_tail() -> None:
     assert history == original  # input untouched
     assert isinstance(out[0], SystemMessage) and is_summary(out[1])
     assert isinstance(out[1], HumanMessage)
-    assert pairs_valid(out[2:])
+    assert pairing_errors(out[2:]) == []
     assert GUARD.count_tokens(out) < GUARD.count_tokens(history)
     mark = marker(out[1]) or {}
     assert mark["number"] == 1 and mark["replaced"] == len(history) - len(out) + 1
@@ -283,7 +285,7 @@ def test_summary_is_updated_incrementally() -> None:
     assert summary is not None
     assert summary.completed == ("patched handler()",)
     assert summary.original_request == TASK  # kept although the task message is gone
-    assert "<previous_summary>" in str(summarizer.calls[1][1].content)
+    assert "<previous_summary>" in str(summarizer.received[1][1].content)
 
 
 def test_split_turn_asks_for_a_separate_turn_summary() -> None:
@@ -292,9 +294,9 @@ def test_split_turn_asks_for_a_separate_turn_summary() -> None:
     )
     comp = Compactor(summarizer, settings(), guard=GUARD)
     result = comp.compact(chat_history(turns=3, steps_per_turn=8))
-    assert len(summarizer.calls) == 2
+    assert len(summarizer.received) == 2
     assert "BEGINNING of an AI agent's current turn" in str(
-        summarizer.calls[1][0].content
+        summarizer.received[1][0].content
     )
     assert "read 8 files" in result.summary.turn_context
     assert "Turn 2:" in result.summary.turn_context
@@ -306,8 +308,8 @@ async def test_async_split_turn_runs_both_calls() -> None:
     out = await acompact_messages(
         chat_history(turns=3, steps_per_turn=8), summarizer, settings(), guard=GUARD
     )
-    assert len(summarizer.calls) == 2
-    assert is_summary(out[1]) and pairs_valid(out[2:])
+    assert len(summarizer.received) == 2
+    assert is_summary(out[1]) and pairing_errors(out[2:]) == []
 
 
 def test_rebuild_mode_gives_system_summary_question() -> None:
@@ -335,7 +337,7 @@ def test_structured_output_is_used_when_supported() -> None:
 def test_structured_failure_falls_back_to_text_on_retry() -> None:
     summarizer = StructuredSummarizer(fail_structured=True)
     result = Compactor(summarizer, settings(), guard=GUARD).compact(agent_history(12))
-    assert len(summarizer.calls) == 2
+    assert len(summarizer.received) == 2
     assert result.summary.remaining == ("patch handler() and rerun the tests",)
 
 
@@ -386,7 +388,7 @@ def test_failure_raises_after_retries_and_leaves_input_alone() -> None:
         compact_messages(history, summarizer, settings(retries=2), guard=GUARD)
     assert info.value.reason == "summarizer_error"
     assert "503" in str(info.value)
-    assert len(summarizer.calls) == 3
+    assert len(summarizer.received) == 3
     assert history == snapshot
 
 
@@ -467,7 +469,7 @@ def test_failures_pause_compaction_until_history_grows() -> None:
     assert comp.update(history, thread_id="t") is None
     assert comp.should_compact(history, thread_id="t") is False
     assert comp.should_compact(history, thread_id="other") is True
-    assert len(summarizer.calls) == 2
+    assert len(summarizer.received) == 2
     grown = [*history, *agent_history(80)[-40:]]
     assert comp.should_compact(grown, thread_id="t") is True
 

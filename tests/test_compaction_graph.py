@@ -15,14 +15,14 @@ from _compaction_support import (
     FailingSummarizer,
     HangingSummarizer,
     ScriptedSummarizer,
-    ToolCallingModel,
     build_graph,
     make_guard,
-    pairs_valid,
     read_file,
     settings,
     start,
+    tool_calling_model,
 )
+from fakes import pairing_errors
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -93,11 +93,11 @@ def test_graph_compacts_when_due_and_keeps_the_pre_compaction_checkpoint(
     final = graph.get_state(_config()).values["messages"]
     assert final[-1].content == "All done."
     assert isinstance(final[0], SystemMessage) and is_summary(final[1])
-    assert pairs_valid(final[2:])
+    assert pairing_errors(final[2:]) == []
     assert guard.count_tokens(final) < compactor._limits().trigger_tokens
     number = (marker(final[1]) or {})["number"]
-    assert number >= 2 and len(summarizer.calls) == number
-    assert "<previous_summary>" in str(summarizer.calls[-1][1].content)
+    assert number >= 2 and len(summarizer.received) == number
+    assert "<previous_summary>" in str(summarizer.received[-1][1].content)
     kinds = [e["kind"] for e in _custom_events(chunks)]
     assert kinds == ["compaction"] * number
     assert max(agent.sent) <= guard.policy.budget(guard.window().tokens)
@@ -127,7 +127,7 @@ def test_failed_compaction_leaves_state_and_the_call_falls_back(
     assert events and all(e["kind"] == "compaction_failed" for e in events)
     assert "summarizer_error" in events[0]["detail"]
     assert any("compaction skipped" in e["detail"] for e in events)
-    assert len(summarizer.calls) < STEPS  # paused after max_consecutive failures
+    assert len(summarizer.received) < STEPS  # paused after max_consecutive failures
     assert max(agent.sent) <= guard.policy.budget(guard.window().tokens)
     updates = [c for mode, c in chunks if mode == "updates" and "compact" in c]
     assert updates and all(not c["compact"] for c in updates)
@@ -217,7 +217,7 @@ def test_summarizer_tokens_are_not_streamed(saver: SqliteSaver) -> None:
     ai_text = "".join(
         str(m.content) for m, _ in streamed if m.type in {"ai", "AIMessageChunk"}
     )
-    assert summarizer.calls  # compaction did run
+    assert summarizer.received  # compaction did run
     assert "The fix is in place." in ai_text
     assert "<completed>" not in ai_text and "off-by-one" not in ai_text
 
@@ -277,7 +277,7 @@ def _agent(summarizer: Any, saver: SqliteSaver, **kwargs: Any) -> tuple[Any, Any
     from langchain_context_guard.compaction_middleware import CompactionMiddleware
 
     guard = make_guard()
-    model = ToolCallingModel(steps=STEPS)
+    model = tool_calling_model(STEPS)
     middleware = CompactionMiddleware(summarizer, settings(**kwargs), guard=guard)
     agent = create_agent(
         model,
@@ -295,9 +295,9 @@ def test_create_agent_middleware_compacts(saver: SqliteSaver) -> None:
     agent, model = _agent(summarizer, saver)
     out = agent.invoke({"messages": [("user", "Fix the bug.")]}, _config())
     messages = out["messages"]
-    assert is_summary(messages[0]) and pairs_valid(messages[1:])
+    assert is_summary(messages[0]) and pairing_errors(messages[1:]) == []
     assert messages[-1].content == "All done."
-    assert summarizer.calls
+    assert summarizer.received
     summary = str(messages[0].content)
     assert "Fix the bug." in summary
     guard = make_guard()
@@ -313,7 +313,7 @@ async def test_create_agent_middleware_falls_back_when_compaction_fails(
     from langchain_context_guard.compaction_middleware import CompactionMiddleware
 
     guard = make_guard()
-    model = ToolCallingModel(steps=STEPS)
+    model = tool_calling_model(STEPS)
     middleware = CompactionMiddleware(
         FailingSummarizer(), settings(retries=0), guard=guard, recall=True
     )

@@ -12,11 +12,11 @@ from _adapters_support import (
     SYSTEM,
     TOOLS,
     WINDOW,
-    ScriptedToolModel,
     check_model_input,
     long_history,
     make_guard,
 )
+from fakes import ScriptedToolModel
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver

@@ -10,13 +10,12 @@ from _adapters_support import (
     BUDGET,
     SYSTEM,
     TOOLS,
-    ScriptedToolModel,
     check_model_input,
     full_length,
     make_guard,
-    pairing_errors,
     read_note,
 )
+from fakes import ScriptedToolModel, pairing_errors
 from langchain_core.messages import AnyMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver

@@ -9,15 +9,16 @@ from uuid import UUID
 
 import pytest
 from _adapters_support import (
+    BIG_TOOL,
     RESERVE,
     SYSTEM,
     TOOLS,
     WINDOW,
-    ScriptedToolModel,
     check_model_input,
     full_length,
     long_history,
 )
+from fakes import ScriptedToolModel
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.callbacks import BaseCallbackHandler
@@ -148,15 +149,6 @@ def _request(**kw: Any) -> ModelRequest[Any]:
 
 
 def test_system_message_stays_separate_and_tools_count(guard: ContextGuard) -> None:
-    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
-    big = {
-        "type": "function",
-        "function": {
-            "name": "search",
-            "description": "word " * 4_000,
-            "parameters": schema,
-        },
-    }
     seen: list[ModelRequest[Any]] = []
 
     def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
@@ -164,7 +156,7 @@ def test_system_message_stays_separate_and_tools_count(guard: ContextGuard) -> N
         return ModelResponse(result=[AIMessage("ok")])
 
     middleware = ContextGuardMiddleware(guard)
-    for tools in ([], [big]):
+    for tools in ([], [BIG_TOOL]):
         request = _request(system_prompt=SYSTEM, tools=tools)
         middleware.wrap_model_call(request, handler)
         sent = seen[-1]

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Any
 
 import pytest
+from fakes import OPENAI_TPM, FakeAPIStatusError, FakeClientError
 from langchain_core.exceptions import ContextOverflowError
 
 from langchain_context_guard._overflow import (
@@ -12,38 +12,6 @@ from langchain_context_guard._overflow import (
     OverflowInfo,
     classify_overflow,
 )
-
-
-class FakeAPIStatusError(Exception):
-    """Shaped like openai/anthropic ``APIStatusError``."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status_code: int,
-        body: object = None,
-        code: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status_code = status_code
-        self.body = body
-        self.code = code
-
-
-class FakeClientError(Exception):
-    """Shaped like ``botocore.exceptions.ClientError``."""
-
-    def __init__(self, code: str, message: str, operation: str, status: int) -> None:
-        super().__init__(
-            f"An error occurred ({code}) when calling the {operation} operation: "
-            f"{message}"
-        )
-        self.response: dict[str, Any] = {
-            "Error": {"Code": code, "Message": message},
-            "ResponseMetadata": {"HTTPStatusCode": status},
-        }
 
 
 class FakeResponse:
@@ -122,14 +90,6 @@ LLAMA_BODY = {
         "n_ctx": 8192,
     }
 }
-OPENAI_TPM = (
-    "Error code: 429 - {'error': {'message': 'Request too large for gpt-4o in "
-    "organization org-abc123 on tokens per min (TPM): Limit 30000, Requested 45000. "
-    "The input or output tokens must be reduced in order to run successfully. Visit "
-    "https://platform.openai.com/account/rate-limits to learn more.', 'type': "
-    "'tokens', 'param': None, 'code': 'rate_limit_exceeded'}}"
-)
-
 CASES: list[tuple[str | None, BaseException, bool, int | None, int | None]] = [
     (
         "anthropic",

@@ -388,7 +388,7 @@ def test_recover_overflow_steps_through_the_chain(msgs: list[BaseMessage]) -> No
     assert first.state == RecoveryState(attempts=1, compactions=1)
     assert len(first.messages) == len(msgs) - 2
     assert [e.kind for e in first.events] == ["overflow_recovery"]
-    assert first.events[0].removed == ("a0", "t0")
+    assert first.events[0].removed == ("ai-0", "tool-0-0")
     second = recover_overflow(
         first.messages,
         info,

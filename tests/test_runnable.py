@@ -6,15 +6,15 @@ from uuid import UUID
 
 import pytest
 from _adapters_support import (
+    BIG_TOOL,
     BUDGET,
     SYSTEM,
     TOOLS,
-    ScriptedToolModel,
     check_model_input,
     long_history,
     make_guard,
-    pairing_errors,
 )
+from fakes import ScriptedToolModel, pairing_errors
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.prompt_values import ChatPromptValue
@@ -83,16 +83,7 @@ async def test_invoke_ainvoke_batch_and_stream_agree(guard: ContextGuard) -> Non
 
 
 def test_tools_count_against_the_budget(guard: ContextGuard) -> None:
-    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
-    big = {
-        "type": "function",
-        "function": {
-            "name": "search",
-            "description": "word " * 4_000,
-            "parameters": schema,
-        },
-    }
-    tools = [*TOOLS, big]
+    tools = [*TOOLS, BIG_TOOL]
     with_tools = as_runnable(guard, tools=tools).invoke(HISTORY)
     assert guard.count_tokens(with_tools, tools=tools) <= BUDGET
     assert guard.count_tokens(with_tools) < guard.count_tokens(_expected(guard)) - 4_000
