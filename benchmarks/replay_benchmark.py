@@ -45,24 +45,23 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 SWEEP: dict[str, dict[str, Any]] = {
     "default": {},
-    "usage_anchoring=false": {"usage_anchoring": False},
-    "compress_trigger=0.5": {"compress_trigger": 0.5},
-    "compress_trigger=1.0": {"compress_trigger": 1.0},
-    "keep_recent_tool_results=3": {"keep_recent_tool_results": 3},
-    "keep_recent_tool_results=10": {"keep_recent_tool_results": 10},
-    "compress_batch=4": {"compress_batch": 4},
-    "compress_batch=16": {"compress_batch": 16},
-    "trim_step=0.3": {"trim_step": 0.3},
-    "trim_step=0.5": {"trim_step": 0.5},
-    "trim_step=0.7": {"trim_step": 0.7},
-    "keep=3,trim_step=0.6": {"keep_recent_tool_results": 3, "trim_step": 0.6},
-    "keep=3,trim_step=0.7,budget=80%": {
-        "keep_recent_tool_results": 3,
-        "trim_step": 0.7,
-        "budget_share": 0.8,
+    "previous defaults": {
+        "keep_recent_tool_results": 6,
+        "compress_trigger": 0.0,
+        "trim_step": 0.15,
+        "compress_batch": 8,
     },
+    "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
+    "compress_trigger=0": {"compress_trigger": 0.0},
+    "trim_step=0.15": {"trim_step": 0.15},
+    "trim_step=0.3": {"trim_step": 0.3},
+    "trim_step=0.6": {"trim_step": 0.6},
+    "compress_batch=1": {"compress_batch": 1},
+    "compress_batch=8": {"compress_batch": 8},
+    "compress_trigger=0,trim_step=0.3": {"compress_trigger": 0.0, "trim_step": 0.3},
+    "safety_margin=0": {"safety_margin": 0.0},
+    "usage_anchoring=false": {"usage_anchoring": False},
     "compaction": {"compaction": True},
-    "compaction,keep=3": {"compaction": True, "keep_recent_tool_results": 3},
 }
 """GuardPolicy settings tried; ``budget_share`` sets ``reserve_tokens`` so the
 guard's budget is that share of the benchmark's, ``compaction`` adds our

@@ -29,25 +29,37 @@ def compress_old_tool_results(
     prompt cache from that message on.
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
-    old = len(results) - keep_recent
-    if old <= 0:
-        return _same(messages)
-    upto = (old // batch) * batch
+    upto = compress_boundary(len(results), keep_recent, batch)
     out = list(messages)
     changed = False
-    key = ("compress", min_chars, head_lines, tail_lines)
     for i in results[:upto]:
-        message = out[i]
-        mark = marker(message)
-        if mark is not None and mark.get("kind") in {"compressed", "synthetic_result"}:
-            continue
-        new = memo_rewrite(
-            message, key, lambda m: _compress(m, min_chars, head_lines, tail_lines)
-        )
-        if new is not message:
+        new = compress_message(out[i], min_chars, head_lines, tail_lines)
+        if new is not out[i]:
             out[i] = new
             changed = True
-    return out if changed else _same(messages)
+    if changed:
+        return out
+    return messages if isinstance(messages, list) else out
+
+
+def compress_boundary(results: int, keep_recent: int, batch: int) -> int:
+    """How many of the oldest ``results`` tool results are due for compression."""
+    old = results - keep_recent
+    return (old // batch) * batch if old > 0 else 0
+
+
+def compress_message(
+    message: BaseMessage, min_chars: int, head_lines: int, tail_lines: int
+) -> BaseMessage:
+    """A tool result as compression leaves it (memoised; marked ones stay)."""
+    mark = marker(message)
+    if mark is not None and mark.get("kind") in {"compressed", "synthetic_result"}:
+        return message
+    return memo_rewrite(
+        message,
+        ("compress", min_chars, head_lines, tail_lines),
+        lambda m: _compress(m, min_chars, head_lines, tail_lines),
+    )
 
 
 def _compress(
@@ -60,7 +72,3 @@ def _compress(
     if len(short) >= len(text):
         return message
     return with_marker(message, "compressed", content=short, original_chars=len(text))
-
-
-def _same(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    return messages if isinstance(messages, list) else list(messages)

@@ -109,7 +109,57 @@ class GuardReport:
 def log_event(event: GuardEvent) -> None:
     """Log an event: data-losing changes at WARNING, the rest at INFO."""
     lossy = event.kind in {"truncate", "trim", "compaction_failed", "overflow"}
-    logger.log(logging.WARNING if lossy else logging.INFO, event.describe())
+    level = logging.WARNING if lossy else logging.INFO
+    if logger.isEnabledFor(level):
+        logger.log(level, event.describe())
+
+
+@dataclass(frozen=True, slots=True)
+class Edits:
+    """What one pass did, as event labels (``_messages.label``).
+
+    ``changed``: rewritten or moved messages, by output position; ``removed``:
+    dropped ones, by input position; ``added``: inserted ones, by output position.
+    A pass reports every difference between its input and output here, so "no
+    edits" means it returned its input list.
+    """
+
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.changed or self.removed or self.added)
+
+    def __add__(self, other: Edits) -> Edits:
+        if not other:
+            return self
+        if not self:
+            return other
+        return Edits(
+            self.changed + other.changed,
+            self.removed + other.removed,
+            self.added + other.added,
+        )
+
+
+NO_EDITS = Edits()
+
+
+def pass_event(
+    kind: EventKind, edits: Edits, tokens_before: int, tokens_after: int, budget: int
+) -> GuardEvent:
+    """The event for one pass of ``prepare``, from the edits it reported."""
+    return GuardEvent(
+        kind,
+        changed=edits.changed,
+        removed=edits.removed,
+        added=edits.added,
+        tokens_before=tokens_before,
+        tokens_after=tokens_after,
+        budget=budget,
+        detail=_detail(kind, len(edits.removed), len(edits.added), len(edits.changed)),
+    )
 
 
 def diff_event(

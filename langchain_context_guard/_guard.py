@@ -6,29 +6,66 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import repeat
+from operator import attrgetter, is_
 from typing import Any
 
 from langchain_core.messages import BaseMessage, convert_to_messages
 from langchain_core.runnables import Runnable
 
-from ._anchor import Meter, calibration_of, sent_key
-from ._compress import compress_old_tool_results
+from ._anchor import (
+    Gauge,
+    last_usage,
+    make_gauge,
+    scan_history,
+    sent_key,
+)
 from ._errors import InvalidInputError
-from ._events import EventKind, GuardEvent, GuardReport, diff_event, log_event
-from ._hygiene import enforce_provider_hygiene
+from ._events import GuardEvent, GuardReport, diff_event, log_event, pass_event
 from ._overflow import LimitMemory
+from ._pipeline import Run, Setting
 from ._policy import GuardPolicy
-from ._repair import repair_tool_pairs
-from ._sanitize import sanitize_messages
-from ._thinking import strip_old_thinking
-from ._tokens import TokenCounter, make_counter
-from ._trim import trim_to_budget
-from ._truncate import truncate_tool_results
+from ._stages import Step
+from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import WindowInfo, check_window, model_name, resolve_window
 
-Pass = Callable[[list[BaseMessage]], list[BaseMessage]]
 _diff_event = diff_event  # the name the recovery chain imports
 _SENT_MEMORY = 4_096
+_content = attrgetter("content")
+
+
+@dataclass(frozen=True)
+class _Record:
+    """A guard's last call: its history, and the step of every pass over it."""
+
+    key: tuple[Any, ...]
+    original: list[BaseMessage]
+    contents: list[Any]
+    body: int
+    usage_at: int
+    usage_body: int
+    steps: tuple[Step, ...]
+
+    def grows(self, messages: list[BaseMessage]) -> bool:
+        """Whether ``messages`` starts with this history, unchanged."""
+        n = len(self.original)
+        return (
+            len(messages) >= n
+            and all(map(is_, messages, self.original))
+            and all(map(is_, map(_content, messages[:n]), self.contents))
+        )
+
+    def measure(
+        self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]
+    ) -> tuple[int, int, int]:
+        """``scan_history`` of a history that grows this one."""
+        n = len(self.original)
+        counts = [count(m) for m in messages[n:]]
+        body = self.body + sum(counts)
+        k = last_usage(messages, n)
+        if k < 0:
+            return body, self.usage_at, self.usage_body
+        return body, k, self.body + sum(counts[: k - n + 1])
 
 
 @dataclass(frozen=True)
@@ -51,6 +88,10 @@ def to_messages(messages: Any) -> list[BaseMessage]:
             f"Expected a sequence of messages, got {type(messages).__name__}.",
             hint="pass a list, and wrap a single message in one: prepare([message]).",
         )
+    if isinstance(messages, list) and all(
+        map(isinstance, messages, repeat(BaseMessage))
+    ):
+        return list(messages)
     out: list[BaseMessage] = []
     for i, item in enumerate(messages):
         if isinstance(item, BaseMessage):
@@ -121,7 +162,10 @@ class ContextGuard:
         self._lock = threading.Lock()
         # Our count of each prompt this guard prepared, keyed by its last message:
         # the reply's usage then says exactly how the provider counted it.
-        self._sent: OrderedDict[tuple[Any, ...], int] = OrderedDict()
+        self._sent: OrderedDict[tuple[Any, ...], tuple[int, bool]] = OrderedDict()
+        self._record: _Record | None = None
+        self._ratios: dict[str, float] = {}
+        self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
 
     def window(self, model: Any = None) -> WindowInfo:
         """Resolve and check the context window (seed 004's pre-flight guard)."""
@@ -161,30 +205,72 @@ class ContextGuard:
 
     def count_tokens(self, messages: Any, *, tools: Sequence[Any] | None = None) -> int:
         """Tokens of ``messages`` (and tool schemas) as the guard counts them."""
-        return self._meter(to_messages(messages), tools).before
+        original = to_messages(messages)
+        body, usage_at, usage_body = scan_history(original, self.counter.count_message)
+        extra = self._tool_tokens(tools) + REPLY_OVERHEAD
+        gauge = self._gauge(original, usage_at, usage_body, extra)
+        return gauge.tokens(body, len(original))
 
-    def _meter(self, messages: list[BaseMessage], tools: Sequence[Any] | None) -> Meter:
-        anchoring = self.policy.usage_anchoring
-        with self._lock:
-            sent = dict(self._sent) if anchoring and self._sent else {}
-        return Meter(
-            self.counter,
+    def _gauge(
+        self,
+        messages: list[BaseMessage],
+        usage_at: int,
+        usage_body: int,
+        extra: int,
+        model: Any = None,
+    ) -> Gauge:
+        """How this history's counts turn into tokens (``_anchor.make_gauge``).
+
+        The ratio a history shows is remembered (per model) and carried to one
+        that shows none: its latest reply came from a prompt this guard did not
+        prepare, or none has usage yet.
+        """
+        policy = self.policy
+        anchoring = policy.usage_anchoring
+        sent = None
+        if anchoring and usage_at >= 1:
+            key = sent_key(messages[usage_at - 1], self.counter)
+            with self._lock:
+                sent = self._sent.get(key)
+        name = policy.model or model_name(model or self.model) or ""
+        gauge, ratio = make_gauge(
             messages,
-            extra_tokens=self.counter.count_tools(tools or []),
+            usage_at=usage_at,
+            usage_body=usage_body,
+            extra=extra,
             anchoring=anchoring,
-            calibration=calibration_of(messages, sent, self.counter) if sent else None,
+            sent=sent,
+            carried=self._ratios.get(name),
+            margins=(policy.safety_margin, policy.uncalibrated_margin),
         )
+        if ratio is not None:
+            self._ratios[name] = ratio
+        return gauge
+
+    def _tool_tokens(self, tools: Sequence[Any] | None) -> int:
+        """Tokens of the tool schemas (remembered for the same tool objects)."""
+        if not tools:
+            return 0
+        key = tuple(map(id, tools))
+        hit = self._tools
+        if hit is not None and hit[0] == key:
+            return hit[2]
+        tokens = self.counter.count_tools(tools)
+        self._tools = (key, list(tools), tokens)
+        return tokens
 
     def _remember(
-        self, original: list[BaseMessage], sent: list[BaseMessage], meter: Meter
+        self, original: list[BaseMessage], sent_tokens: int, whole: bool
     ) -> None:
-        """Note our count of what is sent, keyed by the history's last message."""
+        """Note our count of what is sent (and if it is ``original`` unchanged).
+
+        Keyed by the history's last message: the reply to this prompt follows it.
+        """
         if not original or not original[-1].id or not self.policy.usage_anchoring:
             return
         key = sent_key(original[-1], self.counter)
-        total = sum(map(meter.count, sent)) + meter.extra
         with self._lock:
-            self._sent[key] = total
+            self._sent[key] = (sent_tokens, whole)
             self._sent.move_to_end(key)
             while len(self._sent) > _SENT_MEMORY:
                 self._sent.popitem(last=False)
@@ -199,97 +285,69 @@ class ContextGuard:
     ) -> PrepareResult:
         """Return the messages to send and a report; never mutates ``messages``.
 
-        Token figures (report, events, the budget check) all come from one meter:
+        Token figures (report, events, the budget check) all come from one gauge:
         usage-anchored while the prefix up to the anchor is untouched, calibrated
-        estimates otherwise (see ``_anchor``).
+        estimates otherwise (see ``_anchor``). When ``messages`` extends the
+        history of this guard's previous call, each pass only looks at what is
+        new unless one of its boundaries moved (``_stages``); the result is the
+        same either way. Messages are taken as values: one edited in place must
+        get a new ``content`` object to be seen as changed (as LangChain's
+        ``model_copy`` gives).
         """
         original = to_messages(messages)
         info = self.window(model)
         policy = self.policy
         budget = policy.budget(info.tokens)
-        meter = self._meter(original, tools)
+        extra = self._tool_tokens(tools) + REPLY_OVERHEAD
+        turn_limit = policy.turn_limit(session_kind)
+        key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
+        record = self._record
+        if record is not None and not (record.key == key and record.grows(original)):
+            record = None
+        count = self.counter.count_message
+        if record is None:
+            body, usage_at, usage_body = scan_history(original, count)
+        else:
+            body, usage_at, usage_body = record.measure(original, count)
+        gauge = self._gauge(original, usage_at, usage_body, extra, model)
         events: list[GuardEvent] = []
         if info.should_warn:
             events.append(self._window_warning(info, budget))
-        current = original
-        if policy.enabled:
-            for kind, run in self._passes(budget, info.tokens, session_kind, meter):
-                after = run(current)
-                if after is not current:
-                    event = diff_event(kind, current, after, meter, budget)
-                    log_event(event)
-                    events.append(event)
-                    current = after
+        run = Run(
+            original,
+            body,
+            Setting(policy, budget, info.tokens, turn_limit, count, gauge),
+            record.steps if record is not None else None,
+        )
+        current = run.run() if policy.enabled else original
+        before = run.before
+        for step, after in zip(run.steps, run.tokens, strict=True):
+            if step.edits:
+                event = pass_event(step.kind, step.edits, before, after, budget)
+                log_event(event)
+                events.append(event)
+            before = after
         report = GuardReport(
-            tokens_before=meter.before,
-            tokens_after=meter(current),
+            tokens_before=run.before,
+            tokens_after=run.now,
             budget=budget,
             context_window=info.tokens,
             window_source=info.source,
             counter=self.counter.name,
             events=tuple(events),
         )
-        self._remember(original, current, meter)
-        return PrepareResult(list(current), report)
-
-    def _passes(
-        self,
-        budget: int,
-        window: int,
-        session_kind: str | None,
-        meter: Meter,
-    ) -> list[tuple[EventKind, Pass]]:
-        p = self.policy
-
-        def compress(msgs: list[BaseMessage]) -> list[BaseMessage]:
-            if p.compress_trigger and meter(msgs) <= p.compress_trigger * budget:
-                return msgs
-            return compress_old_tool_results(
-                msgs,
-                keep_recent=p.keep_recent_tool_results,
-                min_chars=p.compress_min_chars,
-                head_lines=p.compress_head_lines,
-                tail_lines=p.compress_tail_lines,
-                batch=p.compress_batch,
+        self._remember(original, run.body + extra, current is original)
+        if run.steps and not run.steps[1].state.open:
+            self._record = _Record(
+                key,
+                original,
+                list(map(_content, original)),
+                body,
+                usage_at,
+                usage_body,
+                tuple(run.steps),
             )
-
-        return [
-            ("sanitize", sanitize_messages),
-            ("repair", repair_tool_pairs),
-            (
-                "truncate",
-                lambda m: truncate_tool_results(
-                    m,
-                    max_chars=p.max_tool_result_chars,
-                    head_chars=p.truncate_head_chars,
-                    tail_chars=p.truncate_tail_chars,
-                    max_tokens=int(p.max_tool_result_share * budget),
-                    token_counter=meter.cost,
-                    max_message_chars=p.max_chars_per_message,
-                ),
-            ),
-            ("compress", compress),
-            (
-                "strip_thinking",
-                lambda m: strip_old_thinking(m, keep_recent=p.keep_recent_thinking),
-            ),
-            (
-                "trim",
-                lambda m: trim_to_budget(
-                    m,
-                    budget=budget,
-                    token_counter=meter.cost,
-                    keep_first_user=p.keep_first_user,
-                    turn_limit=p.turn_limit(session_kind),
-                    step=p.trim_step,
-                    window=window,
-                    measure=meter,
-                ),
-            ),
-            ("compress", compress),
-            ("repair", repair_tool_pairs),
-            ("hygiene", enforce_provider_hygiene),
-        ]
+        return PrepareResult(list(current), report)
 
     def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent:
         event = GuardEvent(

@@ -11,7 +11,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._messages import MARKER_KEY, is_empty, same_list
+from ._messages import MARKER_KEY, is_empty, map_messages, memo_rewrite
 
 HISTORY_START = (
     "(Earlier messages of this conversation were removed to fit the context window.)"
@@ -26,31 +26,45 @@ def enforce_provider_hygiene(messages: Sequence[BaseMessage]) -> list[BaseMessag
     trimming left an assistant message first, a marked placeholder user message is
     put before it. Empty tool results get a short placeholder text.
     """
-    out: list[BaseMessage] = []
-    for message in messages:
-        if isinstance(message, ToolMessage) and not message.content:
-            message = message.model_copy(
-                update={
-                    "content": EMPTY_RESULT,
-                    "additional_kwargs": {
-                        **message.additional_kwargs,
-                        MARKER_KEY: {"kind": "placeholder"},
-                    },
-                }
-            )
-        elif is_empty(message):
-            continue
-        out.append(message)
-    first = next(
-        (i for i, m in enumerate(out) if not isinstance(m, SystemMessage)), None
-    )
+    out = map_messages(messages, tidy_message)
+    first = first_turn(out)
     if first is not None and not isinstance(out[first], HumanMessage):
-        out.insert(
-            first,
-            HumanMessage(
-                HISTORY_START,
-                id="context-guard-history-start",
-                additional_kwargs={MARKER_KEY: {"kind": "placeholder"}},
-            ),
-        )
-    return messages if same_list(messages, out) else out  # type: ignore[return-value]
+        return [*out[:first], history_start(), *out[first:]]
+    return out
+
+
+def first_turn(messages: Sequence[BaseMessage]) -> int | None:
+    """Index of the first message that is not a system message."""
+    return next(
+        (i for i, m in enumerate(messages) if not isinstance(m, SystemMessage)), None
+    )
+
+
+def history_start() -> HumanMessage:
+    """The marked user message put first when trimming left none there."""
+    return HumanMessage(
+        HISTORY_START,
+        id="context-guard-history-start",
+        additional_kwargs={MARKER_KEY: {"kind": "placeholder"}},
+    )
+
+
+def tidy_message(message: BaseMessage) -> BaseMessage | None:
+    """One message as hygiene leaves it (None: dropped as empty)."""
+    if isinstance(message, ToolMessage):
+        if message.content:
+            return message
+        return memo_rewrite(message, "hygiene", _placeholder)
+    return None if is_empty(message) else message
+
+
+def _placeholder(message: BaseMessage) -> BaseMessage:
+    return message.model_copy(
+        update={
+            "content": EMPTY_RESULT,
+            "additional_kwargs": {
+                **message.additional_kwargs,
+                MARKER_KEY: {"kind": "placeholder"},
+            },
+        }
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections.abc import Callable, Collection, Hashable, Sequence
 from typing import Any, TypeVar
@@ -129,6 +130,24 @@ def label(message: BaseMessage, index: int) -> str:
     return message.id or f"#{index}"
 
 
+def map_messages(
+    messages: Sequence[BaseMessage],
+    fn: Callable[[BaseMessage], BaseMessage | None],
+) -> list[BaseMessage]:
+    """``fn`` on every message (None drops it); the input list if nothing changed."""
+    out: list[BaseMessage] = []
+    changed = False
+    for message in messages:
+        new = fn(message)
+        if new is not message:
+            changed = True
+        if new is not None:
+            out.append(new)
+    if changed:
+        return out
+    return messages if isinstance(messages, list) else list(messages)
+
+
 def same_list(before: Sequence[BaseMessage], after: list[BaseMessage]) -> bool:
     """Whether two histories hold the very same message objects in order."""
     return len(before) == len(after) and all(
@@ -137,6 +156,9 @@ def same_list(before: Sequence[BaseMessage], after: list[BaseMessage]) -> bool:
 
 
 _rewrites: dict[tuple[int, Hashable], tuple[Any, Any, BaseMessage | None]] = {}
+_rewrites_lock = threading.Lock()
+_SWEEP_FLOOR = 4_096
+_sweep_at = [_SWEEP_FLOOR]
 
 
 def memo_rewrite(
@@ -147,19 +169,26 @@ def memo_rewrite(
     Passes rewrite the same old messages on every call; returning the very same
     rewritten object each time keeps their work (and the token count's cache
     lookups) proportional to what is new, and the output byte-identical.
+    Entries hold a plain weak reference (no callback, so nothing runs at
+    interpreter shutdown); dead ones are swept when the table has doubled.
     """
     slot = (id(message), key)
     hit = _rewrites.get(slot)
     if hit is not None and hit[0]() is message and hit[1] is message.content:
         return message if hit[2] is None else hit[2]
     result = build(message)
-
-    def forget(
-        _ref: object, slot: tuple[int, Hashable] = slot, table: Any = _rewrites
-    ) -> None:
-        table.pop(slot, None)  # bound early: module globals are gone at shutdown
-
     # ``None`` stands for "unchanged": holding the message itself would keep it alive.
     kept = None if result is message else result
-    _rewrites[slot] = (weakref.ref(message, forget), message.content, kept)
+    entry = (weakref.ref(message), message.content, kept)
+    with _rewrites_lock:
+        _rewrites[slot] = entry
+        if len(_rewrites) >= _sweep_at[0]:
+            sweep_dead(_rewrites)
+            _sweep_at[0] = max(_SWEEP_FLOOR, 2 * len(_rewrites))
     return result
+
+
+def sweep_dead(table: dict[Any, tuple[Any, ...]]) -> None:
+    """Drop entries whose weakly referenced message (item 0) is gone."""
+    for slot in [s for s, entry in table.items() if entry[0]() is None]:
+        del table[slot]

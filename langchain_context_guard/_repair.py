@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._messages import MARKER_KEY, same_list, without_tool_calls
+from ._events import Edits
+from ._messages import MARKER_KEY, label, memo_rewrite, without_tool_calls
 
 SYNTHETIC_RESULT = (
     "Error: no result is available for this tool call; it was lost or removed "
@@ -36,47 +39,148 @@ def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     answered exactly once by the ToolMessages directly after it, and no ToolMessage
     stands anywhere else. Run it last, after anything that removes messages.
     """
-    first_result: dict[str, tuple[int, ToolMessage]] = {}
-    for i, message in enumerate(messages):
-        if isinstance(message, ToolMessage):
-            first_result.setdefault(message.tool_call_id, (i, message))
+    out, edits, _, _ = repair_part(messages)
+    if edits:
+        return out
+    return messages if isinstance(messages, list) else out
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """What repairing a history saw: enough to repair its continuation alone.
+
+    Repairing ``history + more`` equals the repaired history followed by ``more``
+    repaired against this, unless ``more`` answers a call in ``missing`` or calls
+    an id in ``orphans`` (results earlier in the history would then move).
+    """
+
+    calls: frozenset[str] = frozenset()
+    missing: frozenset[str] = frozenset()
+    orphans: frozenset[str] = frozenset()
+    last: int = -1
+    """Input index of the last message kept (to tell moved results)."""
+    open: bool = False
+    """The history ends with a call still waiting for its result."""
+
+    def continues(self, more: Sequence[BaseMessage]) -> bool:
+        """Whether ``more`` can be repaired against this alone."""
+        if not (self.missing or self.orphans):
+            return True
+        for m in more:
+            if isinstance(m, ToolMessage) and m.tool_call_id in self.missing:
+                return False
+            if isinstance(m, AIMessage) and any(
+                (c["id"] or "") in self.orphans for c in m.tool_calls
+            ):
+                return False
+        return True
+
+
+def _zero(_message: BaseMessage) -> int:
+    return 0
+
+
+def repair_part(  # noqa: C901
+    messages: Sequence[BaseMessage],
+    start: int = 0,
+    out_start: int = 0,
+    before: Pairing | None = None,
+    count: Callable[[BaseMessage], int] = _zero,
+) -> tuple[list[BaseMessage], Edits, int, Pairing]:
+    """Repair ``messages[start:]`` as the continuation of a history ``before`` saw.
+
+    Returns the repaired part (it goes at output index ``out_start``), its edits,
+    its token change by ``count``, and the pairing state after it.
+    """
+    prior = before or Pairing()
+    first_result: dict[str, int] = {}
+    for i in range(start, len(messages)):
+        m = messages[i]
+        if isinstance(m, ToolMessage):
+            first_result.setdefault(m.tool_call_id, i)
     out: list[BaseMessage] = []
-    seen_calls: set[str] = set()
-    for message in messages:
+    changed: list[str] = []
+    added: list[str] = []
+    delta = 0
+    calls: set[str] = set()
+    missing: set[str] = set()
+    emitted: set[int] = set()
+    last = prior.last
+    is_open = prior.open
+    for i in range(start, len(messages)):
+        message = messages[i]
         if isinstance(message, ToolMessage):
             continue  # placed after its call below, or dropped as an orphan
+        is_open = False
         if not isinstance(message, AIMessage) or not message.tool_calls:
             out.append(message)
+            last = i
             continue
-        message = _without_repeats(message, seen_calls)
-        out.append(message)
-        found: list[tuple[int, ToolMessage]] = []
-        missing: list[ToolMessage] = []
-        for call in message.tool_calls:
+        new = _without_repeats(message, prior.calls, calls)
+        if new is not message:
+            changed.append(label(new, out_start + len(out)))
+            delta += count(new) - count(message)
+        out.append(new)
+        last = i
+        found: list[int] = []
+        lacking: list[ToolMessage] = []
+        for call in new.tool_calls:
             call_id = call["id"] or ""
-            seen_calls.add(call_id)
-            hit = first_result.get(call_id)
-            if hit is not None:
-                found.append(hit)
+            calls.add(call_id)
+            j = first_result.get(call_id)
+            if j is not None:
+                found.append(j)
             else:
-                missing.append(synthetic_result(call_id, call["name"]))
+                missing.add(call_id)
+                lacking.append(synthetic_result(call_id, call["name"]))
         # Results keep the order they had; synthetic ones follow, in call order.
-        out.extend(result for _, result in sorted(found, key=lambda h: h[0]))
-        out.extend(missing)
-    return messages if same_list(messages, out) else out  # type: ignore[return-value]
+        for j in sorted(found):
+            if j != last + 1:
+                changed.append(label(messages[j], out_start + len(out)))
+            out.append(messages[j])
+            emitted.add(j)
+            last = j
+        for synthetic in lacking:
+            added.append(label(synthetic, out_start + len(out)))
+            delta += count(synthetic)
+            out.append(synthetic)
+        is_open = bool(lacking)
+    removed: list[str] = []
+    orphans: set[str] = set()
+    for i in range(start, len(messages)):
+        m = messages[i]
+        if isinstance(m, ToolMessage) and i not in emitted:
+            removed.append(label(m, i))
+            delta -= count(m)
+            if m.tool_call_id not in calls and m.tool_call_id not in prior.calls:
+                orphans.add(m.tool_call_id)
+    state = Pairing(
+        prior.calls | calls if calls else prior.calls,
+        prior.missing | missing if missing else prior.missing,
+        prior.orphans | orphans if orphans else prior.orphans,
+        last,
+        is_open,
+    )
+    return out, Edits(tuple(changed), tuple(removed), tuple(added)), delta, state
 
 
-def _without_repeats(message: AIMessage, seen_calls: set[str]) -> AIMessage:
+def _without_repeats(
+    message: AIMessage, prior: frozenset[str], seen: set[str]
+) -> AIMessage:
     """Drop call ids already used earlier, or earlier in the same message."""
     ids = [c["id"] or "" for c in message.tool_calls]
-    if not any(i in seen_calls for i in ids) and len(set(ids)) == len(ids):
+    repeated = frozenset(i for i in ids if i in prior or i in seen)
+    if not repeated and len(set(ids)) == len(ids):
         return message
-    kept = []
-    used = set(seen_calls)
-    for call in message.tool_calls:
-        call_id = call["id"] or ""
-        if call_id not in used:
-            kept.append(call)
-        used.add(call_id)
-    repeated = {i for i in ids if i in seen_calls}
-    return without_tool_calls(message, repeated).model_copy(update={"tool_calls": kept})
+
+    def build(m: AIMessage) -> BaseMessage:
+        kept = []
+        used = set(repeated)
+        for call in m.tool_calls:
+            call_id = call["id"] or ""
+            if call_id not in used:
+                kept.append(call)
+            used.add(call_id)
+        return without_tool_calls(m, repeated).model_copy(update={"tool_calls": kept})
+
+    return cast(AIMessage, memo_rewrite(message, ("repair", repeated), build))

@@ -13,7 +13,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._messages import is_empty, memo_rewrite, without_tool_calls
+from ._messages import is_empty, map_messages, memo_rewrite, without_tool_calls
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """Tool names that OpenAI, Anthropic and Gemini all accept."""
@@ -77,16 +77,13 @@ def sanitize_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     integrations send: Anthropic ``tool_use`` content blocks and
     ``additional_kwargs["tool_calls"]`` (whose blank-id entries go too).
     """
-    out: list[BaseMessage] = []
-    changed = False
-    for message in messages:
-        new = memo_rewrite(message, "sanitize", _verdict)
-        changed = changed or new is not message
-        if new is not _DROP:
-            out.append(new)
-    return (
-        out if changed else messages if isinstance(messages, list) else list(messages)
-    )
+    return map_messages(messages, clean_message)
+
+
+def clean_message(message: BaseMessage) -> BaseMessage | None:
+    """One message as ``sanitize_messages`` leaves it (None: dropped); memoised."""
+    new = memo_rewrite(message, "sanitize", _verdict)
+    return None if new is _DROP else new
 
 
 _DROP = HumanMessage("")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from typing import Any
 
@@ -57,6 +58,21 @@ def _current_turn_start(messages: Sequence[BaseMessage]) -> int:
     return 0
 
 
+def stripped_count(holders: Sequence[int], start: int, keep_recent: int) -> int:
+    """How many of the oldest reasoning holders lose their reasoning.
+
+    All but the newest ``keep_recent``, and none at or after ``start`` (the
+    unfinished turn): always a prefix of ``holders``, which is sorted.
+    """
+    unprotected = max(len(holders) - keep_recent, 0) if keep_recent else len(holders)
+    return min(unprotected, bisect_left(holders, start))
+
+
+def strip_reasoning(message: BaseMessage) -> BaseMessage:
+    """``message`` without its reasoning (memoised)."""
+    return memo_rewrite(message, "strip_thinking", _strip)
+
+
 def strip_old_thinking(
     messages: Sequence[BaseMessage], *, keep_recent: int = 1
 ) -> list[BaseMessage]:
@@ -69,13 +85,10 @@ def strip_old_thinking(
     Anthropic requires it there.
     """
     holders = [i for i, m in enumerate(messages) if has_reasoning(m)]
-    protected = set(holders[-keep_recent:]) if keep_recent else set()
-    start = _current_turn_start(messages)
-    targets = [i for i in holders if i not in protected and i < start]
-    if not targets:
+    count = stripped_count(holders, _current_turn_start(messages), keep_recent)
+    if not count:
         return messages if isinstance(messages, list) else list(messages)
     out = list(messages)
-    for i in targets:
-        message = out[i]
-        out[i] = memo_rewrite(message, "strip_thinking", _strip)
+    for i in holders[:count]:
+        out[i] = strip_reasoning(out[i])
     return out

@@ -20,6 +20,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
+from ._messages import sweep_dead
+
+_SWEEP_FLOOR = 4_096
 
 MESSAGE_OVERHEAD = 3
 """Tokens a provider adds around every message (role and separators)."""
@@ -118,6 +121,7 @@ class TiktokenCounter:
         self._max = max_entries
         self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
         self._by_key: dict[tuple[Any, ...], int] = {}
+        self._sweep_at = _SWEEP_FLOOR
         self._lock = threading.Lock()
         self.encoded = 0
         """How many messages were actually encoded (cache misses)."""
@@ -145,19 +149,17 @@ class TiktokenCounter:
                 self.encoded += 1
             if len(self._by_key) >= self._max:
                 self._by_key.clear()
-            if len(self._by_id) >= self._max:
-                self._by_id.clear()
+            if len(self._by_id) >= self._sweep_at:
+                # Plain weak references (no callback, so nothing runs at
+                # interpreter shutdown): sweep the dead ones, clear if all live.
+                sweep_dead(self._by_id)
+                if len(self._by_id) >= self._max:
+                    self._by_id.clear()
+                self._sweep_at = max(_SWEEP_FLOOR, 2 * len(self._by_id))
             self._by_key[key] = count
-            ident = id(message)
-            ref = weakref.ref(message, self._forget(ident))
-            self._by_id[ident] = (ref, message.content, tool_calls, count)
+            ref = weakref.ref(message)
+            self._by_id[id(message)] = (ref, message.content, tool_calls, count)
         return count
-
-    def _forget(self, ident: int) -> Callable[[object], None]:
-        def drop(_ref: object) -> None:
-            self._by_id.pop(ident, None)
-
-        return drop
 
     def _encode(self, message: BaseMessage) -> int:
         total = MESSAGE_OVERHEAD + self._length(message.type)
@@ -294,6 +296,14 @@ def count_messages(
     as the provider reported it, and only later messages are estimated (scaled by
     how far the provider's count of that prefix was above ours).
     """
-    from ._anchor import Meter
+    from ._anchor import make_gauge, scan_history
 
-    return Meter(counter, list(messages), anchoring=anchoring).before
+    body, usage_at, usage_body = scan_history(messages, counter.count_message)
+    gauge, _ = make_gauge(
+        messages,
+        usage_at=usage_at,
+        usage_body=usage_body,
+        extra=REPLY_OVERHEAD,
+        anchoring=anchoring,
+    )
+    return gauge.tokens(body, len(messages))

@@ -1,18 +1,38 @@
-"""Pass 5: trim to the token budget by dropping whole turns, oldest first."""
+"""Pass 5: trim to the token budget by dropping whole turns, oldest first.
+
+Where the history is cut must not move back as it grows: a cut that moves back
+re-sends messages dropped on the previous call, and each such call misses the
+provider's prompt cache entirely. A compression batch shrinks old results, so
+the history's size drops now and then as it grows; planning the cut on that size
+would bring dropped messages back. So the cut is planned on the *peak*: the
+largest size any prefix of the history had (``Peak``), which only grows. What is
+dropped is counted at what each message costs for good (old tool results end up
+compressed), and cut points lie on a fixed grid: the unit boundaries where that
+cost of the dropped prefix first reaches a multiple of ``step * budget``. The cut
+is the first grid point that leaves the peak within the budget; a longer history
+has a higher peak, so the cut only moves forward. Since the history never
+exceeds its peak, what is kept fits.
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from itertools import accumulate
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
+from ._compress import compress_boundary
 from ._errors import BudgetExceededError
 from ._messages import is_summary, is_user, text_of, with_marker
 from ._text import truncate_text
 from ._tokens import REPLY_OVERHEAD
 
 Counter = Callable[[BaseMessage], int]
+Measure = Callable[[list[BaseMessage]], int]
+Squeeze = Callable[[list[BaseMessage]], list[BaseMessage]]
 
 
 def _protected(messages: Sequence[BaseMessage], keep_first_user: bool) -> set[int]:
@@ -71,15 +91,224 @@ def droppable_units(
     return units
 
 
-def _limit_turns(
-    messages: Sequence[BaseMessage], turn_limit: int, keep_first_user: bool
-) -> list[BaseMessage]:
-    users = [i for i, m in enumerate(messages) if is_user(m)]
-    if len(users) <= turn_limit:
-        return list(messages)
-    cut = users[-turn_limit]
-    keep = _protected(messages, keep_first_user)
-    return [m for i, m in enumerate(messages) if i >= cut or i in keep]
+Costs = tuple[int, int, bool]
+"""A message's tokens as written, as it ends up (compressed, for a tool result),
+and whether it is a tool result."""
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """A history's size as compression leaves it, kept up as the history grows.
+
+    Compression (``_compress``) shrinks results in batches of ``batch`` (0: it does
+    not run), keeping the newest ``keep`` whole.
+    """
+
+    keep: int = 0
+    batch: int = 0
+    raw: int = 0
+    saved: tuple[int, ...] = (0,)
+    """What compressing the first n results saves, for each n."""
+
+    @property
+    def compressed(self) -> int:
+        """How many of the oldest results compression has shrunk by now."""
+        if not self.batch:
+            return 0
+        return compress_boundary(len(self.saved) - 1, self.keep, self.batch)
+
+    @property
+    def size(self) -> int:
+        """Tokens of the history once compressed."""
+        return self.raw - self.saved[self.compressed]
+
+    def grow(self, costs: Iterable[Costs]) -> Sizes:
+        """The sizes after more messages."""
+        raw, saved = self.raw, list(self.saved)
+        for cost, compressed, is_result in costs:
+            raw += cost
+            if is_result:
+                saved.append(saved[-1] + cost - compressed)
+        return Sizes(self.keep, self.batch, raw, tuple(saved))
+
+
+@dataclass(frozen=True)
+class Cut:
+    """Where trimming cuts a history: its first ``dropped`` units go.
+
+    ``grid`` lists the grid points from the cut's lower bound on, as numbers of
+    leading units dropped (where ``fit_cut`` may move on to).
+    """
+
+    units: list[list[int]]
+    dropped: int
+    grid: tuple[int, ...] = ()
+
+    def keep(self, messages: list[BaseMessage], dropped: int) -> list[BaseMessage]:
+        """``messages`` without their first ``dropped`` units."""
+        if not dropped:
+            return messages
+        drop = {i for unit in self.units[:dropped] for i in unit}
+        return [m for i, m in enumerate(messages) if i not in drop]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """All a history's cut depends on besides its size and the room for it.
+
+    ``grid`` holds the grid points as (units dropped, their tokens as written,
+    the results among them); ``settled`` the history just before each
+    compression batch, as (size, results compressed, units it could drop).
+    """
+
+    units: list[list[int]]
+    grid: list[tuple[int, int, int]]
+    settled: list[tuple[int, int, int]]
+    limit: int
+
+    def cut(self, sizes: Sizes, room: float) -> Cut | None:
+        """The cut for a history of ``sizes`` in ``room`` (None: none is enough).
+
+        The first grid point leaving the history within ``room``, and no earlier
+        than the cut it needed just before any compression batch.
+        """
+        grid = self.grid
+        own = _first_fit(grid, sizes.saved, sizes.compressed, sizes.size - room)
+        if own >= len(grid):
+            return None
+        dropped = max(grid[own][0], self.limit)
+        for size, done, cap in reversed(self.settled):
+            if cap <= dropped:
+                break  # earlier batches could drop no more than this (caps grow)
+            g = _first_fit(grid, sizes.saved, done, size - room)
+            dropped = max(dropped, min(grid[g][0] if g < len(grid) else cap, cap))
+        return Cut(self.units, dropped, tuple(k for k, _, _ in grid if k >= dropped))
+
+
+def plan_cut(
+    messages: Sequence[BaseMessage],
+    costs: Sequence[Costs],
+    *,
+    quantum: float,
+    keep: int = 0,
+    batch: int = 0,
+    keep_first_user: bool = True,
+    turn_limit: int | None = None,
+) -> tuple[Plan, Sizes]:
+    """The plan and sizes of a history (module docstring).
+
+    ``costs`` describe each message (``Costs``); compression runs as ``Sizes``
+    says with ``keep`` and ``batch``; grid points lie every ``quantum`` tokens of
+    droppable history as written; ``turn_limit`` sets a lower bound.
+    """
+    units = droppable_units(messages, keep_first_user)
+    results = list(accumulate((c[2] for c in costs), initial=0))
+    grid: list[tuple[int, int, int]] = [(0, 0, 0)]
+    written, mark = 0, quantum
+    for k, unit in enumerate(units, start=1):
+        written += sum(costs[i][0] for i in unit)
+        if quantum < 1 or written >= mark:
+            grid.append((k, written, results[unit[-1] + 1]))
+            if quantum >= 1:
+                mark = (math.floor(written / quantum) + 1) * quantum
+    limit = 0
+    if turn_limit is not None:
+        users = [i for i, m in enumerate(messages) if is_user(m)]
+        if len(users) > turn_limit:
+            start = users[-turn_limit]
+            limit = sum(1 for unit in units if unit[-1] < start)
+    ends = [unit[-1] for unit in units]
+    settled: list[tuple[int, int, int]] = []
+    raw, saved, done = 0, [0], 0
+    for i, (cost, compressed, is_result) in enumerate(costs):
+        if is_result and batch and compress_boundary(len(saved), keep, batch) > done:
+            settled.append((raw - saved[done], done, bisect_left(ends, i)))
+        raw += cost
+        if is_result:
+            saved.append(saved[-1] + cost - compressed)
+            done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
+    return Plan(units, grid, settled, limit), Sizes(keep, batch, raw, tuple(saved))
+
+
+def _first_fit(
+    grid: list[tuple[int, int, int]], saved: Sequence[int], done: int, need: float
+) -> int:
+    """Index of the first grid point dropping ``need`` tokens (``len(grid)``: none).
+
+    What a grid point drops is its tokens as written, less what compressing the
+    first ``done`` results saved on the results it drops.
+    """
+    low, high = 0, len(grid)
+    while low < high:
+        mid = (low + high) // 2
+        _, written, results = grid[mid]
+        if written - saved[min(done, results)] >= need:
+            high = mid
+        else:
+            low = mid + 1
+    return low
+
+
+def fit_cut(
+    messages: list[BaseMessage],
+    cut: Cut,
+    *,
+    budget: int,
+    measure: Measure,
+    cost: Counter,
+    window: int = 0,
+    squeeze: Squeeze | None = None,
+) -> tuple[list[BaseMessage], int, bool]:
+    """What the cut keeps, brought within ``budget``.
+
+    Returns the kept messages, how many units were dropped, and whether more than
+    the planned cut was needed. When the kept history is still over (results not
+    compressed yet), ``squeeze`` is tried first; then the cut moves on to the
+    first later grid point that fits; only when nothing is left to drop are the
+    largest results truncated.
+    """
+    squeezed = False
+
+    def attempt(dropped: int) -> tuple[list[BaseMessage], int]:
+        nonlocal squeezed
+        kept = cut.keep(messages, dropped)
+        total = measure(kept)
+        squeezed = False
+        if total > budget and squeeze is not None:
+            smaller = squeeze(kept)
+            if smaller is not kept:
+                squeezed = True
+                return smaller, measure(smaller)
+        return kept, total
+
+    kept, total = attempt(cut.dropped)
+    if total <= budget:
+        return kept, cut.dropped, squeezed
+    later = [k for k in cut.grid if k > cut.dropped]
+    if not later or later[-1] != len(cut.units):
+        later.append(len(cut.units))
+    low, high = -1, len(later) - 1  # later[high] is tried last, then bisected
+    if later[high] > cut.dropped:
+        kept, total = attempt(later[high])
+        while total <= budget and high - low > 1:
+            mid = (low + high) // 2
+            fewer, fewer_total = attempt(later[mid])
+            if fewer_total <= budget:
+                high, kept, total = mid, fewer, fewer_total
+            else:
+                low = mid
+    if total > budget:
+        cut_down = _truncate_largest(kept, total, budget, cost)
+        if cut_down is not kept:
+            kept, total = cut_down, measure(cut_down)
+    if total > budget:
+        raise BudgetExceededError(
+            total,
+            budget,
+            window,
+            "The system prompt, the kept user messages and the latest step",
+        )
+    return kept, max(later[high], cut.dropped), True
 
 
 def trim_to_budget(
@@ -93,111 +322,72 @@ def trim_to_budget(
     extra_tokens: int = 0,
     scale: float = 1.0,
     window: int = 0,
-    measure: Callable[[list[BaseMessage]], int] | None = None,
+    measure: Measure | None = None,
 ) -> list[BaseMessage]:
     """Drop the oldest whole turns until the history fits ``budget`` tokens.
 
     System messages, summaries, the latest user message and (by default) the first
     one are always kept. ``turn_limit`` keeps only the last N user turns (seed 004).
-    Drops happen in steps of ``step * budget`` tokens, so the cut point stays put
-    while the history grows and the kept prefix remains cacheable. If dropping is
-    not enough, the largest remaining tool results are truncated; if even that
-    fails, ``BudgetExceededError`` says by how much. ``extra_tokens`` counts what
-    is sent besides the messages (tool schemas); ``scale`` calibrates estimates
-    against the provider's own counts. ``measure``, when given, is the caller's
-    count of a whole candidate history (e.g. usage-anchored) and decides what fits.
+    The cut lies on a grid of ``step * budget`` tokens of dropped history, so it
+    stays put while the history grows and the kept prefix remains cacheable, and
+    it never moves back (module docstring). If dropping is not enough, the largest
+    remaining tool results are truncated; if even that fails,
+    ``BudgetExceededError`` says by how much. ``extra_tokens`` counts what is sent
+    besides the messages (tool schemas); ``scale`` calibrates estimates against the
+    provider's own counts. ``measure``, when given, is the caller's count of a
+    whole candidate history (e.g. usage-anchored) and decides what fits.
     """
     source: list[BaseMessage] = list(messages)
-    work = (
-        source
-        if turn_limit is None
-        else _limit_turns(source, turn_limit, keep_first_user)
-    )
-
-    def cost(m: BaseMessage) -> int:
-        return math.ceil(token_counter(m) * scale)
+    extra = extra_tokens + REPLY_OVERHEAD
 
     def total_of(msgs: list[BaseMessage]) -> int:
         if measure is not None:
             return measure(msgs)
-        return sum(cost(m) for m in msgs) + extra_tokens + REPLY_OVERHEAD
+        return math.ceil(sum(map(token_counter, msgs)) * scale) + extra
 
-    total = total_of(work)
-    if total > budget:
-        work, total = _drop_units(
-            work, total, budget, step, keep_first_user, cost, total_of
-        )
-        if total > budget:
-            work, total = _truncate_largest(work, total, budget, cost)
-            if measure is not None:
-                total = measure(work)
-        if total > budget:
-            raise BudgetExceededError(
-                total,
-                budget,
-                window,
-                "The system prompt, the kept user messages and the latest step",
-            )
-    if len(work) == len(source) and all(
-        a is b for a, b in zip(work, source, strict=True)
-    ):
+    def cost(m: BaseMessage) -> int:
+        return math.ceil(token_counter(m) * scale)
+
+    counts = [token_counter(m) for m in source]
+    plan, sizes = plan_cut(
+        source,
+        [(c, c, False) for c in counts],
+        quantum=step * budget,
+        keep_first_user=keep_first_user,
+        turn_limit=turn_limit,
+    )
+    fits = total_of(source) <= budget
+    cut = plan.cut(sizes, math.inf if fits else (budget - extra) / scale)
+    if cut is None:
+        cut = Cut(plan.units, len(plan.units))
+    work, _, _ = fit_cut(
+        source, cut, budget=budget, measure=total_of, cost=cost, window=window
+    )
+    if work is source:
         return messages if isinstance(messages, list) else source
     return work
 
 
-def _drop_units(
-    work: list[BaseMessage],
-    total: int,
-    budget: int,
-    step: float,
-    keep_first_user: bool,
-    cost: Counter,
-    total_of: Callable[[list[BaseMessage]], int],
-) -> tuple[list[BaseMessage], int]:
-    """Drop droppable units, oldest first, a whole number of steps at a time.
-
-    Dropping exactly what is over would move the cut point on every call; in steps
-    of ``step * budget`` tokens it moves once per step's worth of new history.
-    """
-    quantum = step * budget
-    units = iter(droppable_units(work, keep_first_user))
-    drop: set[int] = set()
-    candidate = work
-    while total > budget:
-        needed = total - budget
-        target = math.ceil(needed / quantum) * quantum if quantum >= 1 else needed
-        dropped = 0
-        for unit in units:
-            drop.update(unit)
-            dropped += sum(cost(work[i]) for i in unit)
-            if dropped >= target:
-                break
-        if not dropped:
-            break
-        candidate = [m for i, m in enumerate(work) if i not in drop]
-        total = total_of(candidate)
-    return candidate, total
-
-
 def _truncate_largest(
     work: list[BaseMessage], total: int, budget: int, cost: Counter
-) -> tuple[list[BaseMessage], int]:
+) -> list[BaseMessage]:
     """Cut the largest remaining tool results until the history fits."""
-    work = list(work)
+    out = work
     for _ in range(len(work)):
         if total <= budget:
             break
-        tools = [(cost(m), i) for i, m in enumerate(work) if isinstance(m, ToolMessage)]
+        tools = [(cost(m), i) for i, m in enumerate(out) if isinstance(m, ToolMessage)]
         if not tools:
             break
         tokens, i = max(tools)
-        text = text_of(work[i].content)
+        text = text_of(out[i].content)
         keep_tokens = tokens - (total - budget) - 16
         if keep_tokens < 64 or len(text) < 400:
             break
         chars = max(int(len(text) * keep_tokens / tokens * 0.9) - 200, 200)
         cut = truncate_text(text, chars, chars // 2 - 50, chars // 2 - 50)
-        new = with_marker(work[i], "truncated", content=cut, original_chars=len(text))
+        new = with_marker(out[i], "truncated", content=cut, original_chars=len(text))
         total += cost(new) - tokens
-        work[i] = new
-    return work, total
+        out = list(out) if out is work else out
+        out[i] = new
+    return out

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
-from ._messages import memo_rewrite, text_of, with_marker
+from ._messages import map_messages, memo_rewrite, text_of, with_marker
 from ._text import truncate_text
 
 
@@ -77,37 +78,56 @@ def truncate_tool_results(
     proportions. ``max_message_chars`` (seed 003) applies the cut to every
     non-system message.
     """
-    out = list(messages)
-    changed = False
-    for i, message in enumerate(out):
-        is_tool = isinstance(message, ToolMessage)
-        if not is_tool and (
-            max_message_chars is None or isinstance(message, SystemMessage)
-        ):
-            continue
-        limit = max_chars if is_tool else max_message_chars or max_chars
-        if max_message_chars is not None:
-            limit = min(limit, max_message_chars)
-        head, tail = _scaled(limit, max_chars, head_chars, tail_chars)
-        new = _cut(message, limit, head, tail)
-        if is_tool and max_tokens is not None and token_counter is not None:
-            # Cut the original again with a smaller cap (never a cut of a cut),
-            # until it fits or text is no longer what is over.
-            for _ in range(6):
-                cap = _chars_within(new, max_tokens, token_counter)
-                if cap is None:
-                    break
-                h, t = _scaled(cap, max_chars, head_chars, tail_chars)
-                smaller = _cut(message, cap, h, t)
-                if smaller is new or len(text_of(smaller.content)) >= len(
-                    text_of(new.content)
-                ):
-                    break
-                new = smaller
-        if new is not message:
-            out[i] = new
-            changed = True
-    return out if changed else _same(messages)
+    return map_messages(
+        messages,
+        partial(
+            truncate_message,
+            max_chars=max_chars,
+            head_chars=head_chars,
+            tail_chars=tail_chars,
+            max_tokens=max_tokens,
+            token_counter=token_counter,
+            max_message_chars=max_message_chars,
+        ),
+    )
+
+
+def truncate_message(
+    message: BaseMessage,
+    *,
+    max_chars: int,
+    head_chars: int,
+    tail_chars: int,
+    max_tokens: int | None,
+    token_counter: Callable[[BaseMessage], int] | None,
+    max_message_chars: int | None,
+) -> BaseMessage:
+    """One message as ``truncate_tool_results`` leaves it."""
+    is_tool = isinstance(message, ToolMessage)
+    if not is_tool and (
+        max_message_chars is None or isinstance(message, SystemMessage)
+    ):
+        return message
+    limit = max_chars if is_tool else max_message_chars or max_chars
+    if max_message_chars is not None:
+        limit = min(limit, max_message_chars)
+    head, tail = _scaled(limit, max_chars, head_chars, tail_chars)
+    new = _cut(message, limit, head, tail)
+    if is_tool and max_tokens is not None and token_counter is not None:
+        # Cut the original again with a smaller cap (never a cut of a cut),
+        # until it fits or text is no longer what is over.
+        for _ in range(6):
+            cap = _chars_within(new, max_tokens, token_counter)
+            if cap is None:
+                break
+            h, t = _scaled(cap, max_chars, head_chars, tail_chars)
+            smaller = _cut(message, cap, h, t)
+            if smaller is new or len(text_of(smaller.content)) >= len(
+                text_of(new.content)
+            ):
+                break
+            new = smaller
+    return new
 
 
 def _scaled(limit: int, max_chars: int, head: int, tail: int) -> tuple[int, int]:
@@ -118,7 +138,3 @@ def _scaled(limit: int, max_chars: int, head: int, tail: int) -> tuple[int, int]
     share = head / (head + tail) if head + tail else 0.5
     h = int(room * share)
     return h, max(room - h, 0)
-
-
-def _same(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    return messages if isinstance(messages, list) else list(messages)

@@ -6,6 +6,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -96,3 +97,78 @@ def assert_paired(messages: Sequence[BaseMessage]) -> None:
     """Fail with the pairing violations, if any."""
     errors = pairing_errors(messages)
     assert not errors, errors
+
+
+IMAGE = {
+    "type": "image_url",
+    "image_url": {"url": "data:image/png;base64," + "QUJD" * 2_000},
+}
+THINKING = {"type": "thinking", "thinking": "pondering " * 30, "signature": "c2ln"}
+
+
+def _text(seed: int, words: int) -> str:
+    """Deterministic filler text of ``words`` words."""
+    return " ".join(f"w{(seed * 7 + i) % 997}" for i in range(words)) or "x"
+
+
+@st.composite
+def transcripts(draw: Any, *, usage: bool = False) -> list[BaseMessage]:  # noqa: C901
+    """Agent transcripts: parallel calls, thinking, images, misplaced results."""
+    out: list[BaseMessage] = []
+    serial = 0
+    for _ in range(draw(st.integers(0, 2))):
+        out.append(SystemMessage(_text(serial, draw(st.integers(1, 300)))))
+        serial += 1
+    pending: list[ToolMessage] = []  # results to misplace later
+    for turn in range(draw(st.integers(1, 5))):
+        content: object = _text(serial, draw(st.integers(1, 400)))
+        if draw(st.booleans()):
+            content = [{"type": "text", "text": content}, IMAGE]
+        out.append(HumanMessage(content, id=f"u{turn}"))
+        for step in range(draw(st.integers(0, 5))):
+            n_calls = draw(st.integers(0, 3))
+            ids = [f"c{turn}-{step}-{j}" for j in range(n_calls)]
+            blocks: list[object] = [THINKING] if draw(st.booleans()) else []
+            blocks.append(
+                {"type": "text", "text": _text(serial, draw(st.integers(0, 60)))}
+            )
+            kwargs = {}
+            if usage and draw(st.booleans()):
+                n = draw(st.integers(100, 30_000))
+                kwargs["usage_metadata"] = {
+                    "input_tokens": n,
+                    "output_tokens": 50,
+                    "total_tokens": n + 50,
+                }
+            out.append(
+                AIMessage(
+                    blocks,
+                    tool_calls=[
+                        {"id": i, "name": "bash", "args": {"cmd": i}} for i in ids
+                    ],
+                    id=f"a{turn}-{step}",
+                    **kwargs,
+                )
+            )
+            for i in ids:
+                size = draw(st.sampled_from([1, 50, 800, 6_000]))
+                res = ToolMessage(_text(serial, size), tool_call_id=i, id=f"r{i}")
+                serial += 1
+                fate = draw(
+                    st.sampled_from(["ok"] * 6 + ["missing", "duplicate", "displaced"])
+                )
+                if fate == "ok":
+                    out.append(res)
+                elif fate == "duplicate":
+                    out.extend([res, res.model_copy(update={"id": f"d{i}"})])
+                elif fate == "displaced":
+                    pending.append(res)
+        if draw(st.booleans()):
+            out.append(
+                AIMessage(_text(serial, draw(st.integers(1, 200))), id=f"f{turn}")
+            )
+    if pending and draw(st.booleans()):
+        out.insert(draw(st.integers(0, len(out))), pending[0])
+    if draw(st.booleans()):
+        out.append(ToolMessage("stray", tool_call_id="nobody", id="orphan"))
+    return out

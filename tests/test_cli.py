@@ -44,12 +44,12 @@ def test_unknown_flag_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> No
 def test_inspect_text_shows_every_fate(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = write_json(tmp_path / "chat.json", openai_history(120, 3_000))
+    path = write_json(tmp_path / "chat.json", openai_history(200, 3_000))
     code, out, err = run(
         capsys, "inspect", path, "--window", 24_000, "--reserve", 2_000
     )
     assert (code, err) == (0, "")
-    assert out.startswith("chat.json: 243 messages\n")
+    assert out.startswith("chat.json: 403 messages\n")
     assert "window 24,000 tokens (from override), reserve 2,000, budget 22,000" in out
     for fate in ("kept", "compressed", "trimmed"):
         assert f"  {fate}\n" in out

@@ -1,4 +1,8 @@
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
@@ -207,7 +211,8 @@ def test_repair_runs_after_trim_so_no_orphans_remain():
 
 def test_usage_of_a_prompt_the_guard_sent_calibrates_its_counts():
     """A live agent's reply reports the provider's count of the pruned prompt."""
-    guard = ContextGuard(TIGHT)
+    exact = TIGHT.model_copy(update={"trim_step": 0.0})  # cuts follow the count
+    guard = ContextGuard(exact)
     full = agent_history(150, result_chars=6_000)
     k = len(full) - 2  # the last assistant message
     sent = guard.prepare(full[:k]).messages
@@ -223,6 +228,107 @@ def test_usage_of_a_prompt_the_guard_sent_calibrates_its_counts():
     calibrated = guard.prepare(history)
     assert calibrated.report.tokens_after >= 1.24 * raw(calibrated.messages)
     assert calibrated.report.tokens_after <= calibrated.report.budget
-    fresh = ContextGuard(TIGHT).prepare(history)  # knows nothing of what was sent
+    fresh = ContextGuard(exact).prepare(history)  # knows nothing of what was sent
     assert fresh.report.tokens_after < 1.05 * raw(fresh.messages) + 10
     assert len(calibrated.messages) < len(fresh.messages)
+
+
+def test_interpreter_shutdown_is_silent(tmp_path):
+    """Caches hold weak references without callbacks: nothing runs at exit."""
+    script = tmp_path / "run.py"
+    script.write_text(
+        "from tests._engine_support import agent_history\n"
+        "from langchain_context_guard import ContextGuard, GuardPolicy\n"
+        "guard = ContextGuard(GuardPolicy(context_window=16_000))\n"
+        "history = agent_history(60, result_chars=3_000)\n"
+        "KEEP = [guard.prepare(history[:n]) for n in range(40, 122, 9)]\n"
+        "del history\n"
+    )
+    root = Path(__file__).resolve().parent.parent
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env={**os.environ, "PYTHONPATH": str(root)},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Exception ignored" not in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def _live(history, guard, ratio):
+    """``history`` as a live agent records it: each reply carries the provider's
+    count (``ratio`` x ours) of the prompt the guard sent before it."""
+    lived = []
+    for message in history:
+        if isinstance(message, AIMessage):
+            sent = guard.prepare(lived).messages
+            ours = sum(map(guard.counter.count_message, sent))
+            usage = {"input_tokens": int(ours * ratio), "output_tokens": 10}
+            usage["total_tokens"] = usage["input_tokens"] + 10
+            message = message.model_copy(update={"usage_metadata": usage})
+        lived.append(message)
+    return lived
+
+
+def test_usage_of_a_pruned_prompt_never_anchors_the_full_history():
+    guard = ContextGuard(POLICY)
+    lived = _live(agent_history(80, result_chars=3_000), guard, 1.1)
+    raw = sum(map(guard.counter.count_message, lived))
+    # The last reply reports a pruned prompt (well under the history); the guard
+    # knows it sent that prompt pruned, so it estimates the history instead.
+    assert guard.count_tokens(lived) >= raw * 1.09
+    out = guard.prepare(lived).report
+    assert out.tokens_before >= raw * 1.09 and out.tokens_after <= out.budget
+
+
+def test_a_history_without_its_own_calibration_carries_the_last_ratio():
+    guard = ContextGuard(POLICY)
+    _live(agent_history(30, result_chars=2_000), guard, 1.2)
+    other = agent_history(40, result_chars=2_000)  # no usage at all
+    raw = sum(map(guard.counter.count_message, other))
+    assert guard.count_tokens(other) >= raw * 1.19
+    assert ContextGuard(POLICY).count_tokens(other) < raw * 1.01
+
+
+@pytest.mark.parametrize(
+    ("margins", "usage"),
+    [((0.0, 0.0), False), ((0.0, 0.1), False), ((0.03, 0.1), True)],
+    ids=["no-margin", "uncalibrated-10pc", "calibrated-3pc"],
+)
+def test_decisions_leave_the_safety_margin_reports_stay_honest(margins, usage):
+    policy = TIGHT.model_copy(
+        update={
+            "trim_step": 0.0,
+            "safety_margin": margins[0],
+            "uncalibrated_margin": margins[1],
+        }
+    )
+    guard = ContextGuard(policy)
+    history = agent_history(120, result_chars=3_000)
+    if usage:
+        history = _live(history, guard, 1.0)
+    report = guard.prepare(history).report
+    margin = margins[1] if not usage else margins[0]
+    honest = guard.count_tokens(guard.prepare(history).messages)
+    assert report.tokens_after == honest
+    assert report.tokens_after * (1 + margin) <= report.budget + 8
+    assert report.tokens_after * (1 + margin) > report.budget * 0.9
+
+
+def test_usage_of_the_whole_history_is_told_from_usage_of_what_was_sent():
+    """An app that sends the full history anyway: replies count the full prefix."""
+    guard = ContextGuard(POLICY)
+    lived = []
+    for message in agent_history(80, result_chars=3_000):
+        if isinstance(message, AIMessage):
+            guard.prepare(lived)  # prepared, then not what was sent
+            whole = sum(map(guard.counter.count_message, lived)) + 3
+            usage = {"input_tokens": int(whole * 1.1), "output_tokens": 10}
+            usage["total_tokens"] = usage["input_tokens"] + 10
+            message = message.model_copy(update={"usage_metadata": usage})
+        lived.append(message)
+    raw = sum(map(guard.counter.count_message, lived))
+    assert raw * 1.09 <= guard.count_tokens(lived) <= raw * 1.11

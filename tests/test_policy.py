@@ -24,14 +24,20 @@ def test_defaults_follow_the_seeds():
         2_000,
         2_000,
     )
-    assert (
-        p.keep_recent_tool_results,
-        p.compress_min_chars,
-        p.keep_recent_thinking,
-    ) == (6, 500, 1)
+    assert (p.compress_min_chars, p.keep_recent_thinking) == (500, 1)
     assert (p.compress_head_lines, p.compress_tail_lines) == (3, 2)
     assert (p.hard_min_tokens, p.warn_below_tokens) == (16_000, 32_000)
     assert p.budget(100_000) == 100_000 - p.reserve_tokens
+
+
+def test_defaults_tuned_on_the_replay_say_why_they_leave_the_seeds():
+    p = GuardPolicy()
+    assert (p.keep_recent_tool_results, p.compress_trigger) == (3, 0.5)
+    assert (p.trim_step, p.compress_batch) == (0.5, 4)
+    fields = GuardPolicy.model_fields
+    assert "Seed 001 says 6" in (fields["keep_recent_tool_results"].description or "")
+    assert "seed 001 does" in (fields["compress_trigger"].description or "")
+    assert (p.safety_margin, p.uncalibrated_margin) == (0.03, 0.05)
 
 
 def test_every_field_is_documented():

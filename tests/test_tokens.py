@@ -18,7 +18,12 @@ from langchain_context_guard import (
     _encoding,
     count_messages,
 )
-from langchain_context_guard._anchor import ANCHOR_RANGE, Meter, anchor_tokens
+from langchain_context_guard._anchor import (
+    ANCHOR_RANGE,
+    anchor_tokens,
+    make_gauge,
+    scan_history,
+)
 from langchain_context_guard._tokens import (
     MESSAGE_OVERHEAD,
     REPLY_OVERHEAD,
@@ -157,15 +162,22 @@ def test_anchor_is_ignored_when_the_provider_saw_much_less_or_much_more():
 
 def test_anchor_is_void_once_anything_before_it_changed_in_prepare():
     counter = TiktokenCounter()
-    history, _k, anchored = _anchored_history(1.2)
-    meter = Meter(counter, history)
-    assert meter.before == count_messages(history, counter)
+    history, k, anchored = _anchored_history(1.2)
+    body, at, upto = scan_history(history, counter.count_message)
+    assert at == k
+    gauge, ratio = make_gauge(
+        history, usage_at=at, usage_body=upto, extra=REPLY_OVERHEAD
+    )
+    assert ratio is not None and gauge.scale == ratio
+    assert gauge.tokens(body, len(history)) == count_messages(history, counter)
     edited = list(history)
     edited[3] = edited[3].model_copy(update={"content": "shorter"})
-    body = sum(counter.count_message(m) for m in edited)
-    assert meter(edited) == -(-body * meter.scale // 1) + REPLY_OVERHEAD
-    later = [*history, HumanMessage("next")]
-    assert meter(later) > anchored  # prefix intact: still anchored
+    edited_body = sum(counter.count_message(m) for m in edited)
+    assert gauge.tokens(edited_body, 3) == -(-edited_body * gauge.scale // 1) + (
+        REPLY_OVERHEAD
+    )
+    later = body + counter.count_message(HumanMessage("next"))
+    assert gauge.tokens(later, len(history) + 1) > anchored  # prefix intact
 
 
 def test_hidden_reasoning_is_not_part_of_the_anchor():

@@ -1,0 +1,211 @@
+"""The passes of ``prepare`` in their order, each run in full or grown (``_stages``).
+
+``ContextGuard``'s docstring says why this order. A pass grows its previous step
+when its input extends that step's input; its output then extends the previous
+output unless it moved a boundary, and the passes after it grow in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import partial
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from ._anchor import Gauge
+from ._compress import compress_message, compress_old_tool_results
+from ._policy import GuardPolicy
+from ._sanitize import clean_message
+from ._stages import (
+    Step,
+    compress_step,
+    extends,
+    grow_trim,
+    hygiene_step,
+    map_step,
+    repair_step,
+    strip_step,
+    trim_step,
+)
+from ._trim import Counter
+from ._truncate import truncate_message
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a call's passes depend on besides the messages."""
+
+    policy: GuardPolicy
+    budget: int
+    window: int
+    turn_limit: int | None
+    count: Counter
+    gauge: Gauge
+
+
+class Run:
+    """One call's passes over ``original``, growing ``previous`` steps if given."""
+
+    def __init__(
+        self,
+        original: list[BaseMessage],
+        body: int,
+        setting: Setting,
+        previous: Sequence[Step] | None,
+    ) -> None:
+        self.original = original
+        self.setting = setting
+        self.previous = previous
+        self.steps: list[Step] = []
+        self.tokens: list[int] = []
+        self.source = original
+        self.body = body
+        self.intact = len(original)
+        self.before = setting.gauge.tokens(body, len(original))
+        self.linked = previous is not None
+        p = setting.policy
+        self._truncate = partial(
+            truncate_message,
+            max_chars=p.max_tool_result_chars,
+            head_chars=p.truncate_head_chars,
+            tail_chars=p.truncate_tail_chars,
+            max_tokens=int(p.max_tool_result_share * setting.budget),
+            token_counter=setting.count,
+            max_message_chars=p.max_chars_per_message,
+        )
+        self._compress = partial(
+            compress_message,
+            min_chars=p.compress_min_chars,
+            head_lines=p.compress_head_lines,
+            tail_lines=p.compress_tail_lines,
+        )
+
+    @property
+    def now(self) -> int:
+        """Tokens of the current history."""
+        return self.tokens[-1] if self.tokens else self.before
+
+    def _prev(self) -> Step | None:
+        """The previous call's step for the next pass, if this input extends it."""
+        if self.previous is None:
+            return None
+        prev = self.previous[len(self.steps)]
+        if self.linked or extends(self.source, prev.source):
+            return prev
+        return None
+
+    def _add(self, step: Step) -> None:
+        self.linked = step.grown
+        self.steps.append(step)
+        self.body += step.delta
+        self.intact = min(self.intact, step.diff)
+        self.source = step.result
+        self.tokens.append(self.setting.gauge.tokens(self.body, self.intact))
+
+    def measure(self, messages: list[BaseMessage]) -> int:
+        """Tokens that must fit, of any history from the original (counts all)."""
+        original = self.original
+        intact = next(
+            (
+                i
+                for i, (a, b) in enumerate(zip(messages, original, strict=False))
+                if a is not b
+            ),
+            min(len(messages), len(original)),
+        )
+        body = sum(map(self.setting.count, messages))
+        return self.setting.gauge.planned(body, intact)
+
+    def run(self) -> list[BaseMessage]:
+        """Every pass, in order; returns the messages to send."""
+        p, count = self.setting.policy, self.setting.count
+        prev = self._prev()
+        self._add(map_step("sanitize", self.source, clean_message, count, prev))
+        prev = self._prev()
+        grown = repair_step(self.source, count, prev) if prev is not None else None
+        self._add(grown or _full(repair_step(self.source, count)))
+        prev = self._prev()
+        self._add(map_step("truncate", self.source, self._truncate, count, prev))
+        truncated, raw = self.source, self.now
+        self._compress_pass(raw)
+        prev = self._prev()
+        self._add(strip_step(self.source, p.keep_recent_thinking, count, prev))
+        self._trim(truncated)
+        self._compress_pass(self.now)
+        prev = self._prev()
+        grown = repair_step(self.source, count, prev) if prev is not None else None
+        self._add(grown or _full(repair_step(self.source, count)))
+        prev = self._prev()
+        grown = hygiene_step(self.source, count, prev) if prev is not None else None
+        self._add(grown or _full(hygiene_step(self.source, count)))
+        return self.source
+
+    def _compress_pass(self, tokens: int) -> None:
+        p = self.setting.policy
+        trigger = p.compress_trigger
+        run = partial(
+            compress_step,
+            active=not (trigger and tokens <= trigger * self.setting.budget),
+            keep=p.keep_recent_tool_results,
+            batch=p.compress_batch,
+            compress=self._compress,
+            count=self.setting.count,
+        )
+        prev = self._prev()
+        step = run(self.source, prev=prev) if prev is not None else None
+        self._add(step or _full(run(self.source)))
+
+    def _costs(self, message: BaseMessage) -> tuple[int, int, bool]:
+        """Raw cost, cost for good (compressed, for a result), is a result."""
+        count = self.setting.count(message)
+        if not isinstance(message, ToolMessage):
+            return count, count, False
+        return count, self.setting.count(self._compress(message)), True
+
+    def _trim(self, truncated: list[BaseMessage]) -> None:
+        s, p = self.setting, self.setting.policy
+        gauge = s.gauge
+        room = gauge.room(s.budget)
+        keep, batch = p.keep_recent_tool_results, p.compress_batch
+        prev = self._prev()
+        if prev is not None:
+            start = len(prev.source)
+            sizes = prev.state.sizes.grow(map(self._costs, truncated[start:]))
+            step = grow_trim(prev, self.source, sizes, room=room)
+            if step is not None:
+                body, intact = self.body + step.delta, min(self.intact, step.diff)
+                if gauge.planned(body, intact) <= s.budget:
+                    self._add(step)
+                    return
+        self._add(
+            trim_step(
+                self.source,
+                list(map(self._costs, truncated)),
+                room=room,
+                quantum=p.trim_step * s.budget,
+                keep=keep,
+                batch=batch,
+                keep_first_user=p.keep_first_user,
+                turn_limit=s.turn_limit,
+                budget=s.budget,
+                window=s.window,
+                measure=self.measure,
+                cost=lambda m: gauge.cost(s.count(m)),
+                squeeze=partial(
+                    compress_old_tool_results,
+                    keep_recent=keep,
+                    min_chars=p.compress_min_chars,
+                    head_lines=p.compress_head_lines,
+                    tail_lines=p.compress_tail_lines,
+                    batch=1,
+                ),
+                count=s.count,
+                source_tokens=self.body,
+            )
+        )
+
+
+def _full(step: Step | None) -> Step:
+    assert step is not None  # a pass run in full always gives a step
+    return step
