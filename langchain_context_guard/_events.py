@@ -19,6 +19,8 @@ EventKind = Literal[
     "compress",
     "strip_thinking",
     "trim",
+    "digest",
+    "reuse",
     "repair",
     "hygiene",
     "window_warning",
@@ -87,11 +89,16 @@ class GuardReport:
     window_source: str
     counter: str
     events: tuple[GuardEvent, ...] = field(default_factory=tuple)
+    reused: int = field(default=0, compare=False)
+    """Leading messages sent exactly as on the guard's previous call (the prefix
+    a provider's prompt cache can still hit); 0 on a call that pruned afresh."""
 
     @property
     def changed(self) -> bool:
-        """Whether any pass changed the history."""
-        return any(e.changed or e.removed or e.added for e in self.events)
+        """Whether what is sent differs from the history given."""
+        return any(
+            e.changed or e.removed or e.added or e.kind == "reuse" for e in self.events
+        )
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict of this report."""
@@ -102,6 +109,7 @@ class GuardReport:
             "context_window": self.context_window,
             "window_source": self.window_source,
             "counter": self.counter,
+            "reused": self.reused,
             "events": [e.to_dict() for e in self.events],
         }
 
@@ -212,6 +220,7 @@ def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
         "compress": f"compressed {changed} old tool result(s)",
         "strip_thinking": f"removed reasoning from {changed} older message(s)",
         "trim": f"dropped {removed} old message(s) to fit the budget",
+        "digest": "noted the dropped turns' tool calls and names in their place",
         "repair": f"repaired tool pairing ({removed} dropped, {added} added, "
         f"{changed} moved or rewritten)",
     }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import repeat
 from operator import attrgetter, is_
 from typing import Any
@@ -20,17 +20,30 @@ from ._anchor import (
     scan_history,
     sent_key,
 )
-from ._errors import InvalidInputError
-from ._events import GuardEvent, GuardReport, diff_event, log_event, pass_event
+from ._errors import BudgetExceededError, InvalidInputError
+from ._events import (
+    Edits,
+    EventKind,
+    GuardEvent,
+    GuardReport,
+    diff_event,
+    log_event,
+    pass_event,
+)
+from ._hygiene import tidy_message
 from ._overflow import LimitMemory
-from ._pipeline import Run, Setting
+from ._pipeline import Run, Setting, truncator
 from ._policy import GuardPolicy
+from ._sanitize import clean_message
+from ._stable import Each, Sent, append
 from ._stages import Step
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import WindowInfo, check_window, model_name, resolve_window
 
 _diff_event = diff_event  # the name the recovery chain imports
 _SENT_MEMORY = 4_096
+_STABLE_MEMORY = 64
+"""Conversations whose last prompt a guard keeps (``stable_prefix``)."""
 _content = attrgetter("content")
 
 
@@ -111,6 +124,36 @@ def to_messages(messages: Any) -> list[BaseMessage]:
     return out
 
 
+def _conversation(messages: list[BaseMessage]) -> tuple[int, ...]:
+    """Which conversation a history is, for ``stable_prefix``.
+
+    Its first two message objects: a shared system prompt, then its own.
+    """
+    return tuple(map(id, messages[:2]))
+
+
+def _held(gauge: Gauge, body: int, intact: int) -> int:
+    """Tokens a prompt kept between prunings is held to, to decide if it fits.
+
+    The margin covers the whole prompt, anchored part included: the provider's
+    count drifts from call to call (on the replay by up to ~1.5% in one step),
+    and a prompt kept this long is the one most likely to sit at the budget.
+    """
+    return max(gauge.planned(body, intact), gauge.planned(body, 0))
+
+
+def _common_prefix(
+    a: Sequence[BaseMessage], b: Sequence[BaseMessage], identical: bool = False
+) -> int:
+    """How many leading messages ``a`` and ``b`` share (same objects, or equal)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x is not y and (identical or x != y):
+            break
+        n += 1
+    return n
+
+
 def _is_pair(value: tuple[Any, ...]) -> bool:
     """A bare ``(role, content)`` tuple passed where a list of messages belongs."""
     return len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
@@ -164,6 +207,8 @@ class ContextGuard:
         # the reply's usage then says exactly how the provider counted it.
         self._sent: OrderedDict[tuple[Any, ...], tuple[int, bool]] = OrderedDict()
         self._record: _Record | None = None
+        # What was sent last, per conversation (keyed by its first message).
+        self._stables: OrderedDict[tuple[int, ...], Sent] = OrderedDict()
         self._ratios: dict[str, float] = {}
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
 
@@ -302,7 +347,7 @@ class ContextGuard:
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
         record = self._record
-        if record is not None and not (record.key == key and record.grows(original)):
+        if record is not None and not record.grows(original):
             record = None
         count = self.counter.count_message
         if record is None:
@@ -313,13 +358,20 @@ class ContextGuard:
         events: list[GuardEvent] = []
         if info.should_warn:
             events.append(self._window_warning(info, budget))
-        run = Run(
-            original,
-            body,
-            Setting(policy, budget, info.tokens, turn_limit, count, gauge),
-            record.steps if record is not None else None,
+        stable = self._last_sent(original) if policy.stable_prefix else None
+        if stable is not None and stable.key == key:
+            reused = self._reuse(stable, original, body, gauge, budget, info, events)
+            if reused is not None:
+                return reused
+        cap = int(policy.digest_share * budget) if policy.digest else 0
+        target = budget
+        if policy.stable_prefix and _held(gauge, body, len(original)) > budget:
+            target = min(int(policy.prune_to * budget) + cap, budget)
+        setting = Setting(
+            policy, target, info.tokens, turn_limit, count, gauge, cap, target < budget
         )
-        current = run.run() if policy.enabled else original
+        run = self._prune(original, (body, usage_at, usage_body), setting, record, key)
+        current = run.source if policy.enabled else original
         before = run.before
         for step, after in zip(run.steps, run.tokens, strict=True):
             if step.edits:
@@ -335,19 +387,150 @@ class ContextGuard:
             window_source=info.source,
             counter=self.counter.name,
             events=tuple(events),
+            reused=_common_prefix(stable.output, current) if stable else 0,
         )
         self._remember(original, run.body + extra, current is original)
-        if run.steps and not run.steps[1].state.open:
-            self._record = _Record(
-                key,
-                original,
-                list(map(_content, original)),
-                body,
-                usage_at,
-                usage_body,
-                tuple(run.steps),
-            )
+        self._keep_sent(Sent.of(key, original, list(current), run.body))
         return PrepareResult(list(current), report)
+
+    def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
+        if not original or not self.policy.enabled:
+            return None
+        with self._lock:
+            return self._stables.get(_conversation(original))
+
+    def _keep_sent(self, sent: Sent) -> None:
+        if not sent.source or not self.policy.stable_prefix:
+            return
+        key = _conversation(sent.source)
+        with self._lock:
+            self._stables[key] = sent
+            self._stables.move_to_end(key)
+            while len(self._stables) > _STABLE_MEMORY:
+                self._stables.popitem(last=False)
+
+    def _reuse(
+        self,
+        stable: Sent,
+        original: list[BaseMessage],
+        body: int,
+        gauge: Gauge,
+        budget: int,
+        info: WindowInfo,
+        events: list[GuardEvent],
+    ) -> PrepareResult | None:
+        """The last prompt plus the new messages, if that still fits (``_stable``)."""
+        tail = stable.tail(original)
+        if tail is None:
+            return None
+        count = self.counter.count_message
+        passes: tuple[tuple[EventKind, Each], ...] = (
+            ("sanitize", clean_message),
+            ("truncate", truncator(self.policy, budget, count)),
+            ("hygiene", tidy_message),
+        )
+        appended = append(stable, tail, passes, count)
+        if appended is None:
+            return None
+        out = appended.messages
+        intact = _common_prefix(out, original, identical=True)
+        if _held(gauge, appended.body, intact) > budget:
+            return None
+        before = gauge.tokens(body, len(original))
+        after = gauge.tokens(appended.body, intact)
+        for kind, _ in passes:
+            edits = Edits(
+                tuple(appended.edits.get(kind, ())),
+                tuple(appended.removed.get(kind, ())),
+            )
+            if edits:
+                events.append(pass_event(kind, edits, before, after, budget))
+        whole = intact == len(out) == len(original)
+        if not whole:
+            events.append(
+                GuardEvent(
+                    "reuse",
+                    tokens_before=before,
+                    tokens_after=after,
+                    budget=budget,
+                    detail=f"sent the previous prompt's {len(stable.output)} "
+                    f"messages unchanged and {len(tail)} new; what was pruned "
+                    "stays out until the history no longer fits",
+                )
+            )
+        for event in events:
+            if event.kind != "window_warning":
+                log_event(event)
+        report = GuardReport(
+            tokens_before=before,
+            tokens_after=after,
+            budget=budget,
+            context_window=info.tokens,
+            window_source=info.source,
+            counter=self.counter.name,
+            events=tuple(events),
+            reused=len(stable.output),
+        )
+        self._remember(original, appended.body + gauge.extra, whole)
+        self._keep_sent(Sent.of(stable.key, original, out, appended.body))
+        return PrepareResult(list(out), report)
+
+    def _prune(
+        self,
+        original: list[BaseMessage],
+        scan: tuple[int, int, int],
+        setting: Setting,
+        record: _Record | None,
+        key: tuple[Any, ...],
+    ) -> Run:
+        """The passes at ``setting``, with fallbacks.
+
+        When what must be kept is over the target: the full budget, then without
+        room for the digest; the last one's ``BudgetExceededError`` propagates.
+        """
+        tries = [setting]
+        if setting.exact:
+            tries.append(replace(setting, budget=key[2], exact=False))
+        if setting.digest:
+            tries.append(replace(tries[-1], digest=0))
+        for n, attempt in enumerate(tries, start=1):
+            run = self._run(original, scan, attempt, record, key, n == len(tries))
+            if run is not None:
+                return run
+        raise AssertionError("the last try raises")  # pragma: no cover
+
+    def _run(
+        self,
+        original: list[BaseMessage],
+        scan: tuple[int, int, int],
+        setting: Setting,
+        record: _Record | None,
+        key: tuple[Any, ...],
+        last: bool,
+    ) -> Run | None:
+        """The passes at ``setting``'s budget.
+
+        None when what must be kept does not fit and this is not the ``last``
+        try; on the last, ``BudgetExceededError`` propagates.
+        """
+        key = (*key, setting.budget, setting.digest, setting.exact)
+        if record is not None and record.key != key:
+            record = None
+        run = Run(
+            original, scan[0], setting, record.steps if record is not None else None
+        )
+        if not self.policy.enabled:
+            return run
+        try:
+            run.run()
+        except BudgetExceededError:
+            if last:
+                raise
+            return None
+        if run.steps and not run.steps[1].state.open:
+            contents = list(map(_content, original))
+            self._record = _Record(key, original, contents, *scan, tuple(run.steps))
+        return run
 
     def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent:
         event = GuardEvent(

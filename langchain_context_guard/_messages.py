@@ -15,7 +15,7 @@ MARKER_KEY = "context_guard"
 """``additional_kwargs`` key on every message this library creates or rewrites.
 
 Its value is a dict with at least ``kind`` (``"truncated"``, ``"compressed"``,
-``"synthetic_result"``, ``"summary"``, ``"placeholder"``, ...).
+``"synthetic_result"``, ``"summary"``, ``"digest"``, ``"placeholder"``, ...).
 """
 
 
@@ -32,8 +32,11 @@ def is_summary(message: BaseMessage) -> bool:
 
 
 def is_user(message: BaseMessage) -> bool:
-    """A real user turn: a human message that is not one of our summaries."""
-    return isinstance(message, HumanMessage) and not is_summary(message)
+    """A real user turn: a human message that is not one of our summaries/digests."""
+    if not isinstance(message, HumanMessage):
+        return False
+    mark = marker(message)
+    return mark is None or mark.get("kind") not in {"summary", "digest"}
 
 
 def text_of(content: str | list[Any]) -> str:

@@ -15,9 +15,11 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from ._anchor import Gauge
 from ._compress import compress_message, compress_old_tool_results
+from ._digest import digest_step
 from ._policy import GuardPolicy
 from ._sanitize import clean_message
 from ._stages import (
+    Each,
     Step,
     compress_step,
     extends,
@@ -42,6 +44,11 @@ class Setting:
     turn_limit: int | None
     count: Counter
     gauge: Gauge
+    digest: int = 0
+    """Tokens set aside for the digest when trimming must cut (0: no digest)."""
+    exact: bool = False
+    """Cut exactly what is needed (no grid): a pruning of ``stable_prefix`` mode,
+    whose prompt is then kept as it is while the history grows."""
 
 
 class Run:
@@ -65,15 +72,7 @@ class Run:
         self.before = setting.gauge.tokens(body, len(original))
         self.linked = previous is not None
         p = setting.policy
-        self._truncate = partial(
-            truncate_message,
-            max_chars=p.max_tool_result_chars,
-            head_chars=p.truncate_head_chars,
-            tail_chars=p.truncate_tail_chars,
-            max_tokens=int(p.max_tool_result_share * setting.budget),
-            token_counter=setting.count,
-            max_message_chars=p.max_chars_per_message,
-        )
+        self._truncate = truncator(p, p.budget(setting.window), setting.count)
         self._compress = partial(
             compress_message,
             min_chars=p.compress_min_chars,
@@ -132,6 +131,7 @@ class Run:
         prev = self._prev()
         self._add(strip_step(self.source, p.keep_recent_thinking, count, prev))
         self._trim(truncated)
+        self._digest()
         self._compress_pass(self.now)
         prev = self._prev()
         grown = repair_step(self.source, count, prev) if prev is not None else None
@@ -167,15 +167,18 @@ class Run:
         s, p = self.setting, self.setting.policy
         gauge = s.gauge
         room = gauge.room(s.budget)
+        cut_budget = s.budget - s.digest
+        cut_room = gauge.room(cut_budget) if s.digest else None
         keep, batch = p.keep_recent_tool_results, p.compress_batch
         prev = self._prev()
         if prev is not None:
             start = len(prev.source)
             sizes = prev.state.sizes.grow(map(self._costs, truncated[start:]))
-            step = grow_trim(prev, self.source, sizes, room=room)
+            step = grow_trim(prev, self.source, sizes, room=room, cut_room=cut_room)
             if step is not None:
                 body, intact = self.body + step.delta, min(self.intact, step.diff)
-                if gauge.planned(body, intact) <= s.budget:
+                limit = cut_budget if step.state.dropped else s.budget
+                if gauge.planned(body, intact) <= limit:
                     self._add(step)
                     return
         self._add(
@@ -183,7 +186,7 @@ class Run:
                 self.source,
                 list(map(self._costs, truncated)),
                 room=room,
-                quantum=p.trim_step * s.budget,
+                quantum=0.0 if s.exact else p.trim_step * s.budget,
                 keep=keep,
                 batch=batch,
                 keep_first_user=p.keep_first_user,
@@ -202,8 +205,38 @@ class Run:
                 ),
                 count=s.count,
                 source_tokens=self.body,
+                cut_room=cut_room,
+                cut_budget=cut_budget,
             )
         )
+
+    def _digest(self) -> None:
+        s, p = self.setting, self.setting.policy
+        gauge = s.gauge
+        original = self.original
+        self._add(
+            digest_step(
+                self.steps[-1],
+                max_tokens=int(s.digest / (gauge.scale * (1 + gauge.margin))),
+                count=s.count,
+                call_chars=p.digest_call_chars,
+                originals=lambda: {m.id: m for m in original if m.id},
+                prev=self._prev(),
+            )
+        )
+
+
+def truncator(policy: GuardPolicy, budget: int, count: Counter) -> Each:
+    """``truncate_message`` with a policy's settings for a budget."""
+    return partial(
+        truncate_message,
+        max_chars=policy.max_tool_result_chars,
+        head_chars=policy.truncate_head_chars,
+        tail_chars=policy.truncate_tail_chars,
+        max_tokens=int(policy.max_tool_result_share * budget),
+        token_counter=count,
+        max_message_chars=policy.max_chars_per_message,
+    )
 
 
 def _full(step: Step | None) -> Step:

@@ -146,6 +146,40 @@ class GuardPolicy(BaseModel):
         "prefix stays cacheable: each move re-sends everything after it. 0 cuts "
         "exactly what is needed.",
     )
+    stable_prefix: bool = Field(
+        True,
+        description="Between prunings, send the previous prompt unchanged plus the "
+        "new messages for as long as that fits, so the provider's prompt cache "
+        "keeps hitting; only a history that no longer fits is pruned again, down "
+        "to prune_to of the budget. Off: every call is pruned afresh to the budget "
+        "(the same history always gives the same prompt).",
+    )
+    prune_to: float = Field(
+        0.3,
+        gt=0,
+        le=1,
+        description="With stable_prefix, a history that no longer fits is pruned "
+        "to this share of the budget (plus the digest), leaving room to grow "
+        "before the next pruning re-sends the prompt at full price. 0.3 billed the "
+        "least on the replayed trajectories with the evidence targets met (0.4: "
+        "4% more at 16k, the same evidence).",
+    )
+    digest: bool = Field(
+        True,
+        description="Put a note where trimmed turns were: the tool calls they made "
+        "and the files and names they mentioned (no model call).",
+    )
+    digest_share: float = Field(
+        0.15,
+        ge=0,
+        lt=0.5,
+        description="Most of the budget the digest may take; trimming leaves room "
+        "for it. 0.15 kept 98% / 99.8% of the evidence at 16k / 32k on the replay "
+        "(0.1: 97.5% / 98.9%) for 1-2% more billed input.",
+    )
+    digest_call_chars: int = Field(
+        200, ge=20, description="Each tool call in the digest is shortened to this."
+    )
     history_limit: int | None = Field(
         None, ge=1, description="Keep at most the last N user turns (seed 004)."
     )

@@ -340,8 +340,14 @@ def trim_step(
     squeeze: Squeeze,
     count: Counter,
     source_tokens: int,
+    cut_room: float | None = None,
+    cut_budget: int | None = None,
 ) -> Step:
-    """``trim_to_budget`` with the guard's plan (see ``_trim``), in full."""
+    """``trim_to_budget`` with the guard's plan (see ``_trim``), in full.
+
+    A history that fits ``room`` is kept whole; one that must be cut is cut to
+    ``cut_room`` / ``cut_budget`` when given (room left for the digest).
+    """
     plan, sizes = plan_cut(
         source,
         costs,
@@ -352,6 +358,9 @@ def trim_step(
         turn_limit=turn_limit,
     )
     cut = plan.cut(sizes, room)
+    if (cut is None or cut.dropped) and cut_room is not None:
+        cut = plan.cut(sizes, cut_room)
+        budget = budget if cut_budget is None else cut_budget
     more = cut is None
     if cut is None:
         cut = Cut(plan.units, len(plan.units))
@@ -381,7 +390,12 @@ def trim_step(
 
 
 def grow_trim(
-    prev: Step, source: list[BaseMessage], sizes: Sizes, *, room: float
+    prev: Step,
+    source: list[BaseMessage],
+    sizes: Sizes,
+    *,
+    room: float,
+    cut_room: float | None = None,
 ) -> Step | None:
     """The previous cut on the grown history, if it is still the cut (no fit check)."""
     state: TrimState = prev.state
@@ -391,6 +405,8 @@ def grow_trim(
     if any(isinstance(m, HumanMessage | SystemMessage) for m in tail):
         return None  # turns or protected messages change: plan again
     cut = state.plan.cut(sizes, room)
+    if cut is not None and cut.dropped and cut_room is not None:
+        cut = state.plan.cut(sizes, cut_room)
     if cut is None or cut.dropped != state.dropped:
         return None
     return _grown(prev, source, tail, NO_EDITS, 0, replace(state, sizes=sizes))

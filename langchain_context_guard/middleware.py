@@ -8,6 +8,9 @@ agent = create_agent(model, tools, system_prompt=SYSTEM,
 ``wrap_model_call`` (and ``awrap_model_call``) prunes what each model call sends:
 the request's system message and messages, with the bound tools counted against the
 budget and the window resolved from ``request.model`` (its profile, else its name).
+The structured-output schemas of ``response_format`` count as well: with a tool
+strategy ``create_agent`` binds them as extra tools that are not in
+``request.tools``.
 The agent's state is left untouched unless ``persist=True``, which also rewrites
 the stored history in ``before_model``.
 """
@@ -23,6 +26,12 @@ try:
         AgentState,
         ModelRequest,
         ModelResponse,
+    )
+    from langchain.agents.structured_output import (
+        AutoStrategy,
+        OutputToolBinding,
+        ProviderStrategy,
+        ToolStrategy,
     )
 except ImportError as exc:  # pragma: no cover - exercised by a test
     raise ImportError(
@@ -42,6 +51,25 @@ if TYPE_CHECKING:
     from ._guard import ContextGuard, PrepareResult
 
 Result = ModelResponse[Any] | AIMessage
+
+
+def _structured_output_tools(response_format: Any) -> list[Any]:
+    """The structured-output schemas a ``response_format`` sends, as tool specs.
+
+    A ``ToolStrategy`` gives the tools ``create_agent`` binds for it (built the
+    same way, from its possibly narrowed ``schema_specs``). An ``AutoStrategy``
+    or a bare schema is counted as that tool strategy: it is what is bound unless
+    the model has native structured output, which sends the same schema. A
+    ``ProviderStrategy`` gives its ``response_format`` payload.
+    """
+    if isinstance(response_format, ProviderStrategy):
+        return [response_format.to_model_kwargs()["response_format"]]
+    if isinstance(response_format, AutoStrategy):
+        response_format = ToolStrategy(schema=response_format.schema)
+    elif not isinstance(response_format, ToolStrategy):
+        response_format = ToolStrategy(schema=response_format)
+    specs = response_format.schema_specs
+    return [OutputToolBinding.from_schema_spec(spec).tool for spec in specs]
 
 
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -64,6 +92,19 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.guard = guard
         self.persist = persist
         self.model = model
+        self._schemas: tuple[Any, list[Any]] | None = None
+
+    def _tools(self, request: ModelRequest[Any]) -> list[Any]:
+        """``request.tools`` and the structured-output tools bound beside them."""
+        response_format = request.response_format
+        if response_format is None:
+            return request.tools
+        cached = self._schemas
+        if cached is None or cached[0] is not response_format:
+            # The same tool objects each call keep the guard's tool count cached.
+            cached = (response_format, _structured_output_tools(response_format))
+            self._schemas = cached
+        return [*request.tools, *cached[1]]
 
     def _inputs(self, request: ModelRequest[Any]) -> list[BaseMessage]:
         head = [request.system_message] if request.system_message is not None else []
@@ -89,7 +130,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> Result:
         """Prune the request, then call the model."""
         result = self.guard.prepare(
-            self._inputs(request), tools=request.tools, model=request.model
+            self._inputs(request), tools=self._tools(request), model=request.model
         )
         emit(result.report, source="middleware")
         return handler(self._apply(request, result))
@@ -104,7 +145,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             None,
             self.guard.prepare,
             self._inputs(request),
-            tools=request.tools,
+            tools=self._tools(request),
             model=request.model,
         )
         await aemit(result.report, source="middleware")

@@ -64,7 +64,10 @@ def test_inspect_json_is_machine_readable(
     code, out, _ = run(capsys, "inspect", path, "--window", 24_000, "--json")
     assert code == 0
     doc = json.loads(out)
-    assert doc["messages"] == len(doc["rows"]) == 243
+    history = [r for r in doc["rows"] if r["index"] is not None]
+    assert doc["messages"] == len(history) == 243
+    added = [r["fate"] for r in doc["rows"] if r["index"] is None]
+    assert added == ["synthetic digest"]  # the note where trimmed turns were
     assert doc["within_budget"] is True
     assert doc["report"]["tokens_after"] <= doc["report"]["budget"]
     sent = sum(r["tokens_sent"] for r in doc["rows"])

@@ -45,8 +45,19 @@ def _histories() -> list[list[BaseMessage]]:
 HISTORIES = _histories()
 
 
+def _order_free_guard() -> ContextGuard:
+    """A guard in the order-free mode (``stable_prefix=False``).
+
+    With ``stable_prefix`` a guard answers a history by what it sent before in
+    that conversation, so results depend on the call order by design; these tests
+    interleave prefixes of one conversation and compare results (the graph runs
+    below keep the default).
+    """
+    return make_guard(stable_prefix=False)
+
+
 def _reference() -> list[PrepareResult]:
-    fresh = make_guard()
+    fresh = _order_free_guard()
     return [fresh.prepare(h, tools=TOOLS) for h in HISTORIES]
 
 
@@ -58,7 +69,7 @@ def expected() -> list[PrepareResult]:
 def test_threads_sharing_one_guard_match_single_threaded(
     expected: list[PrepareResult],
 ) -> None:
-    shared = make_guard()
+    shared = _order_free_guard()
     order = [i for _ in range(3) for i in range(len(HISTORIES))]
     order = order[::2] + order[1::2]  # interleave so the same history races itself
     with ThreadPoolExecutor(max_workers=8) as pool:
@@ -73,7 +84,7 @@ def test_threads_sharing_one_guard_match_single_threaded(
 async def test_gathered_adapters_sharing_one_guard_match(
     expected: list[PrepareResult],
 ) -> None:
-    shared = make_guard()
+    shared = _order_free_guard()
     runnable = as_runnable(shared, tools=TOOLS)
     hook = pre_model_hook(shared, tools=TOOLS)
     outs = await asyncio.gather(

@@ -50,6 +50,7 @@ POLICIES = st.builds(
     keep_recent_thinking=st.sampled_from([0, 1]),
     trim_step=st.sampled_from([0.0, 0.15, 0.5]),
     compress_trigger=st.sampled_from([0.0, 0.5]),
+    stable_prefix=st.just(False),  # the order-free pipeline; test_stable.py: the rest
 )
 COUNTER = TiktokenCounter()
 
@@ -138,7 +139,9 @@ def _with_live_usage(
     ids=["defaults", "keep3-step05-trigger05", "batch1-step0"],
 )
 def test_live_agent_with_usage_matches_a_fresh_guard_call_by_call(ratios, options):
-    policy = GuardPolicy(context_window=16_000, reserve_tokens=2_000, **options)
+    policy = GuardPolicy(
+        stable_prefix=False, context_window=16_000, reserve_tokens=2_000, **options
+    )
     guard = ContextGuard(policy, token_counter=COUNTER)
     _with_live_usage(_agent(60), guard, ratios)
 
@@ -172,7 +175,9 @@ def _chat(turns: int) -> list[BaseMessage]:
     ids=["defaults", "thinking0-batch2", "turn-limit4"],
 )
 def test_a_chat_with_reasoning_grown_message_by_message_matches(options):
-    policy = GuardPolicy(context_window=16_000, reserve_tokens=8_000, **options)
+    policy = GuardPolicy(
+        stable_prefix=False, context_window=16_000, reserve_tokens=8_000, **options
+    )
     guard = ContextGuard(policy, token_counter=COUNTER)
     history = _chat(30)
     for n in range(1, len(history) + 1):
@@ -188,14 +193,16 @@ def test_a_history_that_starts_without_a_user_matches():
         ai(call("c1"), id="a1"),
         result("c1", "ok", id="t1"),
     ]
-    guard = ContextGuard(GuardPolicy(context_window=16_000), token_counter=COUNTER)
+    guard = ContextGuard(
+        GuardPolicy(stable_prefix=False, context_window=16_000), token_counter=COUNTER
+    )
     for n in range(1, len(history) + 1):
         _same_as_fresh(guard, history[:n])
 
 
 def test_every_single_message_prefix_matches_including_pending_calls():
     guard = ContextGuard(
-        GuardPolicy(context_window=16_000, reserve_tokens=2_000),
+        GuardPolicy(stable_prefix=False, context_window=16_000, reserve_tokens=2_000),
         token_counter=COUNTER,
     )
     history = _agent(50)
@@ -205,7 +212,7 @@ def test_every_single_message_prefix_matches_including_pending_calls():
 
 def test_an_unrelated_or_edited_history_is_computed_afresh():
     guard = ContextGuard(
-        GuardPolicy(context_window=16_000, reserve_tokens=2_000),
+        GuardPolicy(stable_prefix=False, context_window=16_000, reserve_tokens=2_000),
         token_counter=COUNTER,
     )
     one, two = _agent(40), _agent(40, seed=3)
@@ -221,7 +228,12 @@ def test_an_unrelated_or_edited_history_is_computed_afresh():
 
 def test_a_warm_call_plans_no_new_cut_between_moves(monkeypatch):
     guard = ContextGuard(
-        GuardPolicy(context_window=32_000, reserve_tokens=4_000, trim_step=0.5),
+        GuardPolicy(
+            stable_prefix=False,
+            context_window=32_000,
+            reserve_tokens=4_000,
+            trim_step=0.5,
+        ),
         token_counter=COUNTER,
     )
     history = _agent(120)
@@ -243,7 +255,9 @@ def test_a_warm_call_plans_no_new_cut_between_moves(monkeypatch):
 
 
 def test_a_guard_shared_by_threads_gives_each_history_its_own_result():
-    policy = GuardPolicy(context_window=16_000, reserve_tokens=2_000)
+    policy = GuardPolicy(
+        stable_prefix=False, context_window=16_000, reserve_tokens=2_000
+    )
     histories = [_agent(40, seed=s) for s in range(4)]
     for h, history in enumerate(histories):  # distinct ids per thread
         histories[h] = [m.model_copy(update={"id": f"{h}-{m.id}"}) for m in history]
@@ -302,7 +316,9 @@ def _cuts(guard: ContextGuard, history: list[BaseMessage], start: int) -> list[i
 )
 def test_the_cut_never_moves_back_as_an_agent_history_grows(options):
     guard = ContextGuard(
-        GuardPolicy(context_window=16_000, reserve_tokens=2_000, **options),
+        GuardPolicy(
+            stable_prefix=False, context_window=16_000, reserve_tokens=2_000, **options
+        ),
         token_counter=COUNTER,
     )
     cuts = _cuts(guard, _agent(150), start=3)
@@ -345,7 +361,9 @@ DATA = shared_trajectory_dir()
 @pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
 def test_the_cut_never_moves_back_on_the_shared_trajectories(window):
     assert DATA is not None
-    policy = GuardPolicy(context_window=window, reserve_tokens=window // 8)
+    policy = GuardPolicy(
+        stable_prefix=False, context_window=window, reserve_tokens=window // 8
+    )
     moves = 0
     for messages in load_trajectories(DATA).values():
         plain = [

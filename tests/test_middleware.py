@@ -18,14 +18,16 @@ from _adapters_support import (
     full_length,
     long_history,
 )
-from fakes import ScriptedToolModel
+from fakes import ScriptedToolModel, tool_history
 from langchain.agents import create_agent
 from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain.agents.structured_output import ToolStrategy
 from langchain_core.callbacks import BaseCallbackHandler
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from pydantic import BaseModel, Field
 
 from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard._callbacks import EVENT_EVENT, REPORT_EVENT
@@ -143,12 +145,86 @@ async def test_async_agent_on_async_sqlite_streams_guard_events(
     assert len(state.values["messages"]) < full_length(STEPS) // 4
 
 
+class Findings(BaseModel):
+    """What the agent found, one finding per field."""
+
+    bug: str = Field(description="The failing behaviour, in the user's words.")
+    cause: str = Field(description="The file, function and line that cause it.")
+    evidence: str = Field(description="The tool output that shows the cause.")
+    fix: str = Field(description="The smallest change that fixes it, as a diff.")
+    risks: str = Field(description="What else the fix could break, and why not.")
+    tests: str = Field(description="The tests that cover the fix, new or old.")
+
+
+def _findings_args(k: int) -> dict[str, Any]:
+    return {name: f"finding {k}" for name in Findings.model_fields}
+
+
+def test_structured_output_tools_count_against_the_budget() -> None:
+    history = tool_history(
+        3, lambda k: f"chunk {k}: " + "x = 1\n" * 15, system=SYSTEM, tool="read_chunk"
+    )[1:]
+    sent = [SystemMessage(SYSTEM), *history]
+    probe = ContextGuard(GuardPolicy(context_window=200_000))
+    base = probe.count_tokens(sent, tools=TOOLS)
+
+    def run(response_format: Any, window: int) -> tuple[ScriptedToolModel, Any]:
+        policy = GuardPolicy(
+            context_window=window,
+            reserve_tokens=RESERVE,
+            hard_min_tokens=0,
+            warn_below_tokens=0,
+        )
+        model = ScriptedToolModel(
+            steps=1 if response_format else 0,
+            tool_name="Findings",
+            args=_findings_args,
+        )
+        agent = create_agent(
+            model,
+            TOOLS,
+            system_prompt=SYSTEM,
+            middleware=[ContextGuardMiddleware(ContextGuard(policy))],
+            response_format=response_format,
+        )
+        recorder = _Reports()
+        out = agent.invoke({"messages": history}, {"callbacks": [recorder]})
+        if response_format:
+            assert out["structured_response"] == Findings(**_findings_args(0))
+        return model, recorder.reports[0]
+
+    model, report = run(ToolStrategy(Findings), 200_000)
+    assert [t.name for t in model.bound_tools] == ["read_chunk", "Findings"]
+    schema = probe.counter.count_tools(model.bound_tools[1:])
+    assert schema > base // 3
+    assert report["tokens_before"] == base + schema
+    assert len(model.received[0]) == len(sent)
+
+    # Room for the history with some to spare, but not for the schema as well.
+    window = RESERVE + base + schema // 2
+    model, report = run(None, window)
+    assert report["tokens_before"] == base
+    assert len(model.received[0]) == len(sent)
+    model, report = run(ToolStrategy(Findings), window)
+    assert report["tokens_before"] == base + schema > report["budget"]
+    assert report["tokens_after"] <= report["budget"]
+    assert len(model.received[0]) < len(sent)
+
+
 def _request(**kw: Any) -> ModelRequest[Any]:
     model = ScriptedToolModel(steps=0, profile=PROFILE)
     return ModelRequest(model=model, messages=long_history(30)[1:], **kw)
 
 
-def test_system_message_stays_separate_and_tools_count(guard: ContextGuard) -> None:
+def test_system_message_stays_separate_and_tools_count() -> None:
+    guard = ContextGuard(  # each call fitted to its own budget, not reused
+        GuardPolicy(
+            reserve_tokens=RESERVE,
+            warn_below_tokens=16_000,
+            stable_prefix=False,
+            digest=False,
+        )
+    )
     seen: list[ModelRequest[Any]] = []
 
     def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:

@@ -82,7 +82,8 @@ async def test_invoke_ainvoke_batch_and_stream_agree(guard: ContextGuard) -> Non
     assert [c async for c in runnable.astream(HISTORY)] == [expected]
 
 
-def test_tools_count_against_the_budget(guard: ContextGuard) -> None:
+def test_tools_count_against_the_budget() -> None:
+    guard = make_guard(stable_prefix=False, digest=False)  # fitted to its budget
     tools = [*TOOLS, BIG_TOOL]
     with_tools = as_runnable(guard, tools=tools).invoke(HISTORY)
     assert guard.count_tokens(with_tools, tools=tools) <= BUDGET
@@ -129,7 +130,8 @@ class _Recorder(BaseCallbackHandler):
         self.events.append((name, data))
 
 
-def test_report_and_events_reach_callbacks(guard: ContextGuard) -> None:
+def test_report_and_events_reach_callbacks() -> None:
+    guard = make_guard()  # a first call: it prunes (a later one may reuse)
     recorder = _Recorder()
     out = as_runnable(guard).invoke(HISTORY, {"callbacks": [recorder]})
     names = [name for name, _ in recorder.events]

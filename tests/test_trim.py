@@ -10,6 +10,7 @@ from langchain_context_guard import (
     TiktokenCounter,
     trim_to_budget,
 )
+from langchain_context_guard._messages import is_user
 from langchain_context_guard._tokens import REPLY_OVERHEAD
 from tests._engine_support import (
     agent_history,
@@ -130,7 +131,7 @@ def test_history_limits_per_session_kind():
 
     def users(kind):
         out = guard.prepare(history, session_kind=kind).messages
-        return sum(isinstance(m, HumanMessage) for m in out)
+        return sum(is_user(m) for m in out)
 
     assert users("dm") == 2  # first (task) + last
     assert users("group") == 4
