@@ -1,0 +1,157 @@
+"""``stable_prefix``: the previous prompt is re-sent unchanged while it fits."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+from _engine_support import agent_history, ai, assert_paired, call, result, snapshot
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langchain_context_guard import ContextGuard, GuardPolicy
+from langchain_context_guard._digest import is_digest
+
+POLICY = GuardPolicy(context_window=32_000, reserve_tokens=4_000)
+BUDGET = 28_000
+
+
+def _grow(guard: ContextGuard, steps: int) -> list[tuple[list[BaseMessage], Any]]:
+    """Call the guard before every step of a growing agent run."""
+    full = agent_history(steps, result_chars=4_000)
+    calls = []
+    for k in range(2, len(full) + 1, 2):
+        history = full[:k]
+        calls.append((history, guard.prepare(history)))
+    return calls
+
+
+def _same_prefix(a: list[BaseMessage], b: list[BaseMessage]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x is not y:
+            break
+        n += 1
+    return n
+
+
+def test_between_prunings_the_previous_prompt_is_sent_unchanged() -> None:
+    calls = _grow(ContextGuard(POLICY), 120)
+    prunings = 0
+    for (_, before), (history, now) in itertools.pairwise(calls):
+        sent = now.messages
+        assert now.report.tokens_after <= BUDGET
+        assert_paired(sent)
+        assert sent[:2] == history[:2]  # system prompt and task
+        assert sent[-1] is history[-1]
+        kept = _same_prefix(before.messages, sent)
+        if kept == len(before.messages):  # appended: only the new step is new
+            assert sent[kept:] == history[len(history) - (len(sent) - kept) :]
+            assert now.report.reused == kept
+        else:
+            prunings += 1
+            assert now.report.reused == kept < len(before.messages)
+            # pruned afresh: compression alone, or trimming too
+            assert {"compress", "trim"} & {e.kind for e in now.report.events}
+    assert 3 <= prunings <= 12  # 120 steps of ~1k tokens in a 28k budget
+
+
+def test_a_pruning_leaves_room_to_grow() -> None:
+    calls = _grow(ContextGuard(POLICY), 120)
+    after = [
+        now.report.tokens_after
+        for _, now in calls
+        if any(e.kind == "trim" for e in now.report.events)
+    ]
+    assert after
+    share = POLICY.prune_to + POLICY.digest_share
+    assert all(t <= share * BUDGET for t in after)
+    assert all(t >= 0.2 * BUDGET for t in after)
+
+
+def test_reuse_is_reported_and_the_caller_list_is_untouched() -> None:
+    guard = ContextGuard(POLICY)
+    full = agent_history(80, result_chars=4_000)
+    first = guard.prepare(full[:-2])
+    before = snapshot(full)
+    second = guard.prepare(full)
+    assert snapshot(full) == before
+    kinds = [e.kind for e in second.report.events]
+    assert kinds == ["reuse"]
+    assert second.report.changed
+    assert second.messages == [*first.messages, *full[-2:]]
+    assert second.report.reused == len(first.messages)
+
+
+def test_the_stored_output_extends_as_well() -> None:
+    """Persist modes store what was sent; the next history grows that."""
+    guard = ContextGuard(POLICY)
+    full = agent_history(80, result_chars=4_000)
+    sent = guard.prepare(full[:-2]).messages
+    again = guard.prepare([*sent, *full[-2:]])
+    assert again.messages == [*sent, *full[-2:]]
+    assert again.report.reused == len(sent)
+
+
+def test_new_messages_still_go_through_the_per_message_passes() -> None:
+    guard = ContextGuard(POLICY)
+    full = agent_history(80, result_chars=4_000)
+    sent = guard.prepare(full).messages
+    huge = result("c-big", "x" * 200_000, id="big")
+    history = [*full, ai(call("c-big"), id="a-big"), huge]
+    out = guard.prepare(history)
+    assert out.messages[: len(sent)] == sent
+    assert len(out.messages[-1].text) < 10_000
+    assert [e.kind for e in out.report.events] == ["truncate", "reuse"]
+
+
+def test_what_does_not_continue_cleanly_is_pruned_afresh() -> None:
+    guard = ContextGuard(POLICY)
+    full = agent_history(80, result_chars=4_000)
+    guard.prepare(full)
+    edited = [*full[:-1], result("c79", "changed", id="t79")]  # an edited message
+    assert guard.prepare(edited).report.reused < len(edited)
+    dangling = [*full, ai(call("late"), id="a-late")]  # an unanswered call
+    out = guard.prepare(dangling)
+    assert_paired(out.messages)
+    assert not any(e.kind == "reuse" for e in out.report.events)
+    system = [*full, SystemMessage("New rules.", id="sys2")]
+    assert not any(e.kind == "reuse" for e in guard.prepare(system).report.events)
+
+
+def test_conversations_sharing_a_guard_keep_their_own_prompts() -> None:
+    guard = ContextGuard(POLICY)
+    one = agent_history(80, result_chars=4_000, task="Task one.")
+    two = agent_history(80, result_chars=4_000, task="Task two.")
+    two[0] = one[0]  # the same system prompt object, as a shared agent has
+    a = guard.prepare(one[:-2]).messages
+    b = guard.prepare(two[:-2]).messages
+    assert guard.prepare(one).messages == [*a, *one[-2:]]
+    assert guard.prepare(two).messages == [*b, *two[-2:]]
+
+
+def test_order_free_mode_fits_every_call_to_the_budget() -> None:
+    """``stable_prefix=False``: the same history always gives the same prompt."""
+    policy = POLICY.model_copy(update={"stable_prefix": False})
+    warm = ContextGuard(policy)
+    full = agent_history(120, result_chars=4_000)
+    for k in range(100, len(full) + 1, 2):
+        out = warm.prepare(full[:k])
+        assert out.messages == ContextGuard(policy).prepare(full[:k]).messages
+        assert out.report.tokens_after <= BUDGET
+        assert not any(e.kind == "reuse" for e in out.report.events)
+
+
+def test_the_digest_is_where_the_trimmed_turns_were() -> None:
+    history = agent_history(120, result_chars=4_000)
+    out = ContextGuard(POLICY).prepare(history)
+    digests = [i for i, m in enumerate(out.messages) if is_digest(m)]
+    assert digests == [2]  # after the system prompt and the task
+    note = out.messages[2]
+    assert isinstance(note, HumanMessage)
+    kept = {m.id for m in out.messages}
+    dropped = [m for m in history if m.id not in kept]
+    assert dropped and dropped[0].id == "a0"
+    assert "bash: cat f0.py" in note.text  # the oldest dropped step's call
+    first_kept = out.messages[3]
+    assert first_kept.id not in {m.id for m in dropped}
+    assert f"bash: cat f{first_kept.id[1:]}.py" not in note.text
