@@ -172,7 +172,8 @@ class ContextGuard:
     4. ``compress_old_tool_results``: shrinks old bulk before trimming drops turns.
     5. ``strip_old_thinking``: old reasoning is dead weight once answered.
     6. ``trim_to_budget``: drops whole turns only if the cheaper passes were not
-       enough.
+       enough; then the digest (``_digest``) notes in their place the tool calls
+       they made and the names they mentioned.
     7. ``compress_old_tool_results`` again: its batches count results, so once
        trimming removed some, the count of what is sent decides (as it will when
        this output is prepared again); between moves of the cut it changes nothing.
@@ -180,8 +181,13 @@ class ContextGuard:
        orphaned.
     9. ``enforce_provider_hygiene``: last, on the final shape.
 
-    The same history always gives byte-identical output, so an unchanged prefix
-    stays cacheable by the provider. One guard is safe to share across threads.
+    With ``stable_prefix`` (the default) a call whose history extends the
+    conversation's previous one re-sends the previous prompt unchanged plus the
+    new messages while that fits, and only a history that no longer fits runs the
+    passes, pruning to ``prune_to`` of the budget (``_stable``): the provider's
+    prompt cache keeps hitting between prunings. With ``stable_prefix=False`` the
+    passes run on every call and the same history always gives byte-identical
+    output. One guard is safe to share across threads and conversations.
     """
 
     def __init__(

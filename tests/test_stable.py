@@ -5,10 +5,20 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from _engine_support import agent_history, ai, assert_paired, call, result, snapshot
+from _engine_support import (
+    agent_history,
+    ai,
+    assert_paired,
+    call,
+    result,
+    snapshot,
+    transcripts,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_context_guard import ContextGuard, GuardPolicy
+from langchain_context_guard import BudgetExceededError, ContextGuard, GuardPolicy
 from langchain_context_guard._digest import is_digest
 
 POLICY = GuardPolicy(context_window=32_000, reserve_tokens=4_000)
@@ -155,3 +165,45 @@ def test_the_digest_is_where_the_trimmed_turns_were() -> None:
     first_kept = out.messages[3]
     assert first_kept.id not in {m.id for m in dropped}
     assert f"bash: cat f{first_kept.id[1:]}.py" not in note.text
+
+
+STABLE_POLICIES = st.builds(
+    GuardPolicy,
+    context_window=st.sampled_from([16_000, 20_000, 40_000]),
+    reserve_tokens=st.sampled_from([1_000, 4_000]),
+    keep_recent_tool_results=st.sampled_from([0, 3]),
+    prune_to=st.sampled_from([0.2, 0.3, 0.6]),
+    digest_share=st.sampled_from([0.0, 0.15]),
+    hard_min_tokens=st.just(0),
+)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(transcripts(usage=True), STABLE_POLICIES)
+def test_every_call_of_a_growing_history_is_valid(history, policy) -> None:
+    """Kept or pruned afresh, each prompt fits, pairs and keeps what it must."""
+    guard = ContextGuard(policy)
+    previous: list[BaseMessage] | None = None
+    for n in range(1, len(history) + 1):
+        prefix = history[:n]
+        before = snapshot(prefix)
+        try:
+            out = guard.prepare(prefix)
+        except BudgetExceededError:
+            previous = None
+            continue
+        assert snapshot(prefix) == before
+        sent, report = out.messages, out.report
+        assert report.tokens_after <= report.budget
+        assert_paired(sent)
+        kinds = [e.kind for e in report.events]
+        if "reuse" in kinds and previous is not None:
+            assert sent[: len(previous)] == previous
+            assert report.reused == len(previous)
+        if isinstance(prefix[0], SystemMessage):
+            assert sent[0] == prefix[0]
+        previous = sent
