@@ -38,6 +38,9 @@ _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CAMEL = re.compile(r"[a-z][A-Z]")
 _CALL_SHARE = 0.6
 """Share of the digest's room given to tool calls first; names fill the rest."""
+_SCAN = 40
+"""Text read for names, newest first, at most this many times what can be shown
+(older messages' names would not fit anyway once newer ones fill the room)."""
 
 
 def is_digest(message: BaseMessage) -> bool:
@@ -83,27 +86,47 @@ def render_call(call: dict[str, Any], max_chars: int) -> str:
 
 
 def _collect(
-    dropped: Sequence[BaseMessage], call_chars: int
+    dropped: Sequence[BaseMessage], call_chars: int, enough: int
 ) -> tuple[list[str], list[str], int]:
-    """Tool-call lines and names of the dropped messages, and their count."""
+    """Tool-call lines and names of the dropped messages, oldest first.
+
+    Also how many messages they stand for. Read newest first, and only until
+    each list holds ``enough`` characters: the digest lists the newest that
+    fit, so older messages need no scan.
+    """
     calls: list[str] = []
     names: dict[str, None] = {}
-    count = 0
-    for message in dropped:
+    call_size = name_size = 0
+    count = sum(
+        int((marker(m) or {}).get("dropped", 0)) if is_digest(m) else 1 for m in dropped
+    )
+    scan = _SCAN * enough
+    for message in reversed(dropped):
+        if (call_size >= enough and name_size >= enough) or scan <= 0:
+            break
         mark = marker(message)
         if mark is not None and mark.get("kind") == "digest":
-            calls += [str(c) for c in mark.get("calls", ())]
-            names.update(dict.fromkeys(str(n) for n in mark.get("names", ())))
-            count += int(mark.get("dropped", 0))
-            continue
-        count += 1
-        if isinstance(message, AIMessage):
-            calls += [render_call(dict(c), call_chars) for c in message.tool_calls]
-        names.update(dict.fromkeys(mentioned_names(text_of(message.content))))
-        if isinstance(message, AIMessage):
-            for c in message.tool_calls:
-                args = json.dumps(c.get("args") or {}, default=str)
-                names.update(dict.fromkeys(mentioned_names(args)))
+            found = [str(c) for c in mark.get("calls", ())]
+            seen = [str(n) for n in mark.get("names", ())]
+        else:
+            found = []
+            text = text_of(message.content)
+            scan -= len(text)
+            seen = mentioned_names(text)
+            if isinstance(message, AIMessage):
+                found = [render_call(dict(c), call_chars) for c in message.tool_calls]
+                for c in message.tool_calls:
+                    seen += mentioned_names(
+                        json.dumps(c.get("args") or {}, default=str)
+                    )
+        if call_size < enough:
+            calls[:0] = found
+            call_size += sum(len(c) for c in found)
+        if name_size < enough:
+            fresh = [x for x in dict.fromkeys(seen) if x not in names]
+            # newest first: this message's names go before older ones
+            names = {**dict.fromkeys(fresh), **names}
+            name_size += sum(len(x) for x in fresh)
     return calls, list(names), count
 
 
@@ -132,9 +155,10 @@ def build_digest(
     """
     if not dropped or max_tokens <= 0:
         return None
-    calls, names, n = _collect(dropped, call_chars)
-    head = _HEAD.format(n=n)
+    head = _HEAD.format(n=0)
     room = max_tokens - count(HumanMessage(head)) - 8
+    calls, names, n = _collect(dropped, call_chars, int(room * 4))
+    head = _HEAD.format(n=n)
     if room <= 0:
         return None
     for shrink in (1.0, 0.8, 0.6, 0.4, 0.2):

@@ -31,11 +31,12 @@ from ._events import (
     pass_event,
 )
 from ._hygiene import tidy_message
+from ._messages import label
 from ._overflow import LimitMemory
 from ._pipeline import Run, Setting, truncator
 from ._policy import GuardPolicy
 from ._sanitize import clean_message
-from ._stable import Each, Sent, append
+from ._stable import Each, Sent, append, open_results
 from ._stages import Step
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import WindowInfo, check_window, model_name, resolve_window
@@ -124,12 +125,13 @@ def to_messages(messages: Any) -> list[BaseMessage]:
     return out
 
 
-def _conversation(messages: list[BaseMessage]) -> tuple[int, ...]:
+def _conversation(messages: list[BaseMessage]) -> tuple[int | str, ...]:
     """Which conversation a history is, for ``stable_prefix``.
 
-    Its first two message objects: a shared system prompt, then its own.
+    Its first two messages (by id, else as objects): a shared system prompt,
+    then its own first message.
     """
-    return tuple(map(id, messages[:2]))
+    return tuple(m.id or id(m) for m in messages[:2])
 
 
 def _held(gauge: Gauge, body: int, intact: int) -> int:
@@ -214,7 +216,7 @@ class ContextGuard:
         self._sent: OrderedDict[tuple[Any, ...], tuple[int, bool]] = OrderedDict()
         self._record: _Record | None = None
         # What was sent last, per conversation (keyed by its first message).
-        self._stables: OrderedDict[tuple[int, ...], Sent] = OrderedDict()
+        self._stables: OrderedDict[tuple[int | str, ...], Sent] = OrderedDict()
         self._ratios: dict[str, float] = {}
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
 
@@ -369,7 +371,11 @@ class ContextGuard:
             reused = self._reuse(stable, original, body, gauge, budget, info, events)
             if reused is not None:
                 return reused
-        cap = int(policy.digest_share * budget) if policy.digest else 0
+        cap = (
+            min(int(policy.digest_share * budget), policy.digest_max_tokens)
+            if policy.digest
+            else 0
+        )
         target = budget
         if policy.stable_prefix and _held(gauge, body, len(original)) > budget:
             target = min(int(policy.prune_to * budget) + cap, budget)
@@ -396,7 +402,12 @@ class ContextGuard:
             reused=_common_prefix(stable.output, current) if stable else 0,
         )
         self._remember(original, run.body + extra, current is original)
-        self._keep_sent(Sent.of(key, original, list(current), run.body))
+        kept = list(current)
+        closing = open_results(kept)
+        if closing:  # sent, not kept: the real results will follow
+            del kept[-closing:]
+        body = run.body - sum(map(count, current[len(kept) :]))
+        self._keep_sent(Sent.of(key, original, kept, body))
         return PrepareResult(list(current), report)
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
@@ -419,7 +430,7 @@ class ContextGuard:
         self,
         stable: Sent,
         original: list[BaseMessage],
-        body: int,
+        whole_body: int,
         gauge: Gauge,
         budget: int,
         info: WindowInfo,
@@ -438,12 +449,14 @@ class ContextGuard:
         appended = append(stable, tail, passes, count)
         if appended is None:
             return None
-        out = appended.messages
+        kept, closing = appended.messages, appended.closing
+        out = [*kept, *closing]
+        body = appended.body + sum(map(count, closing))
         intact = _common_prefix(out, original, identical=True)
-        if _held(gauge, appended.body, intact) > budget:
+        if _held(gauge, body, intact) > budget:
             return None
-        before = gauge.tokens(body, len(original))
-        after = gauge.tokens(appended.body, intact)
+        before = gauge.tokens(whole_body, len(original))
+        after = gauge.tokens(body, intact)
         for kind, _ in passes:
             edits = Edits(
                 tuple(appended.edits.get(kind, ())),
@@ -451,6 +464,12 @@ class ContextGuard:
             )
             if edits:
                 events.append(pass_event(kind, edits, before, after, budget))
+        if closing:
+            at = len(kept)
+            added = tuple(label(m, at + i) for i, m in enumerate(closing))
+            events.append(
+                pass_event("repair", Edits(added=added), before, after, budget)
+            )
         whole = intact == len(out) == len(original)
         if not whole:
             events.append(
@@ -477,8 +496,8 @@ class ContextGuard:
             events=tuple(events),
             reused=len(stable.output),
         )
-        self._remember(original, appended.body + gauge.extra, whole)
-        self._keep_sent(Sent.of(stable.key, original, out, appended.body))
+        self._remember(original, body + gauge.extra, whole)
+        self._keep_sent(Sent.of(stable.key, original, kept, appended.body))
         return PrepareResult(list(out), report)
 
     def _prune(

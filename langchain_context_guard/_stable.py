@@ -20,7 +20,8 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from ._events import EventKind
-from ._messages import label
+from ._messages import label, marker
+from ._repair import synthetic_result
 
 Each = Callable[[BaseMessage], BaseMessage | None]
 _content = attrgetter("content")
@@ -68,7 +69,9 @@ class Sent:
 
         ``history`` may extend the history this call was given (the caller kept
         its own state) or what it sent (the caller stored the output, as the
-        adapters' persist modes do); None when it extends neither.
+        adapters' persist modes do); None when it extends neither. The same
+        objects are recognised at C speed; equal ones (a history rebuilt from a
+        checkpoint) by comparing them.
         """
         n = len(self.source)
         if (
@@ -77,10 +80,16 @@ class Sent:
             and all(map(is_, map(_content, history[:n]), self.contents))
         ):
             return history[n:]
+        if len(history) >= n and all(map(_same, history[:n], self.source)):
+            return history[n:]
         m = len(self.output)
-        if len(history) >= m and all(map(is_, history, self.output)):
+        if len(history) >= m and all(map(_same, history[:m], self.output)):
             return history[m:]
         return None
+
+
+def _same(a: BaseMessage, b: BaseMessage) -> bool:
+    return a is b or (a.id == b.id and type(a) is type(b) and a == b)
 
 
 @dataclass(frozen=True)
@@ -95,6 +104,8 @@ class Appended:
     body: int
     edits: dict[EventKind, list[str]]
     removed: dict[EventKind, list[str]]
+    closing: tuple[BaseMessage, ...] = ()
+    """Synthetic results for calls still open at the end: sent, not kept."""
 
 
 def append(
@@ -114,16 +125,8 @@ def append(
     edits: dict[EventKind, list[str]] = {}
     removed: dict[EventKind, list[str]] = {}
     for i, message in enumerate(tail):
-        if isinstance(message, SystemMessage):
+        if not _continues(message, pending):
             return None
-        if isinstance(message, ToolMessage):
-            if message.tool_call_id not in pending:
-                return None
-            pending.discard(message.tool_call_id)
-        elif pending:
-            return None
-        elif isinstance(message, AIMessage):
-            pending = {c["id"] or "" for c in message.tool_calls}
         new: BaseMessage | None = message
         for kind, each in passes:
             done = each(new) if new is not None else None
@@ -138,6 +141,60 @@ def append(
         if new is not None:
             out.append(new)
             body += count(new)
-    if pending:
+        elif isinstance(message, AIMessage):
+            pending = set()  # its calls went with it
+    if pending and not (tail and isinstance(tail[-1], AIMessage)):
         return None
-    return Appended(out, body, edits, removed)
+    return Appended(out, body, edits, removed, _open_calls(out, pending))
+
+
+def open_results(messages: Sequence[BaseMessage]) -> int:
+    """How many trailing messages are the guard's results for open calls.
+
+    The repair pass closes calls still open at the end with error results; they
+    are sent but left out of what is kept, so the real results can follow.
+    """
+    n = 0
+    for message in reversed(messages):
+        mark = marker(message)
+        if not (mark is not None and mark.get("kind") == "synthetic_result"):
+            break
+        n += 1
+    return n if n < len(messages) else 0
+
+
+def _continues(message: BaseMessage, pending: set[str]) -> bool:
+    """Whether ``message`` may follow, given the calls still ``pending``.
+
+    Updates ``pending``: a result answers its call, an assistant message opens
+    its own.
+    """
+    if isinstance(message, SystemMessage):
+        return False
+    if isinstance(message, ToolMessage):
+        if message.tool_call_id not in pending:
+            return False
+        pending.discard(message.tool_call_id)
+        return True
+    if pending:
+        return False
+    if isinstance(message, AIMessage):
+        pending.update(c["id"] or "" for c in message.tool_calls)
+    return True
+
+
+def _open_calls(out: list[BaseMessage], pending: set[str]) -> tuple[BaseMessage, ...]:
+    """Error results for the last message's unanswered calls, in call order.
+
+    A history may end with calls whose results are not in yet (a run stopped
+    mid-step); providers reject that, so the prompt gets the results the repair
+    pass would add, but they are not kept: the real ones will follow.
+    """
+    last = out[-1]
+    if not pending or not isinstance(last, AIMessage):
+        return ()
+    return tuple(
+        synthetic_result(c["id"] or "", c["name"])
+        for c in last.tool_calls
+        if (c["id"] or "") in pending
+    )

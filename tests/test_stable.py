@@ -20,6 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_context_guard import BudgetExceededError, ContextGuard, GuardPolicy
 from langchain_context_guard._digest import is_digest
+from langchain_context_guard._messages import marker
 
 POLICY = GuardPolicy(context_window=32_000, reserve_tokens=4_000)
 BUDGET = 28_000
@@ -202,8 +203,38 @@ def test_every_call_of_a_growing_history_is_valid(history, policy) -> None:
         assert_paired(sent)
         kinds = [e.kind for e in report.events]
         if "reuse" in kinds and previous is not None:
+            # error results closing calls still open are sent, not kept: the
+            # real results take their place
+            while previous and (marker(previous[-1]) or {}).get("kind") == (
+                "synthetic_result"
+            ):
+                previous = previous[:-1]
             assert sent[: len(previous)] == previous
             assert report.reused == len(previous)
         if isinstance(prefix[0], SystemMessage):
             assert sent[0] == prefix[0]
         previous = sent
+
+
+def test_a_history_grown_message_by_message_keeps_its_prefix() -> None:
+    """A call whose last step has no result yet gets an error result for it, sent
+    but not kept: when the real result comes, the prompt goes on from before."""
+    guard = ContextGuard(POLICY)
+    full = agent_history(120, result_chars=4_000)
+    previous: list[BaseMessage] = []
+    fresh = 0
+    for n in range(3, len(full) + 1):
+        out = guard.prepare(full[:n])
+        sent = out.messages
+        assert_paired(sent)
+        assert out.report.tokens_after <= BUDGET
+        if n % 2 == 1:  # ends with an assistant message whose call is open
+            closing = sent[-1]
+            assert (marker(closing) or {}).get("kind") == "synthetic_result"
+        kept = previous[:-1] if n % 2 == 0 else previous  # less the error result
+        if out.report.reused >= len(kept):
+            assert sent[: len(kept)] == kept
+        else:
+            fresh += 1
+        previous = sent
+    assert fresh <= 12  # prunings only, not one per open call
