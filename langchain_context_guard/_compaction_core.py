@@ -20,7 +20,8 @@ from ._compaction_settings import CompactionSettings
 from ._compaction_trigger import Limits, clauses, next_streak, resolve_limits
 from ._errors import CompactionError
 from ._events import GuardEvent
-from ._guard import ContextGuard, to_messages
+from ._guard import ContextGuard
+from ._input import to_messages
 from ._messages import label, marker
 from ._summarizer import SummarizerClient
 from ._summary import Summary, summary_message

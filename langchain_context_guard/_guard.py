@@ -4,23 +4,21 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import repeat
-from operator import attrgetter, is_
+from operator import attrgetter
 from typing import Any
 
-from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
 
 from ._anchor import (
     Gauge,
-    last_usage,
     make_gauge,
     scan_history,
     sent_key,
 )
-from ._errors import BudgetExceededError, InvalidInputError
+from ._errors import BudgetExceededError
 from ._events import (
     Edits,
     EventKind,
@@ -31,13 +29,21 @@ from ._events import (
     pass_event,
 )
 from ._hygiene import tidy_message
+from ._input import to_messages
 from ._messages import label
 from ._overflow import LimitMemory
-from ._pipeline import Run, Setting, truncator
+from ._pipeline import Record, Run, Setting, truncator
 from ._policy import GuardPolicy
 from ._sanitize import clean_message
-from ._stable import Each, Sent, append, open_results
-from ._stages import Step
+from ._stable import (
+    Each,
+    Sent,
+    append,
+    common_prefix,
+    conversation,
+    held,
+    open_results,
+)
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import WindowInfo, check_window, model_name, resolve_window
 
@@ -49,116 +55,11 @@ _content = attrgetter("content")
 
 
 @dataclass(frozen=True)
-class _Record:
-    """A guard's last call: its history, and the step of every pass over it."""
-
-    key: tuple[Any, ...]
-    original: list[BaseMessage]
-    contents: list[Any]
-    body: int
-    usage_at: int
-    usage_body: int
-    steps: tuple[Step, ...]
-
-    def grows(self, messages: list[BaseMessage]) -> bool:
-        """Whether ``messages`` starts with this history, unchanged."""
-        n = len(self.original)
-        return (
-            len(messages) >= n
-            and all(map(is_, messages, self.original))
-            and all(map(is_, map(_content, messages[:n]), self.contents))
-        )
-
-    def measure(
-        self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]
-    ) -> tuple[int, int, int]:
-        """``scan_history`` of a history that grows this one."""
-        n = len(self.original)
-        counts = [count(m) for m in messages[n:]]
-        body = self.body + sum(counts)
-        k = last_usage(messages, n)
-        if k < 0:
-            return body, self.usage_at, self.usage_body
-        return body, k, self.body + sum(counts[: k - n + 1])
-
-
-@dataclass(frozen=True)
 class PrepareResult:
     """The messages to send and the report of what was done to them."""
 
     messages: list[BaseMessage]
     report: GuardReport
-
-
-def to_messages(messages: Any) -> list[BaseMessage]:
-    """Read anything ``convert_to_messages`` accepts, with errors that say where."""
-    if (
-        messages is None
-        or isinstance(messages, str | bytes | dict | BaseMessage)
-        or (isinstance(messages, tuple) and _is_pair(messages))
-        or not isinstance(messages, Iterable)
-    ):
-        raise InvalidInputError(
-            f"Expected a sequence of messages, got {type(messages).__name__}.",
-            hint="pass a list, and wrap a single message in one: prepare([message]).",
-        )
-    if isinstance(messages, list) and all(
-        map(isinstance, messages, repeat(BaseMessage))
-    ):
-        return list(messages)
-    out: list[BaseMessage] = []
-    for i, item in enumerate(messages):
-        if isinstance(item, BaseMessage):
-            out.append(item)
-            continue
-        if item is None:
-            raise InvalidInputError(f"Message {i} is None.", index=i)
-        if isinstance(item, dict) and item.get("content", "") is None:
-            item = {**item, "content": ""}
-        try:
-            out.extend(convert_to_messages([item]))
-        except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
-            first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            raise InvalidInputError(
-                f"Message {i} cannot be read ({first}).", index=i
-            ) from None
-    return out
-
-
-def _conversation(messages: list[BaseMessage]) -> tuple[int | str, ...]:
-    """Which conversation a history is, for ``stable_prefix``.
-
-    Its first two messages (by id, else as objects): a shared system prompt,
-    then its own first message.
-    """
-    return tuple(m.id or id(m) for m in messages[:2])
-
-
-def _held(gauge: Gauge, body: int, intact: int) -> int:
-    """Tokens a prompt kept between prunings is held to, to decide if it fits.
-
-    The margin covers the whole prompt, anchored part included: the provider's
-    count drifts from call to call (on the replay by up to ~1.5% in one step),
-    and a prompt kept this long is the one most likely to sit at the budget.
-    """
-    return max(gauge.planned(body, intact), gauge.planned(body, 0))
-
-
-def _common_prefix(
-    a: Sequence[BaseMessage], b: Sequence[BaseMessage], identical: bool = False
-) -> int:
-    """How many leading messages ``a`` and ``b`` share (same objects, or equal)."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x is not y and (identical or x != y):
-            break
-        n += 1
-    return n
-
-
-def _is_pair(value: tuple[Any, ...]) -> bool:
-    """A bare ``(role, content)`` tuple passed where a list of messages belongs."""
-    return len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
 
 
 class ContextGuard:
@@ -214,7 +115,7 @@ class ContextGuard:
         # Our count of each prompt this guard prepared, keyed by its last message:
         # the reply's usage then says exactly how the provider counted it.
         self._sent: OrderedDict[tuple[Any, ...], tuple[int, bool]] = OrderedDict()
-        self._record: _Record | None = None
+        self._record: Record | None = None
         # What was sent last, per conversation (keyed by its first message).
         self._stables: OrderedDict[tuple[int | str, ...], Sent] = OrderedDict()
         self._ratios: dict[str, float] = {}
@@ -377,7 +278,7 @@ class ContextGuard:
             else 0
         )
         target = budget
-        if policy.stable_prefix and _held(gauge, body, len(original)) > budget:
+        if policy.stable_prefix and held(gauge, body, len(original)) > budget:
             target = min(int(policy.prune_to * budget) + cap, budget)
         setting = Setting(
             policy, target, info.tokens, turn_limit, count, gauge, cap, target < budget
@@ -399,7 +300,7 @@ class ContextGuard:
             window_source=info.source,
             counter=self.counter.name,
             events=tuple(events),
-            reused=_common_prefix(stable.output, current) if stable else 0,
+            reused=common_prefix(stable.output, current) if stable else 0,
         )
         self._remember(original, run.body + extra, current is original)
         kept = list(current)
@@ -414,12 +315,12 @@ class ContextGuard:
         if not original or not self.policy.enabled:
             return None
         with self._lock:
-            return self._stables.get(_conversation(original))
+            return self._stables.get(conversation(original))
 
     def _keep_sent(self, sent: Sent) -> None:
         if not sent.source or not self.policy.stable_prefix:
             return
-        key = _conversation(sent.source)
+        key = conversation(sent.source)
         with self._lock:
             self._stables[key] = sent
             self._stables.move_to_end(key)
@@ -452,8 +353,8 @@ class ContextGuard:
         kept, closing = appended.messages, appended.closing
         out = [*kept, *closing]
         body = appended.body + sum(map(count, closing))
-        intact = _common_prefix(out, original, identical=True)
-        if _held(gauge, body, intact) > budget:
+        intact = common_prefix(out, original, identical=True)
+        if held(gauge, body, intact) > budget:
             return None
         before = gauge.tokens(whole_body, len(original))
         after = gauge.tokens(body, intact)
@@ -505,7 +406,7 @@ class ContextGuard:
         original: list[BaseMessage],
         scan: tuple[int, int, int],
         setting: Setting,
-        record: _Record | None,
+        record: Record | None,
         key: tuple[Any, ...],
     ) -> Run:
         """The passes at ``setting``, with fallbacks.
@@ -529,7 +430,7 @@ class ContextGuard:
         original: list[BaseMessage],
         scan: tuple[int, int, int],
         setting: Setting,
-        record: _Record | None,
+        record: Record | None,
         key: tuple[Any, ...],
         last: bool,
     ) -> Run | None:
@@ -554,7 +455,7 @@ class ContextGuard:
             return None
         if run.steps and not run.steps[1].state.open:
             contents = list(map(_content, original))
-            self._record = _Record(key, original, contents, *scan, tuple(run.steps))
+            self._record = Record(key, original, contents, *scan, tuple(run.steps))
         return run
 
     def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent:

@@ -7,13 +7,15 @@ output unless it moved a boundary, and the passes after it grow in turn.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
+from operator import attrgetter, is_
+from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ._anchor import Gauge
+from ._anchor import Gauge, last_usage
 from ._compress import compress_message, compress_old_tool_results
 from ._digest import digest_step
 from ._policy import GuardPolicy
@@ -242,3 +244,40 @@ def truncator(policy: GuardPolicy, budget: int, count: Counter) -> Each:
 def _full(step: Step | None) -> Step:
     assert step is not None  # a pass run in full always gives a step
     return step
+
+
+@dataclass(frozen=True)
+class Record:
+    """A guard's last call: its history, and the step of every pass over it."""
+
+    key: tuple[Any, ...]
+    original: list[BaseMessage]
+    contents: list[Any]
+    body: int
+    usage_at: int
+    usage_body: int
+    steps: tuple[Step, ...]
+
+    def grows(self, messages: list[BaseMessage]) -> bool:
+        """Whether ``messages`` starts with this history, unchanged."""
+        n = len(self.original)
+        return (
+            len(messages) >= n
+            and all(map(is_, messages, self.original))
+            and all(map(is_, map(_content, messages[:n]), self.contents))
+        )
+
+    def measure(
+        self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]
+    ) -> tuple[int, int, int]:
+        """``scan_history`` of a history that grows this one."""
+        n = len(self.original)
+        counts = [count(m) for m in messages[n:]]
+        body = self.body + sum(counts)
+        k = last_usage(messages, n)
+        if k < 0:
+            return body, self.usage_at, self.usage_body
+        return body, k, self.body + sum(counts[: k - n + 1])
+
+
+_content = attrgetter("content")

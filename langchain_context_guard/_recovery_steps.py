@@ -18,7 +18,8 @@ from langchain_core.messages import BaseMessage
 from ._errors import CompactionError, ContextGuardError
 from ._errors import ContextOverflowError as GuardOverflowError
 from ._events import GuardEvent, log_event
-from ._guard import ContextGuard, _diff_event, to_messages
+from ._guard import ContextGuard, _diff_event
+from ._input import to_messages
 from ._overflow import OverflowInfo
 from ._recovery_state import EventSink, Recovery, RecoveryState, Step
 from ._window import model_name

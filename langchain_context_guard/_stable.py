@@ -19,6 +19,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
+from ._anchor import Gauge
 from ._events import EventKind
 from ._messages import label, marker
 from ._repair import synthetic_result
@@ -198,3 +199,34 @@ def _open_calls(out: list[BaseMessage], pending: set[str]) -> tuple[BaseMessage,
         for c in last.tool_calls
         if (c["id"] or "") in pending
     )
+
+
+def conversation(messages: list[BaseMessage]) -> tuple[int | str, ...]:
+    """Which conversation a history is, for ``stable_prefix``.
+
+    Its first two messages (by id, else as objects): a shared system prompt,
+    then its own first message.
+    """
+    return tuple(m.id or id(m) for m in messages[:2])
+
+
+def held(gauge: Gauge, body: int, intact: int) -> int:
+    """Tokens a prompt kept between prunings is held to, to decide if it fits.
+
+    The margin covers the whole prompt, anchored part included: the provider's
+    count drifts from call to call (on the replay by up to ~1.5% in one step),
+    and a prompt kept this long is the one most likely to sit at the budget.
+    """
+    return max(gauge.planned(body, intact), gauge.planned(body, 0))
+
+
+def common_prefix(
+    a: Sequence[BaseMessage], b: Sequence[BaseMessage], identical: bool = False
+) -> int:
+    """How many leading messages ``a`` and ``b`` share (same objects, or equal)."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x is not y and (identical or x != y):
+            break
+        n += 1
+    return n
