@@ -132,6 +132,12 @@ def report(result: DemoResult) -> str:
             f"{result.total_with:,} tokens with the guard, "
             f"{result.total_without:,} without ({result.savings:.1%} saved)",
         ),
+        (
+            "billed input",
+            f"{result.billed_with:,} with the guard, {result.billed_without:,} "
+            "without (agent calls, the prefix unchanged since the previous call "
+            "at 10%)",
+        ),
         ("guard events", events),
         ("answer", result.answer or "(none)"),
         ("checkpoints", f"{result.db} (SQLite), thread {result.thread_id}"),

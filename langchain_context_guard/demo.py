@@ -43,6 +43,7 @@ from ._cli_demo_repo import TASK, exploration_plan, make_tools, write_repository
 from ._events import GuardEvent
 from ._guard import ContextGuard
 from ._policy import GuardPolicy
+from ._replay_metrics import CACHE_RATE, cached_prefix, message_key
 from ._tokens import count_messages
 
 __all__ = [
@@ -74,6 +75,11 @@ class CallRecord:
     messages_sent: int
     messages_total: int
     events: tuple[str, ...] = ()
+    billed_with: int = 0
+    """Input billed with prefix caching (the prefix unchanged since the previous
+    call at 10% of the price), with the guard."""
+    billed_without: int = 0
+    """The same for the whole history."""
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
@@ -116,6 +122,16 @@ class DemoResult:
         return sum(c.tokens_without for c in self.calls)
 
     @property
+    def billed_with(self) -> int:
+        """Input billed over every call with prefix caching, with the guard."""
+        return sum(c.billed_with for c in self.calls)
+
+    @property
+    def billed_without(self) -> int:
+        """The same without the guard."""
+        return sum(c.billed_without for c in self.calls)
+
+    @property
     def savings(self) -> float:
         """Share of input tokens the guard saved."""
         return 1 - self.total_with / self.total_without if self.total_without else 0.0
@@ -134,7 +150,14 @@ class DemoResult:
         """A JSON-ready dict with the totals."""
         totals = {
             name: getattr(self, name)
-            for name in ("peak_with", "peak_without", "total_with", "total_without")
+            for name in (
+                "peak_with",
+                "peak_without",
+                "total_with",
+                "total_without",
+                "billed_with",
+                "billed_without",
+            )
         }
         return {
             **{k: v for k, v in self.__dict__.items() if k != "calls"},
@@ -176,6 +199,17 @@ def _recorder(
         body = count_messages(messages, guard.counter, anchoring=False)
         return body + guard.counter.count_tools(list(tools))
 
+    previous: dict[str, list[tuple[str, ...]]] = {"with": [], "without": []}
+
+    def billed(which: str, messages: list[BaseMessage], total: int) -> int:
+        """``total`` tokens, the prefix unchanged since the last call at 10%."""
+        keys = [message_key(m) for m in messages]
+        cached = cached_prefix(previous[which], keys)
+        previous[which] = keys
+        count = guard.counter.count_message
+        prefix = sum(count(m) for m in messages[:cached])
+        return round(total - (1 - CACHE_RATE) * prefix)
+
     class DemoRecorder(AgentMiddleware):
         """Innermost: sees exactly what the model is sent, and every result."""
 
@@ -184,13 +218,17 @@ def _recorder(
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             system = [request.system_message] if request.system_message else []
             sent = [*system, *request.messages]
+            with_guard = tokens(sent, request.tools)
+            without = tokens(history, request.tools)
             record = CallRecord(
                 index=len(calls) + 1,
-                tokens_with=tokens(sent, request.tools),
-                tokens_without=tokens(history, request.tools),
+                tokens_with=with_guard,
+                tokens_without=without,
                 messages_sent=len(sent),
                 messages_total=len(history),
                 events=tuple(events.pending),
+                billed_with=billed("with", sent, with_guard),
+                billed_without=billed("without", history, without),
             )
             events.pending.clear()
             calls.append(record)

@@ -89,7 +89,10 @@ def test_demo_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         "messages_sent",
         "messages_total",
         "events",
+        "billed_with",
+        "billed_without",
     }
+    assert 0 < doc["billed_with"] <= doc["total_with"]
 
 
 def test_demo_appends_a_new_thread_to_an_existing_db(

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import importlib
+import itertools
 import re
 import sys
 from pathlib import Path
@@ -275,3 +276,34 @@ def test_import_without_langchain_names_the_extra(
     expected = re.escape('pip install "langchain-context-guard[agents]"')
     with pytest.raises(ImportError, match=expected):
         importlib.import_module("langchain_context_guard.middleware")
+
+
+def test_an_agent_run_keeps_its_prompt_prefix_between_prunings(tmp_path: Path) -> None:
+    """Each model call starts with what the previous one was sent, but prunings.
+
+    The default ``stable_prefix`` at work in a real agent with a checkpointer.
+    """
+    guard = ContextGuard(GuardPolicy(reserve_tokens=RESERVE, warn_below_tokens=16_000))
+    model = ScriptedToolModel(steps=40, profile={"max_input_tokens": WINDOW})
+    with SqliteSaver.from_conn_string(str(tmp_path / "agent.sqlite")) as saver:
+        agent = create_agent(
+            model,
+            TOOLS,
+            system_prompt=SYSTEM,
+            middleware=[ContextGuardMiddleware(guard)],
+            checkpointer=saver,
+        )
+        config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+        agent.invoke({"messages": [("user", "Task: read the chunks.")]}, config)
+    received = model.received
+    assert len(received) == 41
+    kept = 0
+    for before, now in itertools.pairwise(received):
+        check_model_input(guard, now, user_text="Task: read the chunks.", tools=TOOLS)
+        kept += now[: len(before)] == before
+    pruned = len(received) - 1 - kept
+    assert guard.count_tokens(received[-1]) <= WINDOW - RESERVE
+    # 40 results of 5-15k tokens each in a 17k budget: a pruning every 2-3 steps
+    # is needed, and the steps in between re-send the previous prompt whole
+    assert 8 <= pruned <= 20
+    assert kept >= 20
