@@ -30,7 +30,7 @@ from ._events import (
 )
 from ._hygiene import tidy_message
 from ._input import to_messages
-from ._messages import label
+from ._messages import is_user, label
 from ._overflow import LimitMemory
 from ._pipeline import Record, Run, Setting, truncator
 from ._policy import GuardPolicy
@@ -269,7 +269,9 @@ class ContextGuard:
             events.append(self._window_warning(info, budget))
         stable = self._last_sent(original) if policy.stable_prefix else None
         if stable is not None and stable.key == key:
-            reused = self._reuse(stable, original, body, gauge, budget, info, events)
+            reused = self._reuse(
+                stable, original, body, (gauge, budget, turn_limit), info, events
+            )
             if reused is not None:
                 return reused
         cap = (
@@ -332,12 +334,15 @@ class ContextGuard:
         stable: Sent,
         original: list[BaseMessage],
         whole_body: int,
-        gauge: Gauge,
-        budget: int,
+        limits: tuple[Gauge, int, int | None],
         info: WindowInfo,
         events: list[GuardEvent],
     ) -> PrepareResult | None:
-        """The last prompt plus the new messages, if that still fits (``_stable``)."""
+        """The last prompt plus the new messages, if that still fits (``_stable``).
+
+        ``limits``: the gauge, the budget and the user-turn limit to hold it to.
+        """
+        gauge, budget, turn_limit = limits
         tail = stable.tail(original)
         if tail is None:
             return None
@@ -353,6 +358,8 @@ class ContextGuard:
         kept, closing = appended.messages, appended.closing
         out = [*kept, *closing]
         body = appended.body + sum(map(count, closing))
+        if turn_limit is not None and sum(map(is_user, out)) > turn_limit:
+            return None  # the oldest turn must go: prune afresh
         intact = common_prefix(out, original, identical=True)
         if held(gauge, body, intact) > budget:
             return None

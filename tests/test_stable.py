@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_context_guard import BudgetExceededError, ContextGuard, GuardPolicy
 from langchain_context_guard._digest import is_digest
-from langchain_context_guard._messages import marker
+from langchain_context_guard._messages import is_user, marker
 
 POLICY = GuardPolicy(context_window=32_000, reserve_tokens=4_000)
 BUDGET = 28_000
@@ -238,3 +238,19 @@ def test_a_history_grown_message_by_message_keeps_its_prefix() -> None:
             fresh += 1
         previous = sent
     assert fresh <= 12  # prunings only, not one per open call
+
+
+def test_a_turn_limit_holds_between_prunings() -> None:
+    """``history_limit`` (seed 004) is kept on every call, not only at prunings."""
+    guard = ContextGuard(POLICY.model_copy(update={"history_limit": 3}))
+    history: list[BaseMessage] = [SystemMessage("Be brief.", id="sys")]
+    for t in range(12):
+        history += [
+            HumanMessage(f"question {t}", id=f"u{t}"),
+            ai(call(f"q{t}"), id=f"a{t}"),
+            result(f"q{t}", f"answer {t}", id=f"t{t}"),
+        ]
+        sent = guard.prepare(history).messages
+        users = [m.id for m in sent if is_user(m)]
+        assert users[-1] == f"u{t}"
+        assert len(users) <= 3 + 1  # the last 3 turns, and the first (the task)
