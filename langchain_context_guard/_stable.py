@@ -144,8 +144,8 @@ def append(
             body += count(new)
         elif isinstance(message, AIMessage):
             pending = set()  # its calls went with it
-    if pending and not (tail and isinstance(tail[-1], AIMessage)):
-        return None
+    if pending and not (out and isinstance(out[-1], AIMessage)):
+        return None  # some results of the last step are in, not all
     return Appended(out, body, edits, removed, _open_calls(out, pending))
 
 

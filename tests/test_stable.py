@@ -254,3 +254,15 @@ def test_a_turn_limit_holds_between_prunings() -> None:
         users = [m.id for m in sent if is_user(m)]
         assert users[-1] == f"u{t}"
         assert len(users) <= 3 + 1  # the last 3 turns, and the first (the task)
+
+
+def test_the_same_history_twice_gets_the_same_prompt() -> None:
+    """A retried call (same history, even one ending with an open call) is
+    answered with the very prompt sent before."""
+    guard = ContextGuard(POLICY)
+    full = agent_history(80, result_chars=4_000)
+    for history in (full, [*full, ai(call("late"), id="a-late")]):
+        first = guard.prepare(history)
+        again = guard.prepare(history)
+        assert again.messages == first.messages
+        assert again.report.reused >= len(first.messages) - 1
