@@ -159,7 +159,7 @@ def plan_compaction(
     keep_tokens: int | None = 20_000,
     keep_messages: int | None = None,
     mode: Mode = "keep_recent",
-    max_request_chars: int = 8_000,
+    max_request_chars: int = 16_000,
 ) -> CompactionPlan | None:
     """Decide what to summarise and what to keep; ``None`` if nothing can go.
 

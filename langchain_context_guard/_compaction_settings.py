@@ -64,7 +64,11 @@ class CompactionSettings(BaseModel):
         "of a longer one is cut out (about 80k tokens by default).",
     )
     max_request_chars: int = Field(
-        8_000, ge=500, description="The verbatim original request is cut beyond this."
+        16_000,
+        ge=500,
+        description="The verbatim original request is cut beyond this (the task "
+        "is what a summary must not lose: one replayed SWE-bench task has 9,065 "
+        "characters).",
     )
     instructions: str | None = Field(
         None, description="Extra focus appended to the summary prompt."
