@@ -54,6 +54,14 @@ _STABLE_MEMORY = 64
 _content = attrgetter("content")
 
 
+def _put(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Store ``value`` as the newest entry, dropping the oldest beyond ``limit``."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > limit:
+        table.popitem(last=False)
+
+
 @dataclass(frozen=True)
 class PrepareResult:
     """The messages to send and the report of what was done to them."""
@@ -224,10 +232,7 @@ class ContextGuard:
             return
         key = sent_key(original[-1], self.counter)
         with self._lock:
-            self._sent[key] = (sent_tokens, whole)
-            self._sent.move_to_end(key)
-            while len(self._sent) > _SENT_MEMORY:
-                self._sent.popitem(last=False)
+            _put(self._sent, key, (sent_tokens, whole), _SENT_MEMORY)
 
     def prepare(
         self,
@@ -324,10 +329,7 @@ class ContextGuard:
             return
         key = conversation(sent.source)
         with self._lock:
-            self._stables[key] = sent
-            self._stables.move_to_end(key)
-            while len(self._stables) > _STABLE_MEMORY:
-                self._stables.popitem(last=False)
+            _put(self._stables, key, sent, _STABLE_MEMORY)
 
     def _reuse(
         self,

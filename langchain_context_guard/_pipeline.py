@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from operator import attrgetter, is_
+from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -25,6 +25,7 @@ from ._stages import (
     Step,
     compress_step,
     extends,
+    extends_unchanged,
     grow_trim,
     hygiene_step,
     map_step,
@@ -260,12 +261,7 @@ class Record:
 
     def grows(self, messages: list[BaseMessage]) -> bool:
         """Whether ``messages`` starts with this history, unchanged."""
-        n = len(self.original)
-        return (
-            len(messages) >= n
-            and all(map(is_, messages, self.original))
-            and all(map(is_, map(_content, messages[:n]), self.contents))
-        )
+        return extends_unchanged(messages, self.original, self.contents)
 
     def measure(
         self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import attrgetter, is_
+from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
@@ -23,6 +23,7 @@ from ._anchor import Gauge
 from ._events import EventKind
 from ._messages import label, marker
 from ._repair import synthetic_result
+from ._stages import extends_unchanged
 
 Each = Callable[[BaseMessage], BaseMessage | None]
 _content = attrgetter("content")
@@ -75,11 +76,7 @@ class Sent:
         checkpoint) by comparing them.
         """
         n = len(self.source)
-        if (
-            len(history) >= n
-            and all(map(is_, history, self.source))
-            and all(map(is_, map(_content, history[:n]), self.contents))
-        ):
+        if extends_unchanged(history, self.source, self.contents):
             return history[n:]
         if len(history) >= n and all(map(_same, history[:n], self.source)):
             return history[n:]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from operator import is_
+from operator import attrgetter, is_
 from typing import Any
 
 from langchain_core.messages import (
@@ -44,6 +44,7 @@ from ._trim import (
     plan_cut,
 )
 
+_content = attrgetter("content")
 NONE = sys.maxsize
 """``Step.diff`` when the output is the input."""
 Each = Callable[[BaseMessage], BaseMessage | None]
@@ -71,6 +72,17 @@ class Step:
 def extends(longer: Sequence[BaseMessage], shorter: Sequence[BaseMessage]) -> bool:
     """Whether ``longer`` starts with the very objects of ``shorter``."""
     return len(longer) >= len(shorter) and all(map(is_, longer, shorter))
+
+
+def extends_unchanged(
+    longer: Sequence[BaseMessage],
+    shorter: Sequence[BaseMessage],
+    contents: Sequence[Any],
+) -> bool:
+    """``extends``, and those objects still hold ``contents`` (not edited in place)."""
+    return extends(longer, shorter) and all(
+        map(is_, map(_content, longer[: len(shorter)]), contents)
+    )
 
 
 def _first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:
