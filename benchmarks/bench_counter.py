@@ -37,14 +37,14 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_context_guard import TiktokenCounter, count_messages
-from langchain_context_guard.transcripts import (
+from langchain_context_guard.replay import (
     load_trajectories,
     provider_prompt_tokens,
     shared_trajectory_dir,
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
-REPLY_OVERHEAD = 3  # as in langchain_context_guard._tokens
+REPLY_OVERHEAD = 3  # as in langchain_context_guard.engine._tokens
 DEFAULT_RATIO = 3.6  # GuardPolicy.chars_per_token's default
 
 

@@ -66,7 +66,7 @@ from langchain_context_guard import (
     TiktokenCounter,
     count_messages,
 )
-from langchain_context_guard.transcripts import (
+from langchain_context_guard.replay import (
     load_trajectories,
     shared_trajectory_dir,
 )

@@ -38,8 +38,8 @@ from langchain_context_guard.replay import (
     load_paths,
     plot_replay,
     replay,
+    shared_trajectory_dir,
 )
-from langchain_context_guard.transcripts import shared_trajectory_dir
 
 RESULTS = Path(__file__).resolve().parent / "results"
 

@@ -1,71 +1,115 @@
 """Keep a LangChain/LangGraph agent's message history inside its context window.
 
-The engine (``ContextGuard`` and its passes) needs only langchain-core; the LangGraph
-adapters ship with the core install; the ``create_agent`` middlewares need the
-``agents`` extra and are imported lazily from here.
+The layout draws the architecture; dependencies point down to the engine:
+
+- ``engine``: policy, token counting, the passes, ``ContextGuard`` (langchain-core);
+- ``adapters``: LCEL runnable, LangGraph hook and node, ``create_agent`` middleware;
+- ``compaction``: the LLM summary in fixed sections, its graph branch and middleware;
+- ``recovery``: the overflow recovery chain around a model;
+- ``replay``: transcripts, the replay benchmark and its metrics;
+- ``cli``: the ``context-guard`` command.
+
+The engine's names import eagerly; everything else loads on first use, so
+``import langchain_context_guard`` pulls in neither ``langchain`` (the ``agents``
+extra), nor LangGraph's graph runtime, nor plotting or checkpointer packages.
 """
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING
 
-from ._compress import compress_old_tool_results
-from ._errors import (
+from ._lazy import lazy_getattr
+from .engine import (
+    MARKER_KEY,
     BudgetExceededError,
+    CallableCounter,
     CompactionError,
     ConfigError,
+    ContextGuard,
     ContextGuardError,
     ContextOverflowError,
+    GuardEvent,
+    GuardPolicy,
+    GuardReport,
     InvalidInputError,
-    WindowTooSmallError,
-)
-from ._events import GuardEvent, GuardReport
-from ._guard import ContextGuard, PrepareResult
-from ._hygiene import enforce_provider_hygiene
-from ._messages import MARKER_KEY
-from ._overflow import OverflowInfo, classify_overflow
-from ._policy import GuardPolicy
-from ._repair import repair_tool_pairs
-from ._sanitize import sanitize_messages
-from ._text import compress_lines, truncate_text
-from ._thinking import strip_old_thinking
-from ._tokens import (
-    CallableCounter,
+    OverflowInfo,
+    PrepareResult,
     TiktokenCounter,
     TokenCounter,
     TokenizerFallbackWarning,
+    WindowInfo,
+    WindowTooSmallError,
+    classify_overflow,
+    compress_lines,
+    compress_old_tool_results,
     count_messages,
+    enforce_provider_hygiene,
+    repair_tool_pairs,
+    sanitize_messages,
+    strip_old_thinking,
+    trim_to_budget,
+    truncate_text,
+    truncate_tool_results,
 )
-from ._trim import trim_to_budget
-from ._truncate import truncate_tool_results
-from ._window import WindowInfo
-from .compaction import (
-    CompactionSettings,
-    Compactor,
-    acompact_messages,
-    compact_messages,
-)
-from .compaction_graph import add_compaction, make_recall_tool
-from .langgraph import guard_node, pre_model_hook
-from .recovery import OverflowRecoveryRunnable, with_overflow_recovery
-from .runnable import GuardRunnable, as_runnable
+
+if TYPE_CHECKING:
+    from .adapters import (
+        ContextGuardMiddleware,
+        GuardRunnable,
+        as_runnable,
+        guard_node,
+        pre_model_hook,
+    )
+    from .compaction import (
+        CompactionMiddleware,
+        CompactionSettings,
+        Compactor,
+        acompact_messages,
+        add_compaction,
+        compact_messages,
+        make_recall_tool,
+    )
+    from .recovery import (
+        OverflowRecoveryMiddleware,
+        OverflowRecoveryRunnable,
+        with_overflow_recovery,
+    )
 
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
-    "CompactionMiddleware": ".compaction_middleware",
-    "ContextGuardMiddleware": ".middleware",
-    "OverflowRecoveryMiddleware": ".recovery_middleware",
+    **dict.fromkeys(
+        (
+            "ContextGuardMiddleware",
+            "GuardRunnable",
+            "as_runnable",
+            "guard_node",
+            "pre_model_hook",
+        ),
+        ".adapters",
+    ),
+    **dict.fromkeys(
+        (
+            "CompactionMiddleware",
+            "CompactionSettings",
+            "Compactor",
+            "acompact_messages",
+            "add_compaction",
+            "compact_messages",
+            "make_recall_tool",
+        ),
+        ".compaction",
+    ),
+    **dict.fromkeys(
+        (
+            "OverflowRecoveryMiddleware",
+            "OverflowRecoveryRunnable",
+            "with_overflow_recovery",
+        ),
+        ".recovery",
+    ),
 }
 
-
-def __getattr__(name: str) -> Any:
-    """Import the optional ``create_agent`` middlewares on first use."""
-    if name in _LAZY:
-        import importlib
-
-        return getattr(importlib.import_module(_LAZY[name], __name__), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
+__getattr__ = lazy_getattr(__name__, _LAZY)
 
 __version__ = "0.1.0"
 

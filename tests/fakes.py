@@ -32,7 +32,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.graph import END, START, StateGraph
 from pydantic import Field, PrivateAttr
 
-from langchain_context_guard._messages import marker
+from langchain_context_guard.engine._messages import marker
 
 # -- chat models ----------------------------------------------------------------
 

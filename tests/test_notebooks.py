@@ -17,7 +17,7 @@ import nbformat
 import pytest
 from nbclient import NotebookClient
 
-from langchain_context_guard.transcripts import shared_trajectory_dir
+from langchain_context_guard.replay._transcripts import shared_trajectory_dir
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 NEEDS_DATA = {"03_replay_analysis.ipynb"}

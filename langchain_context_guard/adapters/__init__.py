@@ -1,0 +1,35 @@
+"""Thin adapters that put the engine into each host's idiom.
+
+``GuardRunnable``/``as_runnable`` (an LCEL step), ``pre_model_hook`` and
+``guard_node`` (LangGraph), ``ContextGuardMiddleware`` (LangChain v1
+``create_agent``; needs the ``agents`` extra and loads on first use), and the
+callback helpers that forward the guard's events. Imports the engine only.
+"""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from ._langgraph import guard_node, pre_model_hook
+    from ._middleware import ContextGuardMiddleware
+    from ._runnable import GuardRunnable, as_runnable
+
+__getattr__ = lazy_getattr(
+    __name__,
+    {
+        "ContextGuardMiddleware": "._middleware",
+        "GuardRunnable": "._runnable",
+        "as_runnable": "._runnable",
+        "guard_node": "._langgraph",
+        "pre_model_hook": "._langgraph",
+    },
+)
+
+__all__ = [
+    "ContextGuardMiddleware",
+    "GuardRunnable",
+    "as_runnable",
+    "guard_node",
+    "pre_model_hook",
+]

@@ -1,0 +1,80 @@
+"""Forward a ``GuardReport`` to LangChain callbacks and to the log.
+
+Every adapter calls ``emit`` (or ``aemit``) after ``ContextGuard.prepare``. Inside a
+run, each event goes out as a custom event named ``context_guard.event`` and the
+report as ``context_guard.report``, so both show in ``astream_events`` (as
+``on_custom_event``) and in LangSmith traces. Outside a run, only the log is written.
+Each payload names its ``source``: ``runnable``, ``pre_model_hook``, ``node``,
+``middleware`` or ``middleware.before_model``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
+from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import (
+    ensure_config,
+    get_async_callback_manager_for_config,
+    get_callback_manager_for_config,
+)
+
+from ..engine._events import GuardReport
+
+logger = logging.getLogger("langchain_context_guard")
+
+REPORT_EVENT = "context_guard.report"
+"""Name of the custom event that carries ``GuardReport.to_dict()``."""
+EVENT_EVENT = "context_guard.event"
+"""Name of the custom event that carries one ``GuardEvent.to_dict()``."""
+
+
+def _payloads(report: GuardReport, source: str) -> list[tuple[str, dict[str, Any]]]:
+    out: list[tuple[str, dict[str, Any]]] = [
+        (EVENT_EVENT, {"source": source, **event.to_dict()}) for event in report.events
+    ]
+    out.append((REPORT_EVENT, {"source": source, **report.to_dict()}))
+    return out
+
+
+def _log(report: GuardReport, source: str) -> None:
+    level = logging.INFO if report.changed else logging.DEBUG
+    if logger.isEnabledFor(level):
+        logger.log(
+            level,
+            "Context guard (%s): tokens %s -> %s (budget %s, window %s from %s), "
+            "%d event(s)",
+            source,
+            f"{report.tokens_before:,}",
+            f"{report.tokens_after:,}",
+            f"{report.budget:,}",
+            f"{report.context_window:,}",
+            report.window_source,
+            len(report.events),
+        )
+
+
+def emit(
+    report: GuardReport, *, source: str, config: RunnableConfig | None = None
+) -> None:
+    """Log ``report`` and dispatch it as custom events when inside a run."""
+    _log(report, source)
+    config = ensure_config(config)
+    if get_callback_manager_for_config(config).parent_run_id is None:
+        return
+    for name, data in _payloads(report, source):
+        dispatch_custom_event(name, data, config=config)
+
+
+async def aemit(
+    report: GuardReport, *, source: str, config: RunnableConfig | None = None
+) -> None:
+    """Async ``emit``: log and dispatch through async callback handlers."""
+    _log(report, source)
+    config = ensure_config(config)
+    if get_async_callback_manager_for_config(config).parent_run_id is None:
+        return
+    for name, data in _payloads(report, source):
+        await adispatch_custom_event(name, data, config=config)

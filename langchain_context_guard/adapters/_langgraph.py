@@ -1,0 +1,183 @@
+"""The LangGraph adapters: a ``pre_model_hook`` and a node for ``StateGraph``.
+
+```python
+agent = create_react_agent(model, tools, prompt=SYSTEM,
+                           pre_model_hook=pre_model_hook(guard, tools=tools,
+                                                         system_prompt=SYSTEM))
+```
+
+By default the hook returns ``{"llm_input_messages": [...]}``: the model gets the
+guarded copy and the stored history is never changed (seed 001's
+``transformContext``). ``mode="persist"`` rewrites the state instead, with
+``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` followed by the kept messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langchain_core.runnables.config import run_in_executor
+from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+from ..engine._errors import ConfigError, InvalidInputError
+from ..engine._messages import same_list
+from ._callbacks import aemit, emit
+
+if TYPE_CHECKING:
+    from ..engine._events import PrepareResult
+    from ..engine._guard import ContextGuard
+
+HookMode = Literal["llm_input", "persist"]
+Update = dict[str, Any]
+Writer = Callable[[Sequence[BaseMessage], list[BaseMessage]], Update]
+
+
+def _read(state: Any, key: str) -> list[BaseMessage]:
+    value = state.get(key) if isinstance(state, dict) else getattr(state, key, None)
+    if value is None:
+        raise InvalidInputError(
+            f"Graph state has no {key!r} messages.",
+            hint="pass messages_key=... naming the state key that holds messages.",
+        )
+    return list(value)
+
+
+def rewrite(key: str) -> Writer:
+    """Replace the whole ``key`` channel with the kept messages (when changed)."""
+
+    def write(before: Sequence[BaseMessage], kept: list[BaseMessage]) -> Update:
+        if same_list(before, kept):
+            return {}
+        return {key: [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
+
+    return write
+
+
+def put(key: str) -> Writer:
+    """Write the kept messages to ``key``, leaving the history alone."""
+    return lambda _before, kept: {key: kept}
+
+
+def _node(
+    guard: ContextGuard,
+    write: Writer,
+    *,
+    messages_key: str,
+    system_prompt: str | SystemMessage | None,
+    tools: Sequence[Any] | None,
+    model: Any,
+    source: str,
+) -> RunnableLambda[Any, Update]:
+    system = (
+        SystemMessage(system_prompt)
+        if isinstance(system_prompt, str)
+        else system_prompt
+    )
+    head = [system] if system is not None else []
+    tool_list = list(tools) if tools else None
+
+    def finish(messages: list[BaseMessage], result: PrepareResult) -> Update:
+        kept = result.messages
+        if head and kept and isinstance(kept[0], SystemMessage):
+            kept = kept[1:]
+        return write(messages, kept)
+
+    def func(state: Any, config: RunnableConfig) -> Update:
+        messages = _read(state, messages_key)
+        result = guard.prepare([*head, *messages], tools=tool_list, model=model)
+        emit(result.report, source=source, config=config)
+        return finish(messages, result)
+
+    async def afunc(state: Any, config: RunnableConfig) -> Update:
+        messages = _read(state, messages_key)
+        result = await run_in_executor(
+            config, guard.prepare, [*head, *messages], tools=tool_list, model=model
+        )
+        await aemit(result.report, source=source, config=config)
+        return finish(messages, result)
+
+    return RunnableLambda(func, afunc=afunc, name=f"context_guard_{source}")
+
+
+def pre_model_hook(
+    guard: ContextGuard,
+    *,
+    mode: HookMode = "llm_input",
+    messages_key: str = "messages",
+    system_prompt: str | SystemMessage | None = None,
+    tools: Sequence[Any] | None = None,
+    model: Any = None,
+) -> RunnableLambda[Any, Update]:
+    """A ``pre_model_hook`` for ``langgraph.prebuilt.create_react_agent``.
+
+    Args:
+        guard: The guard to apply (one guard may serve many graphs and threads).
+        mode: ``"llm_input"`` (default) returns ``llm_input_messages`` and leaves the
+            state alone; ``"persist"`` rewrites ``messages_key`` in the state.
+        messages_key: The state key holding the history.
+        system_prompt: The agent's ``prompt``, which the agent adds after this hook;
+            pass it so it counts against the budget.
+        tools: The tools bound to the model; their schemas count against the budget.
+        model: The chat model (or name) whose context window applies.
+
+    Returns:
+        A runnable node, sync and async.
+    """
+    if mode == "llm_input":
+        write = put("llm_input_messages")
+    elif mode == "persist":
+        write = rewrite(messages_key)
+    else:
+        raise ConfigError(
+            f"pre_model_hook mode must be 'llm_input' or 'persist', got {mode!r}.",
+            field="mode",
+        )
+    return _node(
+        guard,
+        write,
+        messages_key=messages_key,
+        system_prompt=system_prompt,
+        tools=tools,
+        model=model,
+        source="pre_model_hook",
+    )
+
+
+def guard_node(
+    guard: ContextGuard,
+    *,
+    messages_key: str = "messages",
+    output_key: str | None = None,
+    system_prompt: str | SystemMessage | None = None,
+    tools: Sequence[Any] | None = None,
+    model: Any = None,
+) -> RunnableLambda[Any, Update]:
+    """A node for a hand-built ``StateGraph`` whose state holds a message list.
+
+    Args:
+        guard: The guard to apply.
+        messages_key: The state key holding the history (any name).
+        output_key: Where to write the guarded copy, leaving the history untouched.
+            Without it, the node rewrites ``messages_key`` with
+            ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the kept messages, which
+            needs an ``add_messages`` reducer on that key.
+        system_prompt: A system prompt your model node adds later, so it counts.
+        tools: The tools bound to the model, counted against the budget.
+        model: The chat model (or name) whose context window applies.
+
+    Returns:
+        A runnable node, sync and async.
+    """
+    write = rewrite(messages_key) if output_key is None else put(output_key)
+    return _node(
+        guard,
+        write,
+        messages_key=messages_key,
+        system_prompt=system_prompt,
+        tools=tools,
+        model=model,
+        source="node",
+    )

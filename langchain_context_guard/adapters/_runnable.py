@@ -1,0 +1,147 @@
+"""The LCEL adapter: a ``Runnable`` that returns the guarded messages to send.
+
+```python
+chain = prompt | as_runnable(guard, tools=tools) | model.bind_tools(tools)
+```
+
+The step takes a list of messages, a ``PromptValue`` (what a ``ChatPromptTemplate``
+yields) or a dict holding messages, and returns ``list[BaseMessage]``: the history
+after ``ContextGuard.prepare``. The report goes out as custom events (see
+``_callbacks``), so it shows in ``astream_events`` and in traces.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForChainRun,
+    CallbackManagerForChainRun,
+)
+from langchain_core.messages import BaseMessage
+from langchain_core.prompt_values import PromptValue
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import run_in_executor
+
+from ..engine._errors import InvalidInputError
+from ._callbacks import aemit, emit
+
+if TYPE_CHECKING:
+    from ..engine._guard import ContextGuard
+
+GuardInput = Sequence[Any] | PromptValue | dict[str, Any]
+"""What the runnable accepts: message-likes, a prompt value, or a dict of them."""
+
+
+class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
+    """An LCEL step that keeps the messages inside the model's context window.
+
+    Args:
+        guard: The guard whose ``prepare`` does the work (shared, thread-safe).
+        tools: Tools bound to the model; their schemas count against the budget.
+        model: The chat model (or its name) whose window applies; defaults to the
+            guard's own model.
+        messages_key: Where the messages are when the input is a dict.
+        name: The run name in traces.
+    """
+
+    def __init__(
+        self,
+        guard: ContextGuard,
+        *,
+        tools: Sequence[Any] | None = None,
+        model: Any = None,
+        messages_key: str = "messages",
+        name: str | None = None,
+    ) -> None:
+        self.guard = guard
+        self.tools = list(tools) if tools else None
+        self.model = model
+        self.messages_key = messages_key
+        self.name = name or "ContextGuard"
+
+    @property
+    def InputType(self) -> Any:
+        """The accepted input type."""
+        return GuardInput
+
+    @property
+    def OutputType(self) -> Any:
+        """The output type: the messages to send."""
+        return list[BaseMessage]
+
+    def _read(self, value: Any) -> Any:
+        if isinstance(value, PromptValue):
+            return value.to_messages()
+        if isinstance(value, dict):
+            if self.messages_key not in value:
+                raise InvalidInputError(
+                    f"Input dict has no {self.messages_key!r} key "
+                    f"(keys: {sorted(value)}).",
+                    hint="pass messages_key=... to as_runnable() to name the key.",
+                )
+            return value[self.messages_key]
+        return value
+
+    def _prepare(
+        self,
+        value: Any,
+        run_manager: CallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> list[BaseMessage]:
+        result = self.guard.prepare(
+            self._read(value), tools=self.tools, model=self.model
+        )
+        emit(result.report, source="runnable", config=config)
+        return result.messages
+
+    async def _aprepare(
+        self,
+        value: Any,
+        run_manager: AsyncCallbackManagerForChainRun,
+        config: RunnableConfig,
+    ) -> list[BaseMessage]:
+        result = await run_in_executor(
+            config,
+            self.guard.prepare,
+            self._read(value),
+            tools=self.tools,
+            model=self.model,
+        )
+        await aemit(result.report, source="runnable", config=config)
+        return result.messages
+
+    def invoke(
+        self, input: GuardInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[BaseMessage]:
+        """Return the guarded messages for ``input``."""
+        return self._call_with_config(self._prepare, input, config)
+
+    async def ainvoke(
+        self, input: GuardInput, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> list[BaseMessage]:
+        """Async ``invoke``; the counting runs in the config's executor."""
+        return await self._acall_with_config(self._aprepare, input, config)
+
+
+def as_runnable(
+    guard: ContextGuard,
+    *,
+    tools: Sequence[Any] | None = None,
+    model: Any = None,
+    messages_key: str = "messages",
+) -> GuardRunnable:
+    """Wrap a guard as an LCEL step that goes between a prompt and a model.
+
+    Args:
+        guard: The guard to apply.
+        tools: Tools bound to the model, counted against the budget.
+        model: The chat model (or name) whose context window applies.
+        messages_key: The key holding the messages when the input is a dict.
+
+    Returns:
+        A runnable from messages (or a prompt value, or a dict) to the guarded
+        ``list[BaseMessage]``; ``invoke``, ``ainvoke``, ``batch`` and ``stream`` work.
+    """
+    return GuardRunnable(guard, tools=tools, model=model, messages_key=messages_key)

@@ -1,0 +1,151 @@
+"""``context-guard demo``: pick a model, run the demo agent, show progress, report."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ..engine._guard import ContextGuard
+from ._demo import CallRecord, DemoResult, run_demo
+from ._options import CommandError, load_policy
+
+DEMO_DEFAULTS = {"context_window": 32_000, "reserve_tokens": 4_000}
+# (environment variable, provider package, init_chat_model spec)
+PROVIDERS = (
+    ("OPENAI_API_KEY", "langchain_openai", "openai:gpt-4o-mini"),
+    ("ANTHROPIC_API_KEY", "langchain_anthropic", "anthropic:claude-3-5-haiku-latest"),
+)
+BAR = 24
+
+
+def choose_model(
+    spec: str, environ: Mapping[str, str] | None = None
+) -> tuple[Any, str]:
+    """The chat model for ``--model`` (None: scripted) and a line saying why."""
+    env = os.environ if environ is None else environ
+    if spec == "scripted":
+        return None, "model: scripted (offline, deterministic)"
+    if spec != "auto":
+        return _init(spec), f"model: {spec}"
+    missing = []
+    for var, package, default in PROVIDERS:
+        if not env.get(var):
+            continue
+        if importlib.util.find_spec(package) is None:
+            missing.append(
+                f"{var} is set but {package.replace('_', '-')} is not installed"
+            )
+            continue
+        return _init(default), f"model: {default} (from {var})"
+    why = "; ".join(missing) or "no OPENAI_API_KEY or ANTHROPIC_API_KEY"
+    return None, f"model: scripted, offline ({why})"
+
+
+def _init(spec: str) -> Any:
+    from langchain.chat_models import init_chat_model
+
+    try:
+        return init_chat_model(spec, temperature=0)
+    except (ImportError, ValueError) as exc:
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise CommandError(f"--model {spec}: {first}") from None
+
+
+def run_demo_command(ns: argparse.Namespace) -> int:
+    """Run ``demo`` from parsed arguments; returns the exit code."""
+    if ns.steps < 1:
+        raise CommandError(f"--steps must be at least 1, got {ns.steps}")
+    flags = {"context_window": ns.window, "reserve_tokens": ns.reserve}
+    policy = load_policy(config=ns.config, flags=flags, defaults=DEMO_DEFAULTS)
+    db: Path = ns.db
+    if db.exists() and db.stat().st_size and not _is_sqlite(db):
+        raise CommandError(f"--db {db}: exists and is not a SQLite database")
+    model, why = choose_model(ns.model)
+    window = ContextGuard(policy, model=model).window()  # refuses tiny windows early
+    budget = policy.budget(window.tokens)
+    quiet = bool(ns.json)
+    print(why, file=sys.stderr if quiet else sys.stdout)
+    if not quiet:
+        print(
+            f"window {window.tokens:,} tokens, reserve {policy.reserve_tokens:,}: "
+            f"budget {budget:,} tokens per call"
+        )
+        print(f"task: up to {ns.steps} tool calls over a generated repository\n")
+    on_call = None if quiet else _progress(budget)
+    result = run_demo(policy, steps=ns.steps, db=db, model=model, on_call=on_call)
+    print(json.dumps(result.to_dict(), indent=2) if quiet else report(result))
+    return 0
+
+
+def _is_sqlite(path: Path) -> bool:
+    from ._inspect import is_sqlite
+
+    return is_sqlite(path)
+
+
+def _progress(budget: int) -> Any:
+    def show(call: CallRecord) -> None:
+        filled = min(BAR, round(BAR * call.tokens_with / budget)) if budget else 0
+        bar = "#" * filled + "." * (BAR - filled)
+        events = ", ".join(dict.fromkeys(call.events))
+        print(
+            f"call {call.index:>3}  [{bar}] {call.tokens_with:>7,} tokens sent"
+            f"  (without guard {call.tokens_without:>8,})"
+            + (f"  {events}" if events else ""),
+            flush=True,
+        )
+
+    return show
+
+
+def report(result: DemoResult) -> str:
+    """The end-of-run report."""
+    n = len(result.calls)
+    events = ", ".join(f"{k} {v}" for k, v in result.events.items()) or "none"
+    fits = (
+        f"all {n} calls within budget"
+        if result.over_budget == 0
+        else f"{result.over_budget} of {n} calls OVER budget"
+    )
+    rows = [
+        ("model calls", f"{n} ({result.model})"),
+        (
+            "window / budget",
+            f"{result.context_window:,} / {result.budget:,} tokens "
+            f"(reserve {result.reserve_tokens:,}; window from {result.window_source})",
+        ),
+        ("with the guard", fits),
+        ("without it", f"{result.over_budget_without} of {n} calls over budget"),
+        (
+            "peak context",
+            f"{result.peak_with:,} tokens with the guard, "
+            f"{result.peak_without:,} without",
+        ),
+        (
+            "total input",
+            f"{result.total_with:,} tokens with the guard, "
+            f"{result.total_without:,} without ({result.savings:.1%} saved)",
+        ),
+        (
+            "billed input",
+            f"{result.billed_with:,} with the guard, {result.billed_without:,} "
+            "without (agent calls, the prefix unchanged since the previous call "
+            "at 10%)",
+        ),
+        ("guard events", events),
+        ("answer", result.answer or "(none)"),
+        ("checkpoints", f"{result.db} (SQLite), thread {result.thread_id}"),
+        (
+            "look inside",
+            f"context-guard inspect {result.db} --thread {result.thread_id} "
+            f"--window {result.context_window} --reserve {result.reserve_tokens}",
+        ),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\nreport\n" + "\n".join(f"  {k:<{width}}  {v}" for k, v in rows)

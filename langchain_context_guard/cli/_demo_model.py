@@ -1,0 +1,115 @@
+"""The demo's offline stand-ins: a scripted agent model and a scripted summarizer."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from ..engine._anchor import count_messages
+from ..engine._messages import text_of
+from ._demo_repo import BUG_FILE
+
+_PATH = re.compile(r"\b(?:shopfront|logs|docs|tests)/[\w/.-]+\.\w+|\bREADME\.md\b")
+
+
+class ScriptedAgentModel(BaseChatModel):
+    """An offline chat model that follows a fixed plan of tool calls, then answers.
+
+    The next step is read from the history (one past the newest ``call_<k>`` id it
+    can see), so the model is stateless and behaves the same however much of the
+    history the guard kept or compaction summarised. The answer quotes the newest
+    tool result. Like a provider, it reports ``usage_metadata`` (counted with
+    ``token_counter``, tool schemas included).
+    """
+
+    plan: list[tuple[str, dict[str, Any], str]]
+    token_counter: Any = None
+    tool_tokens: int = 0
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-agent"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Any:
+        """Accept tools like a real model; their schemas count in usage."""
+        n = self.token_counter.count_tools(list(tools)) if self.token_counter else 0
+        return self.model_copy(update={"tool_tokens": n})
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        step = next_step(messages)
+        if step < len(self.plan):
+            name, args, thought = self.plan[step]
+            call = {"name": name, "args": args, "id": f"call_{step}"}
+            message = AIMessage(thought, tool_calls=[call], id=f"ai_{step}")
+        else:
+            message = AIMessage(answer_from(messages), id=f"ai_{step}")
+        if self.token_counter is not None:
+            sent = count_messages(messages, self.token_counter, anchoring=False)
+            out = self.token_counter.count_message(message)
+            message.usage_metadata = {
+                "input_tokens": sent + self.tool_tokens,
+                "output_tokens": out,
+                "total_tokens": sent + self.tool_tokens + out,
+            }
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+
+def next_step(messages: Sequence[BaseMessage]) -> int:
+    """One past the highest ``call_<k>`` tool call id in ``messages``."""
+    seen = [
+        int(str(call["id"]).removeprefix("call_"))
+        for m in messages
+        if isinstance(m, AIMessage)
+        for call in m.tool_calls
+        if str(call.get("id")).removeprefix("call_").isdigit()
+    ]
+    return max(seen, default=-1) + 1
+
+
+def answer_from(messages: Sequence[BaseMessage]) -> str:
+    """The final answer, from the evidence in the newest tool result."""
+    last = next((m for m in reversed(messages) if isinstance(m, ToolMessage)), None)
+    lines = text_of(last.content).splitlines() if last is not None else []
+    func = next((ln for ln in lines if "def apply_discount" in ln), None)
+    bad = next((ln for ln in lines if "round(" in ln and ", 1)" in ln), None)
+    if func is None or bad is None:
+        return "I could not pin down the cause from what I can see."
+    line = bad.split(":")[1]
+    return (
+        f"The cause is apply_discount in {BUG_FILE}: line {line} rounds the "
+        "discounted total to one decimal (round(discounted, 1)), so invoices lose "
+        "the cent the logs report as 'invoice total mismatch'. Round to 2 decimals."
+    )
+
+
+def scripted_summary(prompt: Sequence[BaseMessage]) -> str:
+    """A summarizer for compaction: extracts the files read and errors seen."""
+    text = "\n".join(text_of(m.content) for m in prompt)
+    convo = text.split("<conversation>")[-1]
+    files = sorted(set(_PATH.findall(convo)))
+    errors = list(
+        dict.fromkeys(ln.strip() for ln in convo.splitlines() if " ERROR " in ln)
+    )
+    calls = convo.count("[assistant called ")
+    state = [f"seen in the logs: {e}" for e in errors[:3]] or ["no errors seen yet"]
+    items = {
+        "completed": [f"made {calls} tool calls exploring the repository"],
+        "remaining": ["find the code that causes the one-cent invoice mismatches"],
+        "current_state": state,
+        "files": [f"{f}: read" for f in files[:40]],
+    }
+    return "\n".join(
+        f"<{tag}>\n" + "\n".join(f"- {item}" for item in lines) + f"\n</{tag}>"
+        for tag, lines in items.items()
+    )

@@ -1,0 +1,185 @@
+"""The ``context-guard`` command line: ``demo``, ``inspect`` and ``replay``.
+
+Settings come from flags, a YAML file (``--config``) and ``CONTEXT_GUARD_*``
+environment variables; flags win over the file, the file over the environment.
+Every expected failure (a missing or malformed file, a bad setting) ends with
+exit code 2 and one line on stderr that names the file, the line and the fix.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ..engine._errors import ContextGuardError
+from ..replay._transcripts import TranscriptError
+from ._options import CommandError, load_policy
+
+PROG = "context-guard"
+EXIT_USAGE = 2
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``context-guard`` command line; returns the exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    _quiet_library_log()
+    try:
+        if args[:1] == ["replay"]:
+            return _run_replay(args[1:])
+        parser = build_parser()
+        try:
+            ns = parser.parse_args(args)
+        except SystemExit as exc:  # argparse already printed usage and the error
+            return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+        if ns.command is None:
+            parser.print_help()
+            return EXIT_USAGE
+        command: Callable[[argparse.Namespace], int] = ns.run
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            code = command(ns)
+        for w in {str(w.message): w for w in caught}.values():
+            print(f"{PROG}: note: {w.message}", file=sys.stderr)
+        return code
+    except (ContextGuardError, TranscriptError, CommandError) as exc:
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _quiet_library_log() -> None:
+    """The CLI reports events itself; keep Python's last-resort handler quiet."""
+    logger = logging.getLogger("langchain_context_guard")
+    if not any(isinstance(h, logging.NullHandler) for h in logger.handlers):
+        logger.addHandler(logging.NullHandler())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand but ``replay``."""
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Keep an agent's message history inside its context window.",
+        epilog="Settings: flags > --config YAML > CONTEXT_GUARD_* environment.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser(
+        "demo",
+        help="run a long tool-heavy LangGraph agent with the guard (offline)",
+        description="Run a LangGraph agent that explores a generated repository "
+        "with ls/cat/grep, with the guard and SQLite persistence. Uses a real "
+        "model when OPENAI_API_KEY or ANTHROPIC_API_KEY is set, else a scripted one.",
+    )
+    _policy_flags(demo)
+    demo.add_argument(
+        "--steps", type=int, default=60, help="tool calls to make (default 60)"
+    )
+    demo.add_argument(
+        "--db",
+        type=Path,
+        default=Path("context-guard-demo.sqlite"),
+        help="SQLite checkpoint file (default ./context-guard-demo.sqlite)",
+    )
+    demo.add_argument(
+        "--model",
+        default="auto",
+        help="'auto' (a real model if a key is set), 'scripted', or provider:name "
+        "for init_chat_model (e.g. openai:gpt-4o-mini)",
+    )
+    demo.add_argument("--json", action="store_true", help="print a JSON report")
+    demo.set_defaults(run=_run_demo)
+
+    inspect = sub.add_parser(
+        "inspect",
+        help="show what the guard would do to a transcript or checkpointed thread",
+        description="Load a transcript (OpenAI JSON/JSONL, LangChain message dicts, "
+        "mini-swe-agent .traj.json) or a LangGraph SQLite checkpoint database and "
+        "show, message by message, what the guard keeps, cuts or drops.",
+    )
+    inspect.add_argument("path", type=Path, metavar="PATH", help="transcript or DB")
+    inspect.add_argument(
+        "--thread",
+        help="thread id in a SQLite checkpoint DB (lists threads if omitted)",
+    )
+    _policy_flags(inspect)
+    inspect.add_argument(
+        "--model", help="model name: picks the window and tokenizer (e.g. gpt-4o)"
+    )
+    inspect.add_argument("--json", action="store_true", help="print JSON")
+    inspect.set_defaults(run=_run_inspect)
+
+    sub.add_parser(
+        "replay",
+        help="replay transcripts call by call under several strategies",
+        add_help=False,
+    )
+    return parser
+
+
+def _policy_flags(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--window", type=int, help="context window in tokens")
+    parser.add_argument("--reserve", type=int, help="tokens reserved for the reply")
+    parser.add_argument("--config", type=Path, help="YAML file of GuardPolicy settings")
+
+
+def _run_inspect(ns: argparse.Namespace) -> int:
+    from ..engine._guard import ContextGuard
+    from ._inspect import (
+        analyse,
+        list_threads,
+        load_history,
+        render_json,
+        render_text,
+        render_threads,
+    )
+
+    path: Path = ns.path
+    if not path.exists():
+        raise CommandError(f"{path}: no such file")
+    flags = {"context_window": ns.window, "reserve_tokens": ns.reserve}
+    policy = load_policy(config=ns.config, flags={**flags, "model": ns.model})
+    history = load_history(path, ns.thread)
+    if history is None:
+        print(render_threads(path, list_threads(path), ns.json))
+        return 0
+    source = path.name if ns.thread is None else f"{path.name} thread {ns.thread}"
+    guard = ContextGuard(policy, model=policy.model)  # a name also picks the window
+    analysis = analyse(guard, history)
+    render = render_json if ns.json else render_text
+    print(render(source, analysis, policy.reserve_tokens))
+    return 0
+
+
+def _run_demo(ns: argparse.Namespace) -> int:
+    try:
+        import langchain.agents  # noqa: F401
+        import langgraph.checkpoint.sqlite  # noqa: F401
+    except ImportError as exc:
+        raise CommandError(
+            f"demo needs {exc.name}; install it with: "
+            "pip install 'langchain-context-guard[offline,agents,sqlite]'"
+        ) from None
+    from ._demo_command import run_demo_command
+
+    return run_demo_command(ns)
+
+
+def _run_replay(argv: list[str]) -> int:
+    try:
+        from ..replay._command import main_replay
+    except ImportError as exc:
+        if exc.name not in {"langchain_context_guard.replay._command", None}:
+            raise CommandError(
+                f"replay needs {exc.name}; install langchain-context-guard[dev]"
+            ) from None
+        raise CommandError("replay is not available in this installation") from None
+    try:
+        return main_replay(argv)
+    except SystemExit as exc:  # its argparse: --help, or a usage error
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE

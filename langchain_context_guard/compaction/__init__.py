@@ -1,0 +1,58 @@
+"""Compaction: an LLM summary in fixed sections that rebuilds the history.
+
+``Compactor`` plans which old turns to summarise (``_plan``), asks the injected
+chat model for the sections (``_summarizer``, ``_summary_prompt``), archives what
+it removed (``_archive``) and rebuilds the messages; ``add_compaction`` makes it a
+LangGraph branch, ``CompactionMiddleware`` a ``create_agent`` middleware (needs the
+``agents`` extra, loads on first use). Imports the engine and ``adapters``.
+"""
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_getattr
+from ._compactor import (
+    ARCHIVE_NS,
+    SUMMARIZER_TAGS,
+    CompactionPlan,
+    CompactionResult,
+    CompactionSettings,
+    Compactor,
+    ContextSize,
+    Mode,
+    Summary,
+    SummarySections,
+    acompact_messages,
+    add_compaction,
+    archive_namespace,
+    compact_messages,
+    make_recall_tool,
+    recall_messages,
+)
+from ._graph import compaction_node, compaction_router
+
+if TYPE_CHECKING:
+    from ._middleware import CompactionMiddleware
+
+__getattr__ = lazy_getattr(__name__, {"CompactionMiddleware": "._middleware"})
+
+__all__ = [
+    "ARCHIVE_NS",
+    "SUMMARIZER_TAGS",
+    "CompactionMiddleware",
+    "CompactionPlan",
+    "CompactionResult",
+    "CompactionSettings",
+    "Compactor",
+    "ContextSize",
+    "Mode",
+    "Summary",
+    "SummarySections",
+    "acompact_messages",
+    "add_compaction",
+    "archive_namespace",
+    "compact_messages",
+    "compaction_node",
+    "compaction_router",
+    "make_recall_tool",
+    "recall_messages",
+]

@@ -1,0 +1,192 @@
+"""One compaction, start to finish: plan, summarise, check it shrank, archive.
+
+``CompactorBase`` is what ``compact_messages`` needs: no trigger memory, no events.
+``compaction.Compactor`` adds when to compact (trigger, pauses after useless or
+failed runs) and the state update for a graph or agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.store.base import BaseStore, PutOp
+
+from ..engine._anchor import count_messages
+from ..engine._errors import CompactionError
+from ..engine._events import GuardEvent
+from ..engine._guard import ContextGuard
+from ..engine._input import to_messages
+from ..engine._messages import label, marker
+from ._archive import aarchive, archive, archive_ops
+from ._plan import CompactionPlan, plan_compaction, rebuild
+from ._settings import CompactionSettings
+from ._summarizer import SummarizerClient
+from ._summary import Summary, summary_message
+from ._trigger import Limits, clauses, next_streak, resolve_limits
+
+__all__ = ["CompactionResult", "CompactorBase"]
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    """The rewritten history and what was done."""
+
+    messages: list[BaseMessage]
+    removed: tuple[BaseMessage, ...]
+    summary: Summary
+    event: GuardEvent
+
+
+class CompactorBase:
+    """Plans and runs one compaction with a chat model; no trigger memory."""
+
+    def __init__(
+        self,
+        summarizer: Any,
+        settings: CompactionSettings | None = None,
+        *,
+        guard: ContextGuard | None = None,
+        store: BaseStore | None = None,
+    ) -> None:
+        self.settings = settings or CompactionSettings()
+        self.guard = guard or ContextGuard()
+        self.store = store
+        self._summarizer = SummarizerClient(summarizer, self.settings)
+
+    # -- measuring -------------------------------------------------------------
+
+    def tokens(self, messages: Sequence[BaseMessage]) -> int:
+        """Tokens of a history, as the guard counts them."""
+        anchoring = self.guard.policy.usage_anchoring
+        return count_messages(messages, self.guard.counter, anchoring=anchoring)
+
+    def _limits(self, model: Any = None) -> Limits:
+        window = self.guard.window(model).tokens
+        budget = self.guard.policy.budget(window)
+        s = self.settings
+        return resolve_limits(s.trigger, s.keep, window=window, budget=budget)
+
+    def triggered(self, messages: Sequence[BaseMessage], *, model: Any = None) -> bool:
+        """Whether the history has reached the trigger."""
+        trigger = clauses(self.settings.trigger)
+        if any(k == "messages" and len(messages) >= v for k, v in trigger):
+            return True
+        limit = self._limits(model).trigger_tokens
+        return limit is not None and self.tokens(messages) >= limit
+
+    def plan(
+        self, messages: Sequence[BaseMessage], *, model: Any = None
+    ) -> CompactionPlan | None:
+        """What a compaction would summarise and keep (no model call)."""
+        limits = self._limits(model)
+        return plan_compaction(
+            messages,
+            count=self.guard.counter.count_message,
+            keep_tokens=limits.keep_tokens,
+            keep_messages=limits.keep_messages,
+            mode=self.settings.mode,
+            max_request_chars=self.settings.max_request_chars,
+        )
+
+    # -- compacting --------------------------------------------------------------
+
+    def compact(
+        self,
+        messages: Any,
+        *,
+        model: Any = None,
+        thread_id: str | None = None,
+        store: BaseStore | None = None,
+    ) -> CompactionResult:
+        """Summarise now (no trigger check); raises ``CompactionError``."""
+        msgs, plan = self._start(messages, model)
+        summary = self._summarizer.summarize(plan)
+        result = self._finish(msgs, plan, summary, model)
+        target = store or self.store
+        if target is not None:
+            archive(target, self._archive_ops(result, plan, thread_id))
+        return result
+
+    async def acompact(
+        self,
+        messages: Any,
+        *,
+        model: Any = None,
+        thread_id: str | None = None,
+        store: BaseStore | None = None,
+    ) -> CompactionResult:
+        """Async ``compact``; the timeout cancels the summarizer call."""
+        msgs, plan = self._start(messages, model)
+        summary = await self._summarizer.asummarize(plan)
+        result = self._finish(msgs, plan, summary, model)
+        target = store or self.store
+        if target is not None:
+            await aarchive(target, self._archive_ops(result, plan, thread_id))
+        return result
+
+    def _start(
+        self, messages: Any, model: Any
+    ) -> tuple[list[BaseMessage], CompactionPlan]:
+        msgs = to_messages(messages)
+        plan = self.plan(msgs, model=model)
+        if plan is None:
+            raise CompactionError(
+                "Nothing to compact: the history is only what must be kept.",
+                reason="nothing_to_compact",
+                hint="lower `keep`, or let the deterministic passes trim instead.",
+            )
+        return msgs, plan
+
+    def _finish(
+        self,
+        messages: list[BaseMessage],
+        plan: CompactionPlan,
+        summary: Summary,
+        model: Any,
+    ) -> CompactionResult:
+        before = self.tokens(messages)
+        prev = marker(plan.previous) if plan.previous is not None else None
+        number = int(prev.get("number", 0)) + 1 if prev else 1
+        draft = rebuild(plan, summary_message(summary, number=number))
+        after = self.tokens(draft)
+        limits = self._limits(model)
+        if after >= before:
+            raise CompactionError(
+                f"The summary did not shrink the history ({before:,} -> {after:,} "
+                "tokens).",
+                reason="no_shrink",
+                hint="history was left unchanged; lower `keep` or use a more "
+                "concise summarizer.",
+            )
+        message = summary_message(
+            summary,
+            number=number,
+            tokens_before=before,
+            tokens_after=after,
+            replaced=len(plan.removed),
+            over=self.triggered(draft, model=model),
+            streak=next_streak(prev, before=before, growth=limits.growth),
+            split=plan.split,
+        )
+        new = rebuild(plan, message)
+        removed = tuple(label(m, i) for i, m in enumerate(plan.removed))
+        event = GuardEvent(
+            "compaction",
+            removed=removed,
+            added=(message.id or "",),
+            tokens_before=before,
+            tokens_after=after,
+            budget=limits.budget,
+            detail=f"summary #{number} replaced {len(plan.removed)} message(s)"
+            f"{' (split turn)' if plan.split else ''}; kept {len(plan.kept)} verbatim",
+        )
+        return CompactionResult(new, plan.removed, summary, event)
+
+    def _archive_ops(
+        self, result: CompactionResult, plan: CompactionPlan, thread_id: str | None
+    ) -> list[PutOp]:
+        number = int((marker(result.messages[len(plan.system)]) or {}).get("number", 0))
+        return archive_ops(plan.removed, number=number, thread_id=thread_id)

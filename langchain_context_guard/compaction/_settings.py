@@ -1,0 +1,99 @@
+"""``CompactionSettings``: when to compact, what to keep, how patient to be.
+
+One frozen pydantic model, validated at construction; a bad value raises
+``ConfigError`` naming the field (the sizes' own checks live in ``_check_sizes``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from ..engine._errors import ConfigError
+from ._plan import Mode
+from ._trigger import ContextSize
+
+__all__ = ["CompactionSettings"]
+
+
+class CompactionSettings(BaseModel):
+    """When to compact, what to keep, and how patient to be with the summarizer."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    trigger: ContextSize | list[ContextSize] | None = Field(
+        None,
+        description="Compact when any is reached: ('tokens', N), ('fraction', f) of "
+        "the window, ('messages', n). None: the lower of 0.8 of the window (seed "
+        "002) and window - reserve_tokens (pi-mono).",
+    )
+    keep: ContextSize = Field(
+        ("tokens", 20_000),
+        description="Newest history kept verbatim; capped at half the token "
+        "trigger so one compaction always makes room.",
+    )
+    mode: Mode = Field(
+        "keep_recent",
+        description="'rebuild' keeps only system + summary + latest user message "
+        "(seed 002).",
+    )
+    timeout: float | None = Field(
+        60.0, gt=0, description="Seconds for the whole summary, retries included."
+    )
+    retries: int = Field(2, ge=0, description="Extra attempts after a failed call.")
+    retry_delay: float = Field(
+        1.0, ge=0, description="Seconds before retry k, doubled each time."
+    )
+    max_consecutive: int = Field(
+        2,
+        ge=1,
+        description="Compactions (or failures) in a row that may end over the "
+        "trigger before compaction pauses until the history grows by `keep` again.",
+    )
+    structured: Literal["auto", "never"] = Field(
+        "auto", description="Ask for structured output when the model supports it."
+    )
+    max_input_chars: int = Field(
+        4_000, ge=500, description="Characters of each message the summarizer sees."
+    )
+    max_prompt_chars: int = Field(
+        300_000,
+        ge=10_000,
+        description="Characters of conversation in one summary prompt; the middle "
+        "of a longer one is cut out (about 80k tokens by default).",
+    )
+    max_request_chars: int = Field(
+        16_000,
+        ge=500,
+        description="The verbatim original request is cut beyond this (the task "
+        "is what a summary must not lose: one replayed SWE-bench task has 9,065 "
+        "characters).",
+    )
+    instructions: str | None = Field(
+        None, description="Extra focus appended to the summary prompt."
+    )
+    messages_key: str = Field("messages", description="The state key of messages.")
+
+    @field_validator("trigger", "keep")
+    @classmethod
+    def _check_sizes(cls, value: Any) -> Any:
+        clauses = value if isinstance(value, list) else [] if value is None else [value]
+        for kind, size in clauses:
+            if kind == "fraction" and not 0 < size <= 1:
+                raise ValueError(f"a fraction must be in (0, 1], got {size}")
+            if kind != "fraction" and size <= 0:
+                raise ValueError(f"{kind} must be positive, got {size}")
+        return value
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            name = str(err["loc"][0]) if err["loc"] else "settings"
+            raise ConfigError(
+                f"CompactionSettings.{name}: {err['msg']} (got {err.get('input')!r}).",
+                field=name,
+                hint=f"see CompactionSettings.{name}'s description.",
+            ) from None

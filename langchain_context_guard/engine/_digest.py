@@ -1,0 +1,242 @@
+"""Pass 6b: a note in place of trimmed turns, saying what they did.
+
+Trimming drops whole turns, and with them the agent's memory of its own earlier
+steps: which commands it ran and which files and names it was looking at. The
+digest is a marked user message put where the dropped turns were, listing the
+tool calls they made (newest first within a token cap, shown oldest first, long
+arguments shortened) and the paths and code names they mentioned. It is built
+deterministically from the dropped messages (no model call), so the same cut
+gives byte-identical text; a digest that is itself dropped later carries its
+lists into the next one.
+
+On the shared trajectories the agent's own earlier commands and thoughts hold
+most of what trimming loses (BENCHMARKS.md): 85% of the identifiers the next
+action reused that were no longer sent.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from ._events import NO_EDITS, Edits
+from ._messages import MARKER_KEY, label, marker, text_of
+from ._stages import NONE, Step, grown, whole
+from ._trim_step import TrimState
+
+DIGEST_ID = "context-guard-digest"
+_HEAD = (
+    "[Context note: {n} earlier messages were removed to fit the context window. "
+    "What they did, for reference (their outputs are gone; rerun a command to see "
+    "its output again):]"
+)
+_TOKEN = re.compile(r"[A-Za-z0-9_./-]+")
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+_CALL_SHARE = 0.6
+"""Share of the digest's room given to tool calls first; names fill the rest."""
+_SCAN = 40
+"""Text read for names, newest first, at most this many times what can be shown
+(older messages' names would not fit anyway once newer ones fill the room)."""
+
+
+def is_digest(message: BaseMessage) -> bool:
+    """Whether ``message`` is a digest made by this pass."""
+    mark = marker(message)
+    return mark is not None and mark.get("kind") == "digest"
+
+
+def mentioned_names(text: str) -> list[str]:
+    """Paths, file names, dotted names and code names in ``text``, in order.
+
+    A path is a token with a ``/`` (plus its file name); a dotted name has a
+    letter and 4+ characters (``setup.py``, ``models.QuerySet``); a code name has
+    4+ characters and an underscore or a camel hump (``get_queryset``). Plain
+    words and numbers are left out: they say little once their context is gone.
+    """
+    out: dict[str, None] = {}
+    for raw in _TOKEN.findall(text):
+        token = raw.strip("./-")
+        if "/" in token:
+            out[token] = None
+            base = token.rsplit("/", 1)[-1]
+            if "." in base and len(base) >= 4:
+                out[base] = None
+        elif "." in token and len(token) >= 4 and any(c.isalpha() for c in token):
+            out[token] = None
+        for word in _WORD.findall(token):
+            if len(word) >= 4 and ("_" in word.strip("_") or _CAMEL.search(word)):
+                out[word] = None
+    return list(out)
+
+
+def render_call(call: dict[str, Any], max_chars: int) -> str:
+    """One tool call as a line: ``name: arguments``, shortened to ``max_chars``."""
+    args = call.get("args") or {}
+    if isinstance(args, dict) and len(args) == 1:
+        value = next(iter(args.values()))
+        shown = value if isinstance(value, str) else json.dumps(value, default=str)
+    else:
+        shown = json.dumps(args, default=str, ensure_ascii=False)
+    line = f"{call.get('name') or 'tool'}: {' '.join(shown.split())}"
+    return line if len(line) <= max_chars else line[: max(max_chars - 4, 1)] + " ..."
+
+
+def _collect(
+    dropped: Sequence[BaseMessage], call_chars: int, enough: int
+) -> tuple[list[str], list[str], int]:
+    """Tool-call lines and names of the dropped messages, oldest first.
+
+    Also how many messages they stand for. Read newest first, and only until
+    each list holds ``enough`` characters: the digest lists the newest that
+    fit, so older messages need no scan.
+    """
+    calls: list[str] = []
+    names: dict[str, None] = {}
+    call_size = name_size = 0
+    count = sum(
+        int((marker(m) or {}).get("dropped", 0)) if is_digest(m) else 1 for m in dropped
+    )
+    scan = _SCAN * enough
+    for message in reversed(dropped):
+        if (call_size >= enough and name_size >= enough) or scan <= 0:
+            break
+        mark = marker(message)
+        if mark is not None and mark.get("kind") == "digest":
+            found = [str(c) for c in mark.get("calls", ())]
+            seen = [str(n) for n in mark.get("names", ())]
+        else:
+            found = []
+            text = text_of(message.content)
+            scan -= len(text)
+            seen = mentioned_names(text)
+            if isinstance(message, AIMessage):
+                found = [render_call(dict(c), call_chars) for c in message.tool_calls]
+                for c in message.tool_calls:
+                    seen += mentioned_names(
+                        json.dumps(c.get("args") or {}, default=str)
+                    )
+        if call_size < enough:
+            calls[:0] = found
+            call_size += sum(len(c) for c in found)
+        if name_size < enough:
+            fresh = [x for x in dict.fromkeys(seen) if x not in names]
+            # newest first: this message's names go before older ones
+            names = {**dict.fromkeys(fresh), **names}
+            name_size += sum(len(x) for x in fresh)
+    return calls, list(names), count
+
+
+def _newest_within(items: Sequence[str], room: int, cost: Callable[[str], int]) -> int:
+    """How many of the newest ``items`` fit in ``room`` (by ``cost`` each)."""
+    used = taken = 0
+    for item in reversed(items):
+        used += cost(item)
+        if used > room:
+            break
+        taken += 1
+    return taken
+
+
+def build_digest(
+    dropped: Sequence[BaseMessage],
+    *,
+    max_tokens: int,
+    count: Callable[[BaseMessage], int],
+    call_chars: int = 200,
+) -> HumanMessage | None:
+    """The digest of ``dropped`` in at most ``max_tokens`` (None: nothing to say).
+
+    The newest calls come first into the room (``_CALL_SHARE`` of it, then any
+    left over), then the newest names not already in a listed call.
+    """
+    if not dropped or max_tokens <= 0:
+        return None
+    head = _HEAD.format(n=0)
+    room = max_tokens - count(HumanMessage(head)) - 8
+    calls, names, n = _collect(dropped, call_chars, int(room * 4))
+    head = _HEAD.format(n=n)
+    if room <= 0:
+        return None
+    for shrink in (1.0, 0.8, 0.6, 0.4, 0.2):
+        chars = int(room * 3.2 * shrink)
+        k = _newest_within(calls, int(chars * _CALL_SHARE), lambda s: len(s) + 3)
+        listed = calls[len(calls) - k :]
+        left = chars - sum(len(s) + 3 for s in listed)
+        shown = "\n".join(listed)
+        fresh = [x for x in names if x not in shown]
+        m = _newest_within(fresh, left, lambda s: len(s) + 2)
+        named = fresh[len(fresh) - m :]
+        message = _message(head, listed, len(calls), named, n)
+        if count(message) <= max_tokens:
+            return message
+    return None
+
+
+def _message(
+    head: str, calls: list[str], total_calls: int, names: list[str], dropped: int
+) -> HumanMessage:
+    parts = [head]
+    if calls:
+        which = "" if len(calls) == total_calls else f" (the last {len(calls)})"
+        parts.append(f"Tool calls they made{which}, oldest first:")
+        parts += [f"- {c}" for c in calls]
+    if names:
+        parts.append("Files and names they mentioned: " + ", ".join(names))
+    return HumanMessage(
+        "\n".join(parts),
+        id=DIGEST_ID,
+        additional_kwargs={
+            MARKER_KEY: {
+                "kind": "digest",
+                "dropped": dropped,
+                "calls": calls,
+                "names": names,
+            }
+        },
+    )
+
+
+def digest_step(
+    trim: Step,
+    *,
+    max_tokens: int,
+    count: Callable[[BaseMessage], int],
+    call_chars: int,
+    originals: Callable[[], dict[str, BaseMessage]],
+    prev: Step | None = None,
+) -> Step:
+    """The digest put where ``trim`` dropped turns (none: its result unchanged).
+
+    Grows ``prev`` while the cut stays put. The dropped messages are read as the
+    caller wrote them when ``originals`` (by id) has them: compression already
+    shrank old results in ``trim``'s input.
+    """
+    source = trim.result
+    if prev is not None and trim.grown:
+        return grown(prev, source, source[len(prev.source) :], NO_EDITS, 0, None)
+    state = trim.state
+    gone = (
+        sorted(i for unit in state.plan.units[: state.dropped] for i in unit)
+        if isinstance(state, TrimState) and max_tokens > 0
+        else []
+    )
+    if not gone:
+        return Step("digest", source, source, NO_EDITS, 0, NONE, None)
+    by_id = originals()
+    dropped = [
+        by_id.get(m.id, m) if m.id else m for m in (trim.source[i] for i in gone)
+    ]
+    digest = build_digest(
+        dropped, max_tokens=max_tokens, count=count, call_chars=call_chars
+    )
+    if digest is None:
+        return Step("digest", source, source, NO_EDITS, 0, NONE, None)
+    at = gone[0]
+    out = [*source[:at], digest, *source[at:]]
+    edits = Edits(added=(label(digest, at),))
+    return whole("digest", source, out, edits, count(digest), None)

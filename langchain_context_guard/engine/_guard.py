@@ -1,0 +1,363 @@
+"""``ContextGuard``: the orchestrator that applies the passes in order."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import replace
+from operator import attrgetter
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from ._anchor import (
+    Gauge,
+    make_gauge,
+    scan_history,
+    sent_key,
+)
+from ._errors import BudgetExceededError
+from ._events import (
+    GuardEvent,
+    GuardReport,
+    PrepareResult,
+    diff_event,
+    log_event,
+    pass_event,
+)
+from ._input import to_messages
+from ._overflow import LimitMemory
+from ._pipeline import Record, Run, Setting
+from ._policy import GuardPolicy
+from ._reuse import Limits, reuse_prompt
+from ._stable import (
+    Sent,
+    common_prefix,
+    conversation,
+    held,
+    open_results,
+)
+from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
+from ._window import WindowInfo, check_window, model_name, resolve_window
+
+_diff_event = diff_event  # the name the recovery chain imports
+_SENT_MEMORY = 4_096
+_STABLE_MEMORY = 64
+"""Conversations whose last prompt a guard keeps (``stable_prefix``)."""
+_content = attrgetter("content")
+
+
+def _put(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
+    """Store ``value`` as the newest entry, dropping the oldest beyond ``limit``."""
+    table[key] = value
+    table.move_to_end(key)
+    while len(table) > limit:
+        table.popitem(last=False)
+
+
+class ContextGuard:
+    """Keeps a history inside the model's context window.
+
+    ``prepare`` applies the pure passes of ``_passes.PASSES`` in order (that
+    module says what each does and why the order).
+
+    With ``stable_prefix`` (the default) a call whose history extends the
+    conversation's previous one re-sends the previous prompt unchanged plus the
+    new messages while that fits, and only a history that no longer fits runs the
+    passes, pruning to ``prune_to`` of the budget (``_stable``): the provider's
+    prompt cache keeps hitting between prunings. With ``stable_prefix=False`` the
+    passes run on every call and the same history always gives byte-identical
+    output. One guard is safe to share across threads and conversations.
+    """
+
+    def __init__(
+        self,
+        policy: GuardPolicy | None = None,
+        *,
+        token_counter: Any = None,
+        model: Any = None,
+    ) -> None:
+        self.policy = policy or GuardPolicy()
+        self.model = model
+        name = self.policy.model or model_name(model)
+        self.counter: TokenCounter = make_counter(
+            token_counter,
+            model=name,
+            image_tokens=self.policy.image_tokens,
+            chars_per_token=self.policy.chars_per_token,
+        )
+        self.limits = LimitMemory()
+        self._warned: set[int] = set()
+        self._lock = threading.Lock()
+        # Our count of each prompt this guard prepared, keyed by its last message:
+        # the reply's usage then says exactly how the provider counted it.
+        self._sent: OrderedDict[tuple[Any, ...], tuple[int, bool]] = OrderedDict()
+        self._record: Record | None = None
+        # What was sent last, per conversation (keyed by its first message).
+        self._stables: OrderedDict[tuple[int | str, ...], Sent] = OrderedDict()
+        self._ratios: dict[str, float] = {}
+        self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
+
+    def window(self, model: Any = None) -> WindowInfo:
+        """Resolve and check the context window (seed 004's pre-flight guard)."""
+        if model is None:
+            model = self.model if self.model is not None else self.policy.model
+        name = self.policy.model or model_name(model) or ""
+        tokens, source = resolve_window(
+            override=self.policy.context_window,
+            model=model,
+            default=self.policy.default_context_window,
+            learned=self.limits.get(name) if name else None,
+        )
+        return check_window(
+            tokens,
+            source,
+            hard_min=self.policy.hard_min_tokens,
+            warn_below=self.policy.warn_below_tokens,
+        )
+
+    def count_tokens(self, messages: Any, *, tools: Sequence[Any] | None = None) -> int:
+        """Tokens of ``messages`` (and tool schemas) as the guard counts them."""
+        original = to_messages(messages)
+        body, usage_at, usage_body = scan_history(original, self.counter.count_message)
+        extra = self._tool_tokens(tools) + REPLY_OVERHEAD
+        gauge = self._gauge(original, usage_at, usage_body, extra)
+        return gauge.tokens(body, len(original))
+
+    def _gauge(
+        self,
+        messages: list[BaseMessage],
+        usage_at: int,
+        usage_body: int,
+        extra: int,
+        model: Any = None,
+    ) -> Gauge:
+        """How this history's counts turn into tokens (``_anchor.make_gauge``).
+
+        The ratio a history shows is remembered (per model) and carried to one
+        that shows none: its latest reply came from a prompt this guard did not
+        prepare, or none has usage yet.
+        """
+        policy = self.policy
+        anchoring = policy.usage_anchoring
+        sent = None
+        if anchoring and usage_at >= 1:
+            key = sent_key(messages[usage_at - 1], self.counter)
+            with self._lock:
+                sent = self._sent.get(key)
+        name = policy.model or model_name(model or self.model) or ""
+        gauge, ratio = make_gauge(
+            messages,
+            usage_at=usage_at,
+            usage_body=usage_body,
+            extra=extra,
+            anchoring=anchoring,
+            sent=sent,
+            carried=self._ratios.get(name),
+            margins=(policy.safety_margin, policy.uncalibrated_margin),
+        )
+        if ratio is not None:
+            self._ratios[name] = ratio
+        return gauge
+
+    def _tool_tokens(self, tools: Sequence[Any] | None) -> int:
+        """Tokens of the tool schemas (remembered for the same tool objects)."""
+        if not tools:
+            return 0
+        key = tuple(map(id, tools))
+        hit = self._tools
+        if hit is not None and hit[0] == key:
+            return hit[2]
+        tokens = self.counter.count_tools(tools)
+        self._tools = (key, list(tools), tokens)
+        return tokens
+
+    def _remember(
+        self, original: list[BaseMessage], sent_tokens: int, whole: bool
+    ) -> None:
+        """Note our count of what is sent (and if it is ``original`` unchanged).
+
+        Keyed by the history's last message: the reply to this prompt follows it.
+        """
+        if not original or not original[-1].id or not self.policy.usage_anchoring:
+            return
+        key = sent_key(original[-1], self.counter)
+        with self._lock:
+            _put(self._sent, key, (sent_tokens, whole), _SENT_MEMORY)
+
+    def prepare(
+        self,
+        messages: Any,
+        *,
+        tools: Sequence[Any] | None = None,
+        model: Any = None,
+        session_kind: str | None = None,
+    ) -> PrepareResult:
+        """Return the messages to send and a report; never mutates ``messages``.
+
+        Token figures (report, events, the budget check) all come from one gauge:
+        usage-anchored while the prefix up to the anchor is untouched, calibrated
+        estimates otherwise (see ``_anchor``). When ``messages`` extends the
+        history of this guard's previous call, each pass only looks at what is
+        new unless one of its boundaries moved (``_stages``); the result is the
+        same either way. Messages are taken as values: one edited in place must
+        get a new ``content`` object to be seen as changed (as LangChain's
+        ``model_copy`` gives).
+        """
+        original = to_messages(messages)
+        info = self.window(model)
+        policy = self.policy
+        budget = policy.budget(info.tokens)
+        extra = self._tool_tokens(tools) + REPLY_OVERHEAD
+        turn_limit = policy.turn_limit(session_kind)
+        key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
+        record = self._record
+        if record is not None and not record.grows(original):
+            record = None
+        count = self.counter.count_message
+        if record is None:
+            body, usage_at, usage_body = scan_history(original, count)
+        else:
+            body, usage_at, usage_body = record.measure(original, count)
+        gauge = self._gauge(original, usage_at, usage_body, extra, model)
+        events: list[GuardEvent] = []
+        if info.should_warn:
+            events.append(self._window_warning(info, budget))
+        stable = self._last_sent(original) if policy.stable_prefix else None
+        if stable is not None and stable.key == key:
+            reused = reuse_prompt(
+                stable,
+                original,
+                body,
+                Limits(gauge, budget, turn_limit, info),
+                self.policy,
+                self.counter,
+                events,
+            )
+            if reused is not None:
+                self._remember(original, reused.sent_tokens, reused.whole)
+                self._keep_sent(reused.sent)
+                return reused.result
+        cap = (
+            min(int(policy.digest_share * budget), policy.digest_max_tokens)
+            if policy.digest
+            else 0
+        )
+        target = budget
+        if policy.stable_prefix and held(gauge, body, len(original)) > budget:
+            target = min(int(policy.prune_to * budget) + cap, budget)
+        setting = Setting(
+            policy, target, info.tokens, turn_limit, count, gauge, cap, target < budget
+        )
+        run = self._prune(original, (body, usage_at, usage_body), setting, record, key)
+        current = run.source if policy.enabled else original
+        before = run.before
+        for step, after in zip(run.steps, run.tokens, strict=True):
+            if step.edits:
+                event = pass_event(step.kind, step.edits, before, after, budget)
+                log_event(event)
+                events.append(event)
+            before = after
+        report = GuardReport(
+            tokens_before=run.before,
+            tokens_after=run.now,
+            budget=budget,
+            context_window=info.tokens,
+            window_source=info.source,
+            counter=self.counter.name,
+            events=tuple(events),
+            reused=common_prefix(stable.output, current) if stable else 0,
+        )
+        self._remember(original, run.body + extra, current is original)
+        kept = list(current)
+        closing = open_results(kept)
+        if closing:  # sent, not kept: the real results will follow
+            del kept[-closing:]
+        body = run.body - sum(map(count, current[len(kept) :]))
+        self._keep_sent(Sent.of(key, original, kept, body))
+        return PrepareResult(list(current), report)
+
+    def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
+        if not original or not self.policy.enabled:
+            return None
+        with self._lock:
+            return self._stables.get(conversation(original))
+
+    def _keep_sent(self, sent: Sent) -> None:
+        if not sent.source or not self.policy.stable_prefix:
+            return
+        key = conversation(sent.source)
+        with self._lock:
+            _put(self._stables, key, sent, _STABLE_MEMORY)
+
+    def _prune(
+        self,
+        original: list[BaseMessage],
+        scan: tuple[int, int, int],
+        setting: Setting,
+        record: Record | None,
+        key: tuple[Any, ...],
+    ) -> Run:
+        """The passes at ``setting``, with fallbacks.
+
+        When what must be kept is over the target: the full budget, then without
+        room for the digest; the last one's ``BudgetExceededError`` propagates.
+        """
+        tries = [setting]
+        if setting.exact:
+            tries.append(replace(setting, budget=key[2], exact=False))
+        if setting.digest:
+            tries.append(replace(tries[-1], digest=0))
+        for n, attempt in enumerate(tries, start=1):
+            run = self._run(original, scan, attempt, record, key, n == len(tries))
+            if run is not None:
+                return run
+        raise AssertionError("the last try raises")  # pragma: no cover
+
+    def _run(
+        self,
+        original: list[BaseMessage],
+        scan: tuple[int, int, int],
+        setting: Setting,
+        record: Record | None,
+        key: tuple[Any, ...],
+        last: bool,
+    ) -> Run | None:
+        """The passes at ``setting``'s budget.
+
+        None when what must be kept does not fit and this is not the ``last``
+        try; on the last, ``BudgetExceededError`` propagates.
+        """
+        key = (*key, setting.budget, setting.digest, setting.exact)
+        if record is not None and record.key != key:
+            record = None
+        run = Run(
+            original, scan[0], setting, record.steps if record is not None else None
+        )
+        if not self.policy.enabled:
+            return run
+        try:
+            run.run()
+        except BudgetExceededError:
+            if last:
+                raise
+            return None
+        if run.steps and not run.steps[1].state.open:
+            contents = list(map(_content, original))
+            self._record = Record(key, original, contents, *scan, tuple(run.steps))
+        return run
+
+    def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent:
+        event = GuardEvent(
+            "window_warning",
+            budget=budget,
+            detail=f"context window {info.tokens:,} tokens (from {info.source}) is "
+            f"below the recommended {self.policy.warn_below_tokens:,}",
+        )
+        with self._lock:
+            first = info.tokens not in self._warned
+            self._warned.add(info.tokens)
+        if first:
+            log_event(event)
+        return event

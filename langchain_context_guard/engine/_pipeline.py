@@ -1,0 +1,299 @@
+"""The passes of ``prepare`` (``_passes.PASSES``), each run in full or grown.
+
+``_passes`` says what each pass does and why this order; this is how. A pass
+grows its previous step when its input extends that step's input; its output then
+extends the previous output unless it moved a boundary, and the passes after it
+grow in turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from operator import attrgetter
+from typing import Any
+
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from ._anchor import Gauge, last_usage
+from ._compress import compress_message, compress_old_tool_results
+from ._digest import digest_step
+from ._events import EventKind
+from ._passes import PASSES
+from ._policy import GuardPolicy
+from ._sanitize import clean_message
+from ._stages import (
+    Each,
+    Step,
+    compress_step,
+    extends,
+    extends_unchanged,
+    hygiene_step,
+    map_step,
+    repair_step,
+    strip_step,
+)
+from ._trim import Counter
+from ._trim_step import grow_trim, trim_step
+from ._truncate import truncate_message
+
+
+@dataclass(frozen=True)
+class Setting:
+    """What a call's passes depend on besides the messages."""
+
+    policy: GuardPolicy
+    budget: int
+    window: int
+    turn_limit: int | None
+    count: Counter
+    gauge: Gauge
+    digest: int = 0
+    """Tokens set aside for the digest when trimming must cut (0: no digest)."""
+    exact: bool = False
+    """Cut exactly what is needed (no grid): a pruning of ``stable_prefix`` mode,
+    whose prompt is then kept as it is while the history grows."""
+
+
+class Run:
+    """One call's passes over ``original``, growing ``previous`` steps if given."""
+
+    def __init__(
+        self,
+        original: list[BaseMessage],
+        body: int,
+        setting: Setting,
+        previous: Sequence[Step] | None,
+    ) -> None:
+        self.original = original
+        self.setting = setting
+        self.previous = previous
+        self.steps: list[Step] = []
+        self.tokens: list[int] = []
+        self.source = original
+        self.body = body
+        self.intact = len(original)
+        self.before = setting.gauge.tokens(body, len(original))
+        self.linked = previous is not None
+        self._truncated = original
+        p = setting.policy
+        self._truncate = truncator(p, p.budget(setting.window), setting.count)
+        self._compress = partial(
+            compress_message,
+            min_chars=p.compress_min_chars,
+            head_lines=p.compress_head_lines,
+            tail_lines=p.compress_tail_lines,
+        )
+
+    @property
+    def now(self) -> int:
+        """Tokens of the current history."""
+        return self.tokens[-1] if self.tokens else self.before
+
+    def _prev(self) -> Step | None:
+        """The previous call's step for the next pass, if this input extends it."""
+        if self.previous is None:
+            return None
+        prev = self.previous[len(self.steps)]
+        if self.linked or extends(self.source, prev.source):
+            return prev
+        return None
+
+    def _add(self, step: Step) -> None:
+        self.linked = step.grown
+        self.steps.append(step)
+        self.body += step.delta
+        self.intact = min(self.intact, step.diff)
+        self.source = step.result
+        self.tokens.append(self.setting.gauge.tokens(self.body, self.intact))
+
+    def measure(self, messages: list[BaseMessage]) -> int:
+        """Tokens that must fit, of any history from the original (counts all)."""
+        original = self.original
+        intact = next(
+            (
+                i
+                for i, (a, b) in enumerate(zip(messages, original, strict=False))
+                if a is not b
+            ),
+            min(len(messages), len(original)),
+        )
+        body = sum(map(self.setting.count, messages))
+        return self.setting.gauge.planned(body, intact)
+
+    def run(self) -> list[BaseMessage]:
+        """Every pass, in the order of ``PASSES``; returns the messages to send."""
+        steps: dict[EventKind, Callable[[], None]] = {
+            "sanitize": self._sanitize,
+            "repair": self._repair,
+            "truncate": self._truncate_pass,
+            "compress": self._compress_pass,
+            "strip_thinking": self._strip_thinking,
+            "trim": self._trim,
+            "digest": self._digest,
+            "hygiene": self._hygiene,
+        }
+        for kind in PASSES:
+            steps[kind]()
+        return self.source
+
+    def _sanitize(self) -> None:
+        count = self.setting.count
+        self._add(map_step("sanitize", self.source, clean_message, count, self._prev()))
+
+    def _repair(self) -> None:
+        prev, count = self._prev(), self.setting.count
+        grown = repair_step(self.source, count, prev) if prev is not None else None
+        self._add(grown or _full(repair_step(self.source, count)))
+
+    def _truncate_pass(self) -> None:
+        count = self.setting.count
+        self._add(
+            map_step("truncate", self.source, self._truncate, count, self._prev())
+        )
+        self._truncated = self.source
+
+    def _strip_thinking(self) -> None:
+        keep = self.setting.policy.keep_recent_thinking
+        self._add(strip_step(self.source, keep, self.setting.count, self._prev()))
+
+    def _hygiene(self) -> None:
+        prev, count = self._prev(), self.setting.count
+        grown = hygiene_step(self.source, count, prev) if prev is not None else None
+        self._add(grown or _full(hygiene_step(self.source, count)))
+
+    def _compress_pass(self) -> None:
+        p = self.setting.policy
+        trigger = p.compress_trigger
+        run = partial(
+            compress_step,
+            active=not (trigger and self.now <= trigger * self.setting.budget),
+            keep=p.keep_recent_tool_results,
+            batch=p.compress_batch,
+            compress=self._compress,
+            count=self.setting.count,
+        )
+        prev = self._prev()
+        step = run(self.source, prev=prev) if prev is not None else None
+        self._add(step or _full(run(self.source)))
+
+    def _costs(self, message: BaseMessage) -> tuple[int, int, bool]:
+        """Raw cost, cost for good (compressed, for a result), is a result."""
+        count = self.setting.count(message)
+        if not isinstance(message, ToolMessage):
+            return count, count, False
+        return count, self.setting.count(self._compress(message)), True
+
+    def _trim(self) -> None:
+        truncated = self._truncated
+        s, p = self.setting, self.setting.policy
+        gauge = s.gauge
+        room = gauge.room(s.budget)
+        cut_budget = s.budget - s.digest
+        cut_room = gauge.room(cut_budget) if s.digest else None
+        keep, batch = p.keep_recent_tool_results, p.compress_batch
+        prev = self._prev()
+        if prev is not None:
+            start = len(prev.source)
+            sizes = prev.state.sizes.grow(map(self._costs, truncated[start:]))
+            step = grow_trim(prev, self.source, sizes, room=room, cut_room=cut_room)
+            if step is not None:
+                body, intact = self.body + step.delta, min(self.intact, step.diff)
+                limit = cut_budget if step.state.dropped else s.budget
+                if gauge.planned(body, intact) <= limit:
+                    self._add(step)
+                    return
+        self._add(
+            trim_step(
+                self.source,
+                list(map(self._costs, truncated)),
+                room=room,
+                quantum=0.0 if s.exact else p.trim_step * s.budget,
+                keep=keep,
+                batch=batch,
+                keep_first_user=p.keep_first_user,
+                turn_limit=s.turn_limit,
+                budget=s.budget,
+                window=s.window,
+                measure=self.measure,
+                cost=lambda m: gauge.cost(s.count(m)),
+                squeeze=partial(
+                    compress_old_tool_results,
+                    keep_recent=keep,
+                    min_chars=p.compress_min_chars,
+                    head_lines=p.compress_head_lines,
+                    tail_lines=p.compress_tail_lines,
+                    batch=1,
+                ),
+                count=s.count,
+                source_tokens=self.body,
+                cut_room=cut_room,
+                cut_budget=cut_budget,
+            )
+        )
+
+    def _digest(self) -> None:
+        s, p = self.setting, self.setting.policy
+        gauge = s.gauge
+        original = self.original
+        self._add(
+            digest_step(
+                self.steps[-1],
+                max_tokens=int(s.digest / (gauge.scale * (1 + gauge.margin))),
+                count=s.count,
+                call_chars=p.digest_call_chars,
+                originals=lambda: {m.id: m for m in original if m.id},
+                prev=self._prev(),
+            )
+        )
+
+
+def truncator(policy: GuardPolicy, budget: int, count: Counter) -> Each:
+    """``truncate_message`` with a policy's settings for a budget."""
+    return partial(
+        truncate_message,
+        max_chars=policy.max_tool_result_chars,
+        head_chars=policy.truncate_head_chars,
+        tail_chars=policy.truncate_tail_chars,
+        max_tokens=int(policy.max_tool_result_share * budget),
+        token_counter=count,
+        max_message_chars=policy.max_chars_per_message,
+    )
+
+
+def _full(step: Step | None) -> Step:
+    assert step is not None  # a pass run in full always gives a step
+    return step
+
+
+@dataclass(frozen=True)
+class Record:
+    """A guard's last call: its history, and the step of every pass over it."""
+
+    key: tuple[Any, ...]
+    original: list[BaseMessage]
+    contents: list[Any]
+    body: int
+    usage_at: int
+    usage_body: int
+    steps: tuple[Step, ...]
+
+    def grows(self, messages: list[BaseMessage]) -> bool:
+        """Whether ``messages`` starts with this history, unchanged."""
+        return extends_unchanged(messages, self.original, self.contents)
+
+    def measure(
+        self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]
+    ) -> tuple[int, int, int]:
+        """``scan_history`` of a history that grows this one."""
+        n = len(self.original)
+        counts = [count(m) for m in messages[n:]]
+        body = self.body + sum(counts)
+        k = last_usage(messages, n)
+        if k < 0:
+            return body, self.usage_at, self.usage_body
+        return body, k, self.body + sum(counts[: k - n + 1])
+
+
+_content = attrgetter("content")

@@ -1,0 +1,135 @@
+"""The stable-prefix fast path: re-send the previous prompt plus what is new.
+
+A call whose history extends the conversation's previous one gets the previous
+prompt unchanged (so the provider's prompt cache hits), with the new messages
+through the per-message passes (sanitize, truncate, hygiene), while that fits
+the budget and the user-turn limit; otherwise ``reuse_prompt`` gives ``None``
+and the guard prunes afresh (``_stable`` holds the pieces).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from langchain_core.messages import BaseMessage
+
+from ._anchor import Gauge
+from ._events import (
+    Edits,
+    EventKind,
+    GuardEvent,
+    GuardReport,
+    PrepareResult,
+    log_event,
+    pass_event,
+)
+from ._hygiene import tidy_message
+from ._messages import is_user, label
+from ._pipeline import truncator
+from ._policy import GuardPolicy
+from ._sanitize import clean_message
+from ._stable import Each, Sent, append, common_prefix, held
+from ._tokens import TokenCounter
+from ._window import WindowInfo
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What a reused prompt must hold to: gauge, budget, user-turn limit, window."""
+
+    gauge: Gauge
+    budget: int
+    turn_limit: int | None
+    info: WindowInfo
+
+
+@dataclass(frozen=True)
+class Reused:
+    """A reused prompt: the result, its tokens with extras, whether whole, to keep."""
+
+    result: PrepareResult
+    sent_tokens: int
+    whole: bool
+    sent: Sent
+
+
+def reuse_prompt(
+    stable: Sent,
+    original: list[BaseMessage],
+    whole_body: int,
+    limits: Limits,
+    policy: GuardPolicy,
+    counter: TokenCounter,
+    events: list[GuardEvent],
+) -> Reused | None:
+    """The last prompt plus the new messages, if that still fits (``_stable``).
+
+    Appends its events to ``events``; ``None`` when the history must be pruned.
+    """
+    gauge, budget, turn_limit = limits.gauge, limits.budget, limits.turn_limit
+    info = limits.info
+    tail = stable.tail(original)
+    if tail is None:
+        return None
+    count = counter.count_message
+    passes: tuple[tuple[EventKind, Each], ...] = (
+        ("sanitize", clean_message),
+        ("truncate", truncator(policy, budget, count)),
+        ("hygiene", tidy_message),
+    )
+    appended = append(stable, tail, passes, count)
+    if appended is None:
+        return None
+    kept, closing = appended.messages, appended.closing
+    out = [*kept, *closing]
+    body = appended.body + sum(map(count, closing))
+    if turn_limit is not None and sum(map(is_user, out)) > turn_limit:
+        return None  # the oldest turn must go: prune afresh
+    intact = common_prefix(out, original, identical=True)
+    if held(gauge, body, intact) > budget:
+        return None
+    before = gauge.tokens(whole_body, len(original))
+    after = gauge.tokens(body, intact)
+    for kind, _ in passes:
+        edits = Edits(
+            tuple(appended.edits.get(kind, ())),
+            tuple(appended.removed.get(kind, ())),
+        )
+        if edits:
+            events.append(pass_event(kind, edits, before, after, budget))
+    if closing:
+        at = len(kept)
+        added = tuple(label(m, at + i) for i, m in enumerate(closing))
+        events.append(pass_event("repair", Edits(added=added), before, after, budget))
+    whole = intact == len(out) == len(original)
+    if not whole:
+        events.append(
+            GuardEvent(
+                "reuse",
+                tokens_before=before,
+                tokens_after=after,
+                budget=budget,
+                detail=f"sent the previous prompt's {len(stable.output)} "
+                f"messages unchanged and {len(tail)} new; what was pruned "
+                "stays out until the history no longer fits",
+            )
+        )
+    for event in events:
+        if event.kind != "window_warning":
+            log_event(event)
+    report = GuardReport(
+        tokens_before=before,
+        tokens_after=after,
+        budget=budget,
+        context_window=info.tokens,
+        window_source=info.source,
+        counter=counter.name,
+        events=tuple(events),
+        reused=len(stable.output),
+    )
+    return Reused(
+        PrepareResult(list(out), report),
+        body + gauge.extra,
+        whole,
+        Sent.of(stable.key, original, kept, appended.body),
+    )

@@ -1,0 +1,350 @@
+"""The passes of ``prepare`` as steps that can grow with the history.
+
+A step is one pass over one history: its input, its output, its edits (for the
+event), its token change, and what the pass decided (the state it needs to go
+on). ``ContextGuard`` keeps the steps of its last call; when the next history
+extends that one (the very same message objects, then new ones), each pass grows
+its previous step from the new messages alone, unless something it decides on
+moved (a compression batch, the trim cut, ...): then it runs in full. Either way
+a step equals what a fresh run gives (``tests/test_incremental.py``), so a warm
+call costs what is new rather than the whole history.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from operator import attrgetter, is_
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from ._compress import compress_boundary
+from ._events import NO_EDITS, Edits, EventKind
+from ._hygiene import history_start, tidy_message
+from ._messages import is_user, label
+from ._repair import repair_part
+from ._thinking import has_reasoning, strip_reasoning, stripped_count
+from ._trim import Counter
+
+_content = attrgetter("content")
+NONE = sys.maxsize
+"""``Step.diff`` when the output is the input."""
+Each = Callable[[BaseMessage], BaseMessage | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One pass over one history."""
+
+    kind: EventKind
+    source: list[BaseMessage]
+    result: list[BaseMessage]
+    """``source`` itself when the pass changed nothing."""
+    edits: Edits
+    delta: int
+    """Tokens of ``result`` minus tokens of ``source`` (unscaled)."""
+    diff: int = NONE
+    """First index at which ``result`` and ``source`` hold different objects."""
+    state: Any = None
+    """What the pass decided, as it needs it to grow this step."""
+    grown: bool = False
+    """``result`` is the previous step's result followed by new messages."""
+
+
+def extends(longer: Sequence[BaseMessage], shorter: Sequence[BaseMessage]) -> bool:
+    """Whether ``longer`` starts with the very objects of ``shorter``."""
+    return len(longer) >= len(shorter) and all(map(is_, longer, shorter))
+
+
+def extends_unchanged(
+    longer: Sequence[BaseMessage],
+    shorter: Sequence[BaseMessage],
+    contents: Sequence[Any],
+) -> bool:
+    """``extends``, and those objects still hold ``contents`` (not edited in place)."""
+    return extends(longer, shorter) and all(
+        map(is_, map(_content, longer[: len(shorter)]), contents)
+    )
+
+
+def first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:
+    for i, (a, b) in enumerate(zip(out, source, strict=False)):
+        if a is not b:
+            return i
+    return NONE if len(out) == len(source) else min(len(out), len(source))
+
+
+def whole(
+    kind: EventKind,
+    source: list[BaseMessage],
+    out: list[BaseMessage],
+    edits: Edits,
+    delta: int,
+    state: Any,
+) -> Step:
+    if not edits:
+        return Step(kind, source, source, NO_EDITS, 0, NONE, state)
+    return Step(kind, source, out, edits, delta, first_diff(out, source), state)
+
+
+def grown(
+    prev: Step,
+    source: list[BaseMessage],
+    tail: list[BaseMessage],
+    edits: Edits,
+    delta: int,
+    state: Any,
+) -> Step:
+    """``prev`` grown by ``tail``, the pass's output for the new messages."""
+    edits = prev.edits + edits
+    if not edits:
+        return Step(prev.kind, source, source, NO_EDITS, 0, NONE, state, True)
+    diff = prev.diff
+    if diff == NONE:  # the previous result was its source: compare the tail
+        start = len(prev.source)
+        diff = first_diff(tail, source[start:])
+        diff = diff if diff == NONE else start + diff
+    return Step(
+        prev.kind,
+        source,
+        [*prev.result, *tail],
+        edits,
+        prev.delta + delta,
+        diff,
+        state,
+        True,
+    )
+
+
+def _map(
+    source: list[BaseMessage], start: int, out_start: int, each: Each, count: Counter
+) -> tuple[list[BaseMessage], Edits, int]:
+    out: list[BaseMessage] = []
+    changed: list[str] = []
+    removed: list[str] = []
+    delta = 0
+    for i in range(start, len(source)):
+        message = source[i]
+        new = each(message)
+        if new is None:
+            removed.append(label(message, i))
+            delta -= count(message)
+            continue
+        if new is not message:
+            changed.append(label(new, out_start + len(out)))
+            delta += count(new) - count(message)
+        out.append(new)
+    return out, Edits(tuple(changed), tuple(removed)), delta
+
+
+def map_step(
+    kind: EventKind,
+    source: list[BaseMessage],
+    each: Each,
+    count: Counter,
+    prev: Step | None = None,
+) -> Step:
+    """A pass that treats each message alone (sanitize, truncate)."""
+    if prev is None:
+        return whole(kind, source, *_map(source, 0, 0, each, count), None)
+    out, edits, delta = _map(source, len(prev.source), len(prev.result), each, count)
+    return grown(prev, source, out, edits, delta, None)
+
+
+def repair_step(
+    source: list[BaseMessage], count: Counter, prev: Step | None = None
+) -> Step | None:
+    """``repair_tool_pairs``; None when the new messages reach into the old."""
+    if prev is None:
+        out, edits, delta, state = repair_part(source, count=count)
+        return whole("repair", source, out, edits, delta, state)
+    start = len(prev.source)
+    if not prev.state.continues(source[start:]):
+        return None
+    out, edits, delta, state = repair_part(
+        source, start, len(prev.result), prev.state, count
+    )
+    return grown(prev, source, out, edits, delta, state)
+
+
+def _patch(
+    out: list[BaseMessage], where: Sequence[int], fn: Each, count: Counter
+) -> tuple[Edits, int, int]:
+    """Apply ``fn`` to ``out`` at ``where``: edits, token change, first change."""
+    changed: list[str] = []
+    delta, first = 0, NONE
+    for i in where:
+        old = out[i]
+        new = fn(old)
+        if new is not None and new is not old:
+            out[i] = new
+            changed.append(label(new, i))
+            delta += count(new) - count(old)
+            first = min(first, i)
+    return Edits(tuple(changed)), delta, first
+
+
+def _patched(
+    prev: Step,
+    source: list[BaseMessage],
+    where: Sequence[int],
+    fn: Each,
+    count: Counter,
+    state: Any,
+) -> Step:
+    """``prev`` grown by the new messages, then ``fn`` applied at ``where``."""
+    start = len(prev.source)
+    out = [*prev.result, *source[start:]]
+    edits, delta, first = _patch(out, where, fn, count)
+    if not edits:
+        return grown(prev, source, source[start:], NO_EDITS, 0, state)
+    return Step(
+        prev.kind,
+        source,
+        out,
+        prev.edits + edits,
+        prev.delta + delta,
+        min(prev.diff, first),
+        state,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Compression's decisions: whether it runs, where results are, how many go."""
+
+    active: bool
+    results: list[int]
+    upto: int
+
+
+def compress_step(
+    source: list[BaseMessage],
+    *,
+    active: bool,
+    keep: int,
+    batch: int,
+    compress: Each,
+    count: Counter,
+    prev: Step | None = None,
+) -> Step | None:
+    """``compress_old_tool_results`` (a no-op unless ``active``)."""
+    if prev is None:
+        results = [i for i, m in enumerate(source) if isinstance(m, ToolMessage)]
+        upto = compress_boundary(len(results), keep, batch) if active else 0
+        out = list(source)
+        edits, delta, _ = _patch(out, results[:upto], compress, count)
+        return whole(
+            "compress", source, out, edits, delta, Batch(active, results, upto)
+        )
+    state: Batch = prev.state
+    if active != state.active:
+        return None
+    start = len(prev.source)
+    new = [i for i in range(start, len(source)) if isinstance(source[i], ToolMessage)]
+    results = [*state.results, *new] if new else state.results
+    upto = compress_boundary(len(results), keep, batch) if active else 0
+    grown = Batch(active, results, upto)
+    return _patched(prev, source, results[state.upto : upto], compress, count, grown)
+
+
+@dataclass(frozen=True, slots=True)
+class Reasoning:
+    """Where reasoning is, where the unfinished turn starts, how much is stripped."""
+
+    holders: list[int]
+    last_user: int
+    open_turn: bool
+    stripped: int
+
+    def turn_start(self, length: int) -> int:
+        """Index of the unfinished tool-use turn (``length`` when there is none)."""
+        return max(self.last_user, 0) if self.open_turn else length
+
+
+def _scan_reasoning(
+    source: list[BaseMessage], start: int, state: Reasoning
+) -> Reasoning:
+    holders = list(state.holders)
+    last_user, open_turn = state.last_user, state.open_turn
+    for i in range(start, len(source)):
+        m = source[i]
+        if has_reasoning(m):
+            holders.append(i)
+        if is_user(m):
+            last_user = i
+        if not isinstance(m, ToolMessage):
+            open_turn = isinstance(m, AIMessage) and bool(m.tool_calls)
+    return Reasoning(holders, last_user, open_turn, 0)
+
+
+def strip_step(
+    source: list[BaseMessage], keep: int, count: Counter, prev: Step | None = None
+) -> Step:
+    """``strip_old_thinking``."""
+    before = prev.state if prev is not None else Reasoning([], -1, False, 0)
+    start = len(prev.source) if prev is not None else 0
+    state = _scan_reasoning(source, start, before)
+    n = stripped_count(state.holders, state.turn_start(len(source)), keep)
+    state = replace(state, stripped=n)
+    if prev is None:
+        out = list(source)
+        edits, delta, _ = _patch(out, state.holders[:n], strip_reasoning, count)
+        return whole("strip_thinking", source, out, edits, delta, state)
+    done = before.stripped
+    if n >= done:
+        return _patched(
+            prev, source, state.holders[done:n], strip_reasoning, count, state
+        )
+    if not n:  # reasoning back everywhere (a new unfinished turn)
+        return Step("strip_thinking", source, source, NO_EDITS, 0, NONE, state, False)
+    out = [*prev.result, *source[len(prev.source) :]]
+    delta = prev.delta
+    for i in state.holders[n:done]:
+        delta -= count(out[i]) - count(source[i])
+        out[i] = source[i]
+    edits = Edits(prev.edits.changed[:n])
+    return Step("strip_thinking", source, out, edits, delta, state.holders[0], state)
+
+
+def hygiene_step(
+    source: list[BaseMessage], count: Counter, prev: Step | None = None
+) -> Step | None:
+    """``enforce_provider_hygiene``; the state says a first turn exists."""
+    if prev is not None:
+        if not prev.state:  # no turn yet: new messages may need a placeholder
+            return None
+        start = len(prev.source)
+        out, edits, delta = _map(source, start, len(prev.result), tidy_message, count)
+        return grown(prev, source, out, edits, delta, True)
+    lead = next(
+        (
+            i
+            for i, m in enumerate(source)
+            if not isinstance(m, SystemMessage) and tidy_message(m) is not None
+        ),
+        None,
+    )
+    if lead is None or isinstance(source[lead], HumanMessage):
+        return whole(
+            "hygiene",
+            source,
+            *_map(source, 0, 0, tidy_message, count),
+            lead is not None,
+        )
+    head, head_edits, head_delta = _map(source[:lead], 0, 0, tidy_message, count)
+    placeholder = history_start()
+    rest, edits, delta = _map(source, lead, len(head) + 1, tidy_message, count)
+    edits = head_edits + Edits(added=(label(placeholder, len(head)),)) + edits
+    out = [*head, placeholder, *rest]
+    return whole(
+        "hygiene", source, out, edits, head_delta + count(placeholder) + delta, True
+    )

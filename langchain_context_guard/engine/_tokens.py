@@ -1,0 +1,285 @@
+"""Token counters: tiktoken (see ``_encoding``) behind a per-message cache.
+
+Counts follow what providers bill: a fixed overhead per message, the text of every
+content block, tool-call names and JSON arguments, tool schemas, and a flat,
+documented cost for images and other binary blocks (never their base64 length).
+Texts over ``_encoding.EXACT_LIMIT`` characters are counted from samples. Usage
+anchoring, calibration against the provider's own counts and ``count_messages``
+live in ``_anchor``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
+from ._encoding import encoding_for_model as encoding_for_model
+from ._encoding import load_encoding as load_encoding
+from ._messages import sweep_dead
+
+_SWEEP_FLOOR = 4_096
+
+MESSAGE_OVERHEAD = 3
+"""Tokens a provider adds around every message (role and separators)."""
+REPLY_OVERHEAD = 3
+"""Tokens that prime the reply, once per request."""
+TOOL_CALL_OVERHEAD = 4
+"""Tokens around each tool call besides its name and arguments."""
+TOOL_SCHEMA_OVERHEAD = 8
+"""Tokens around each tool schema besides its JSON."""
+
+_BINARY_BLOCKS = frozenset(
+    {
+        "image",
+        "image_url",
+        "input_image",
+        "file",
+        "audio",
+        "input_audio",
+        "video",
+        "document",
+        "input_file",
+    }
+)
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens of one message, and of tool schemas."""
+
+    name: str
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one message, overhead included."""
+        ...
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        """Tokens of the tool schemas bound to the model."""
+        ...
+
+
+def _block_text(
+    block: Any, image_tokens: int, calls_elsewhere: bool = True
+) -> tuple[str, int]:
+    """Text to encode from one content block, plus any flat token cost."""
+    if isinstance(block, str):
+        return block, 0
+    if not isinstance(block, dict):
+        return str(block), 0
+    kind = block.get("type")
+    if kind in _BINARY_BLOCKS:
+        return "", image_tokens
+    if kind == "text":
+        return str(block.get("text", "")), 0
+    if kind == "thinking":
+        return str(block.get("thinking", "")), 0
+    if kind == "redacted_thinking":
+        return "", len(str(block.get("data", ""))) // 4
+    if kind == "reasoning":
+        summary = block.get("summary") or []
+        parts = [str(block.get("reasoning", ""))]
+        parts += [str(s.get("text", "")) for s in summary if isinstance(s, dict)]
+        return "\n".join(p for p in parts if p), 0
+    if kind in {"tool_use", "tool_call"}:
+        if calls_elsewhere:
+            return "", 0  # counted through message.tool_calls
+        args = block.get("input", block.get("args", {}))
+        return f"{block.get('name', '')} {_args_text(args)}", TOOL_CALL_OVERHEAD
+    return json.dumps(block, sort_keys=True, default=str), 0
+
+
+def _args_text(args: Any) -> str:
+    return args if isinstance(args, str) else json.dumps(args, default=str)
+
+
+class TiktokenCounter:
+    """Counts with a tiktoken encoding; caches every message's count.
+
+    The cache is keyed by message identity (checked through a weak reference and the
+    content object) and, for equal messages rebuilt from a checkpoint, by content
+    hash, so a history that grew by one message costs about one encode per call.
+    Safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        model: str | None = None,
+        *,
+        encoding: str | None = None,
+        image_tokens: int = 1_600,
+        chars_per_token: float = 3.6,
+        max_entries: int = 50_000,
+    ) -> None:
+        self.encoding = encoding or encoding_for_model(model)
+        self._length, self.name = load_encoding(self.encoding, chars_per_token)
+        self.image_tokens = image_tokens
+        self._max = max_entries
+        self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
+        self._by_key: dict[tuple[Any, ...], int] = {}
+        self._sweep_at = _SWEEP_FLOOR
+        self._lock = threading.Lock()
+        self.encoded = 0
+        """How many messages were actually encoded (cache misses)."""
+
+    def text_tokens(self, text: str) -> int:
+        """Tokens of a plain string."""
+        return self._length(text)
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one message, overhead included (cached)."""
+        tool_calls = message.tool_calls if isinstance(message, AIMessage) else None
+        hit = self._by_id.get(id(message))
+        if (
+            hit is not None
+            and hit[0]() is message
+            and hit[1] is message.content
+            and hit[2] is tool_calls
+        ):
+            return hit[3]
+        key = _content_key(message)
+        count = self._by_key.get(key)
+        with self._lock:
+            if count is None:
+                count = self._encode(message)
+                self.encoded += 1
+            if len(self._by_key) >= self._max:
+                self._by_key.clear()
+            if len(self._by_id) >= self._sweep_at:
+                # Plain weak references (no callback, so nothing runs at
+                # interpreter shutdown): sweep the dead ones, clear if all live.
+                sweep_dead(self._by_id)
+                if len(self._by_id) >= self._max:
+                    self._by_id.clear()
+                self._sweep_at = max(_SWEEP_FLOOR, 2 * len(self._by_id))
+            self._by_key[key] = count
+            ref = weakref.ref(message)
+            self._by_id[id(message)] = (ref, message.content, tool_calls, count)
+        return count
+
+    def _encode(self, message: BaseMessage) -> int:
+        total = MESSAGE_OVERHEAD + self._length(message.type)
+        if message.name:
+            total += 1 + self._length(message.name)
+        content = message.content
+        blocks = [content] if isinstance(content, str) else list(content)
+        calls_elsewhere = isinstance(message, AIMessage) and bool(message.tool_calls)
+        for block in blocks:
+            text, flat = _block_text(block, self.image_tokens, calls_elsewhere)
+            total += self._length(text) + flat
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                total += TOOL_CALL_OVERHEAD + self._length(call["name"])
+                total += self._length(_args_text(call["args"]))
+            for bad in message.invalid_tool_calls:
+                total += TOOL_CALL_OVERHEAD + self._length(bad.get("name") or "")
+                total += self._length(bad.get("args") or "")
+            reasoning = message.additional_kwargs.get("reasoning_content")
+            if isinstance(reasoning, str):
+                total += self._length(reasoning)
+        return total
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        """Tokens of tool schemas, as OpenAI-format JSON."""
+        if not tools:
+            return 0
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        total = 0
+        for tool in tools:
+            schema = tool if isinstance(tool, dict) else convert_to_openai_tool(tool)
+            total += TOOL_SCHEMA_OVERHEAD + self._length(
+                json.dumps(schema, sort_keys=True, default=str)
+            )
+        return total
+
+
+def _content_key(message: BaseMessage) -> tuple[Any, ...]:
+    """What a message's count depends on, hashed (for equal rebuilt messages)."""
+    content = message.content
+    content_key: Any = (
+        (len(content), hash(content))
+        if isinstance(content, str)
+        else hash(json.dumps(content, default=str))
+    )
+    calls: Any = ()
+    if isinstance(message, AIMessage):
+        if message.tool_calls or message.invalid_tool_calls:
+            calls = hash(
+                json.dumps(
+                    [message.tool_calls, message.invalid_tool_calls], default=str
+                )
+            )
+        reasoning = message.additional_kwargs.get("reasoning_content")
+        if isinstance(reasoning, str):
+            calls = (calls, hash(reasoning))
+    return (message.type, message.name, content_key, calls)
+
+
+class CallableCounter:
+    """Adapts ``f(list[BaseMessage]) -> int`` (LangChain's token_counter shape)."""
+
+    def __init__(
+        self, func: Callable[[list[BaseMessage]], int], name: str = ""
+    ) -> None:
+        self._func = func
+        self.name = name or getattr(func, "__name__", "callable")
+        self._cache: dict[tuple[Any, ...], int] = {}
+        self._lock = threading.Lock()
+
+    def count_message(self, message: BaseMessage) -> int:
+        """Tokens of one message, cached by content."""
+        key = _content_key(message)
+        count = self._cache.get(key)
+        if count is None:
+            count = int(self._func([message]))
+            with self._lock:
+                self._cache[key] = count
+        return count
+
+    def count_tools(self, tools: Sequence[Any]) -> int:
+        """Tool schemas as JSON text in one synthetic message."""
+        if not tools:
+            return 0
+        from langchain_core.messages import SystemMessage
+        from langchain_core.utils.function_calling import convert_to_openai_tool
+
+        text = json.dumps(
+            [t if isinstance(t, dict) else convert_to_openai_tool(t) for t in tools],
+            default=str,
+        )
+        return int(self._func([SystemMessage(text)]))
+
+
+def make_counter(
+    counter: Any = None,
+    *,
+    model: str | None = None,
+    image_tokens: int = 1_600,
+    chars_per_token: float = 3.6,
+) -> TokenCounter:
+    """Turn what a user passed (None, a counter, a callable, a chat model) into one."""
+    if counter is None:
+        return TiktokenCounter(
+            model, image_tokens=image_tokens, chars_per_token=chars_per_token
+        )
+    if isinstance(counter, TokenCounter):
+        return counter
+    method = getattr(counter, "get_num_tokens_from_messages", None)
+    if callable(method):
+        return CallableCounter(method, name=type(counter).__name__)
+    if callable(counter):
+        return CallableCounter(counter)
+    from ._errors import ConfigError
+
+    raise ConfigError(
+        f"token_counter must be a TokenCounter, a callable or a chat model, got "
+        f"{type(counter).__name__}.",
+        field="token_counter",
+        hint="pass e.g. token_counter=model or token_counter=len-like callable.",
+    )

@@ -1,0 +1,127 @@
+"""The trim pass as a step that can grow with the history (see ``_stages``).
+
+The cut is planned once (``_trim.plan_cut``) and kept while the history grows:
+a grown call only checks that the same cut still fits, so the kept prompt's
+messages do not move between calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from ._events import NO_EDITS, Edits
+from ._messages import label
+from ._stages import NONE, Step, first_diff, grown
+from ._trim import (
+    Costs,
+    Counter,
+    Cut,
+    Measure,
+    Plan,
+    Sizes,
+    Squeeze,
+    fit_cut,
+    plan_cut,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class TrimState:
+    """The plan, the history's sizes, and the cut made (``more``: and beyond it)."""
+
+    plan: Plan
+    sizes: Sizes
+    dropped: int
+    more: bool
+
+
+def trim_step(
+    source: list[BaseMessage],
+    costs: Sequence[Costs],
+    *,
+    room: float,
+    quantum: float,
+    keep: int,
+    batch: int,
+    keep_first_user: bool,
+    turn_limit: int | None,
+    budget: int,
+    window: int,
+    measure: Measure,
+    cost: Counter,
+    squeeze: Squeeze,
+    count: Counter,
+    source_tokens: int,
+    cut_room: float | None = None,
+    cut_budget: int | None = None,
+) -> Step:
+    """``trim_to_budget`` with the guard's plan (see ``_trim``), in full.
+
+    A history that fits ``room`` is kept whole; one that must be cut is cut to
+    ``cut_room`` / ``cut_budget`` when given (room left for the digest).
+    """
+    plan, sizes = plan_cut(
+        source,
+        costs,
+        quantum=quantum,
+        keep=keep,
+        batch=batch,
+        keep_first_user=keep_first_user,
+        turn_limit=turn_limit,
+    )
+    cut = plan.cut(sizes, room)
+    if (cut is None or cut.dropped) and cut_room is not None:
+        cut = plan.cut(sizes, cut_room)
+        budget = budget if cut_budget is None else cut_budget
+    more = cut is None
+    if cut is None:
+        cut = Cut(plan.units, len(plan.units))
+    kept, dropped, beyond = fit_cut(
+        source,
+        cut,
+        budget=budget,
+        measure=measure,
+        cost=cost,
+        window=window,
+        squeeze=squeeze,
+    )
+    state = TrimState(plan, sizes, dropped, more or beyond)
+    if kept is source:
+        return Step("trim", source, source, NO_EDITS, 0, NONE, state)
+    gone = {i for unit in plan.units[:dropped] for i in unit}
+    changed: list[str] = []
+    j = 0
+    for i, m in enumerate(source):
+        if i not in gone:
+            if kept[j] is not m:
+                changed.append(label(kept[j], j))
+            j += 1
+    edits = Edits(tuple(changed), tuple(label(source[i], i) for i in sorted(gone)))
+    delta = sum(map(count, kept)) - source_tokens
+    return Step("trim", source, kept, edits, delta, first_diff(kept, source), state)
+
+
+def grow_trim(
+    prev: Step,
+    source: list[BaseMessage],
+    sizes: Sizes,
+    *,
+    room: float,
+    cut_room: float | None = None,
+) -> Step | None:
+    """The previous cut on the grown history, if it is still the cut (no fit check)."""
+    state: TrimState = prev.state
+    if state.more or sizes.compressed != state.sizes.compressed:
+        return None  # a batch is due: the plan gains a constraint
+    tail = source[len(prev.source) :]
+    if any(isinstance(m, HumanMessage | SystemMessage) for m in tail):
+        return None  # turns or protected messages change: plan again
+    cut = state.plan.cut(sizes, room)
+    if cut is not None and cut.dropped and cut_room is not None:
+        cut = state.plan.cut(sizes, cut_room)
+    if cut is None or cut.dropped != state.dropped:
+        return None
+    return grown(prev, source, tail, NO_EDITS, 0, replace(state, sizes=sizes))

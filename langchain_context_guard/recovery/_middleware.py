@@ -1,0 +1,156 @@
+"""``OverflowRecoveryMiddleware``: overflow recovery for ``create_agent``.
+
+```python
+guard = ContextGuard(policy)
+agent = create_agent(
+    model,
+    tools,
+    middleware=[ContextGuardMiddleware(guard), OverflowRecoveryMiddleware(guard)],
+)
+```
+
+``wrap_model_call`` (and ``awrap_model_call``) retries a model call the provider
+refused as too long with ``handler(request.override(messages=...))``, going down
+``recovery``'s chain: compact, truncate, then ``ContextOverflowError``. Sharing the
+guard with ``ContextGuardMiddleware`` (listed first, so it runs outside) makes the
+limit learned from an error apply to every later call. The agent's state is not
+changed; only the retried request is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+try:
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ModelRequest,
+        ModelResponse,
+    )
+except ImportError as exc:  # pragma: no cover - exercised by a test
+    raise ImportError(
+        "OverflowRecoveryMiddleware needs LangChain v1 agents (langchain>=1.0). "
+        'Install it with: pip install "langchain-context-guard[agents]"'
+    ) from exc
+
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.runnables.config import ensure_config
+from langgraph.errors import GraphBubbleUp
+
+from ._chain import (
+    RecoveryChain,
+    overflow_info,
+)
+from ._state import (
+    AsyncCompactFn,
+    CompactFn,
+    EventSink,
+    Recovery,
+    RecoveryState,
+    SupportsCompact,
+)
+
+if TYPE_CHECKING:
+    from ..engine._guard import ContextGuard
+
+__all__ = ["OverflowRecoveryMiddleware"]
+
+Result = ModelResponse[Any] | AIMessage
+
+
+class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Retries a model call refused as too long with recovered messages.
+
+    Args:
+        guard: Whose counter and policy shape the retry, and which learns limits.
+        compactor: Tried first, at most ``max_attempts`` times: ``(messages) ->
+            messages`` or a ``compaction.Compactor``; None goes straight to
+            truncation.
+        acompactor: Async compactor for ``awrap_model_call``.
+        max_attempts: Most compaction attempts per model call.
+        on_event: Receives each ``overflow``/``overflow_recovery`` event.
+    """
+
+    def __init__(
+        self,
+        guard: ContextGuard,
+        *,
+        compactor: CompactFn | SupportsCompact | None = None,
+        acompactor: AsyncCompactFn | None = None,
+        max_attempts: int = 3,
+        on_event: EventSink | None = None,
+    ) -> None:
+        super().__init__()
+        self.guard = guard
+        self.chain = RecoveryChain.build(
+            guard, compactor, acompactor, max_attempts, on_event
+        )
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> Result:
+        """Call the model; on an overflow, retry with recovered messages."""
+        current, state = request, RecoveryState()
+        while True:
+            try:
+                return handler(current)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                info = overflow_info(exc)
+                if info is None:
+                    raise
+                recovery = self.chain.step(
+                    _inputs(current),
+                    info,
+                    state,
+                    model=request.model,
+                    tools=request.tools,
+                    config=ensure_config(),
+                )
+                current, state = _retry(request, recovery), recovery.state
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> Result:
+        """Async ``wrap_model_call``."""
+        current, state = request, RecoveryState()
+        while True:
+            try:
+                return await handler(current)
+            except GraphBubbleUp:
+                raise
+            except Exception as exc:
+                info = overflow_info(exc)
+                if info is None:
+                    raise
+                recovery = await self.chain.astep(
+                    _inputs(current),
+                    info,
+                    state,
+                    model=request.model,
+                    tools=request.tools,
+                    config=ensure_config(),
+                )
+                current, state = _retry(request, recovery), recovery.state
+
+
+def _inputs(request: ModelRequest[Any]) -> list[BaseMessage]:
+    head = [request.system_message] if request.system_message is not None else []
+    return [*head, *request.messages]
+
+
+def _retry(request: ModelRequest[Any], recovery: Recovery) -> ModelRequest[Any]:
+    kept = recovery.messages
+    system = request.system_message
+    if system is not None and kept and isinstance(kept[0], SystemMessage):
+        system, kept = kept[0], kept[1:]
+    return request.override(
+        messages=cast("list[AnyMessage]", kept), system_message=system
+    )

@@ -1,0 +1,267 @@
+"""The LCEL adapter for overflow recovery: ``with_overflow_recovery(model, guard)``.
+
+```python
+model = with_overflow_recovery(chat_model.bind_tools(tools), guard)
+chain = prompt | model
+```
+
+The returned runnable prepares its input with ``guard.prepare`` (so a limit learned
+earlier applies), calls the model, and when the provider refuses the context as
+too long retries with the messages of ``_recovery``'s chain: compact, truncate,
+then ``ContextOverflowError``. Any other error (rate limit, billing, auth, ...)
+propagates untouched. Events go to ``on_event``, to the log, and, inside a run,
+out as ``context_guard.event`` custom events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Sequence
+from typing import Any
+
+from langchain_core.language_models import LanguageModelInput
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.prompt_values import PromptValue
+from langchain_core.runnables import (
+    Runnable,
+    RunnableBinding,
+    RunnableConfig,
+    RunnableSequence,
+)
+from langchain_core.runnables.config import ensure_config, run_in_executor
+
+from ..adapters._callbacks import aemit, emit
+from ..engine._guard import ContextGuard
+from ._chain import (
+    RecoveryChain,
+    arecover_overflow,
+    overflow_info,
+    recover_overflow,
+)
+from ._state import (
+    AsyncCompactFn,
+    CompactFn,
+    EventSink,
+    Recovery,
+    RecoveryState,
+    SupportsCompact,
+)
+
+__all__ = [
+    "OverflowRecoveryRunnable",
+    "Recovery",
+    "RecoveryChain",
+    "RecoveryState",
+    "SupportsCompact",
+    "arecover_overflow",
+    "overflow_info",
+    "recover_overflow",
+    "with_overflow_recovery",
+]
+
+
+def _unwrap(model: Runnable[Any, Any]) -> tuple[Any, list[Any] | None]:
+    """The chat model under bindings/parsers, and the tools bound to it."""
+    tools: list[Any] | None = None
+    current: Any = model
+    for _ in range(16):
+        if isinstance(current, RunnableBinding):
+            bound = current.kwargs.get("tools")
+            tools = tools or (list(bound) if bound else None)
+            current = current.bound
+        elif isinstance(current, RunnableSequence):
+            current = current.first
+        else:
+            break
+    return current, tools
+
+
+def _read(value: Any) -> Any:
+    if isinstance(value, str):
+        return [HumanMessage(value)]
+    if isinstance(value, PromptValue):
+        return value.to_messages()
+    return value
+
+
+class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
+    """A chat model that is guarded, and retried with recovered messages on overflow.
+
+    Build it with ``with_overflow_recovery``; ``invoke``, ``ainvoke``, ``batch``,
+    ``stream`` and ``astream`` work. A stream is retried only if it failed before
+    its first chunk.
+    """
+
+    def __init__(self, model: Runnable[Any, Any], chain: RecoveryChain) -> None:
+        self.model = model
+        self.chain = chain
+        self.guard = chain.guard
+        self.chat_model, self.tools = _unwrap(model)
+        self.name = "OverflowRecovery"
+
+    def bind_tools(
+        self, tools: Sequence[Any], **kwargs: Any
+    ) -> OverflowRecoveryRunnable:
+        """Bind tools to the wrapped model, keeping the recovery."""
+        bound = self.model.bind_tools(tools, **kwargs)  # type: ignore[attr-defined]
+        return OverflowRecoveryRunnable(bound, self.chain)
+
+    def _prepare(self, value: Any, config: RunnableConfig) -> list[BaseMessage]:
+        result = self.guard.prepare(
+            _read(value), tools=self.tools, model=self.chat_model
+        )
+        emit(result.report, source="recovery", config=config)
+        return result.messages
+
+    async def _aprepare(self, value: Any, config: RunnableConfig) -> list[BaseMessage]:
+        result = await run_in_executor(
+            config,
+            self.guard.prepare,
+            _read(value),
+            tools=self.tools,
+            model=self.chat_model,
+        )
+        await aemit(result.report, source="recovery", config=config)
+        return result.messages
+
+    def invoke(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Call the model on the guarded input, recovering from overflows."""
+        config = ensure_config(config)
+        messages = self._prepare(input, config)
+        state = RecoveryState()
+        while True:
+            try:
+                return self.model.invoke(messages, config, **kwargs)
+            except Exception as exc:
+                info = overflow_info(exc)
+                if info is None:
+                    raise
+                recovery = self.chain.step(
+                    messages,
+                    info,
+                    state,
+                    model=self.chat_model,
+                    tools=self.tools,
+                    config=config,
+                )
+                messages, state = recovery.messages, recovery.state
+
+    async def ainvoke(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        """Async ``invoke``."""
+        config = ensure_config(config)
+        messages = await self._aprepare(input, config)
+        state = RecoveryState()
+        while True:
+            try:
+                return await self.model.ainvoke(messages, config, **kwargs)
+            except Exception as exc:
+                info = overflow_info(exc)
+                if info is None:
+                    raise
+                recovery = await self.chain.astep(
+                    messages,
+                    info,
+                    state,
+                    model=self.chat_model,
+                    tools=self.tools,
+                    config=config,
+                )
+                messages, state = recovery.messages, recovery.state
+
+    def stream(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> Iterator[Any]:
+        """Stream the model's output; retried only before the first chunk."""
+        config = ensure_config(config)
+        messages = self._prepare(input, config)
+        state = RecoveryState()
+        while True:
+            started = False
+            try:
+                for chunk in self.model.stream(messages, config, **kwargs):
+                    started = True
+                    yield chunk
+                return
+            except Exception as exc:
+                info = None if started else overflow_info(exc)
+                if info is None:
+                    raise
+                recovery = self.chain.step(
+                    messages,
+                    info,
+                    state,
+                    model=self.chat_model,
+                    tools=self.tools,
+                    config=config,
+                )
+                messages, state = recovery.messages, recovery.state
+
+    async def astream(
+        self,
+        input: LanguageModelInput,
+        config: RunnableConfig | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[Any]:
+        """Async ``stream``."""
+        config = ensure_config(config)
+        messages = await self._aprepare(input, config)
+        state = RecoveryState()
+        while True:
+            started = False
+            try:
+                async for chunk in self.model.astream(messages, config, **kwargs):
+                    started = True
+                    yield chunk
+                return
+            except Exception as exc:
+                info = None if started else overflow_info(exc)
+                if info is None:
+                    raise
+                recovery = await self.chain.astep(
+                    messages,
+                    info,
+                    state,
+                    model=self.chat_model,
+                    tools=self.tools,
+                    config=config,
+                )
+                messages, state = recovery.messages, recovery.state
+
+
+def with_overflow_recovery(
+    model: Runnable[Any, Any],
+    guard: ContextGuard,
+    *,
+    compactor: CompactFn | SupportsCompact | None = None,
+    acompactor: AsyncCompactFn | None = None,
+    max_attempts: int = 3,
+    on_event: EventSink | None = None,
+) -> OverflowRecoveryRunnable:
+    """Wrap a chat model for LCEL: guard its input and recover from overflows.
+
+    Args:
+        model: A chat model, possibly with tools bound (``model.bind_tools(...)``).
+        guard: Prepares each input and learns the limits providers state.
+        compactor: Tried first on an overflow: ``(messages) -> messages``, or a
+            ``compaction.Compactor`` (its ``compact``/``acompact``).
+        acompactor: Async compactor for ``ainvoke``/``astream``.
+        max_attempts: Most compaction attempts per call.
+        on_event: Receives each ``overflow``/``overflow_recovery`` event.
+
+    Returns:
+        A runnable taking what the model takes and returning what it returns.
+    """
+    chain = RecoveryChain.build(guard, compactor, acompactor, max_attempts, on_event)
+    return OverflowRecoveryRunnable(model, chain)

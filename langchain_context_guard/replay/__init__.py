@@ -1,0 +1,93 @@
+"""Replay: run real transcripts through every strategy and measure what they keep.
+
+``_transcripts`` reads agent transcripts (mini-swe-agent trajectories, LangChain
+message dumps, OpenAI chat JSONL); ``_strategies`` are the strategies compared
+(the guard, ``trim_messages``, LangChain's summarisation and context editing);
+``_loop`` replays each call; ``_metrics`` and ``_results`` measure and tabulate;
+``_plot`` draws (needs the ``plot`` extra). Imports the engine and
+``compaction``; never imported by them.
+"""
+
+from ._command import (
+    CACHE_RATE,
+    COUNTERS,
+    PROVIDER,
+    STRATEGIES,
+    WINDOWS,
+    ContextEditing,
+    Guard,
+    GuardCompaction,
+    Prompt,
+    ReplayResult,
+    ScriptedSummarizer,
+    Strategy,
+    Summarization,
+    Tally,
+    TrimMessages,
+    available_strategies,
+    billed_input,
+    cached_prefix,
+    default_reserve,
+    evidence,
+    format_table,
+    identifiers,
+    load_paths,
+    main_replay,
+    make_strategies,
+    message_key,
+    message_text,
+    percentile,
+    plot_replay,
+    replay,
+    tool_pairing_errors,
+)
+from ._transcripts import (
+    TRAJECTORIES_ENV_VAR,
+    TranscriptError,
+    load_trajectories,
+    load_transcript,
+    provider_prompt_tokens,
+    shared_trajectory_dir,
+    trajectory_to_messages,
+)
+
+__all__ = [
+    "CACHE_RATE",
+    "COUNTERS",
+    "PROVIDER",
+    "STRATEGIES",
+    "TRAJECTORIES_ENV_VAR",
+    "WINDOWS",
+    "ContextEditing",
+    "Guard",
+    "GuardCompaction",
+    "Prompt",
+    "ReplayResult",
+    "ScriptedSummarizer",
+    "Strategy",
+    "Summarization",
+    "Tally",
+    "TranscriptError",
+    "TrimMessages",
+    "available_strategies",
+    "billed_input",
+    "cached_prefix",
+    "default_reserve",
+    "evidence",
+    "format_table",
+    "identifiers",
+    "load_paths",
+    "load_trajectories",
+    "load_transcript",
+    "main_replay",
+    "make_strategies",
+    "message_key",
+    "message_text",
+    "percentile",
+    "plot_replay",
+    "provider_prompt_tokens",
+    "replay",
+    "shared_trajectory_dir",
+    "tool_pairing_errors",
+    "trajectory_to_messages",
+]

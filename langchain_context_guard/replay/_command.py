@@ -1,0 +1,254 @@
+"""Replay agent transcripts call by call and compare context strategies.
+
+The prompt of call k is the history before the k-th assistant message. Each
+strategy decides what is sent for that call, and the replay measures what a
+provider would see: calls over budget, tool pairings it would reject, input and
+prefix-cached billed tokens, how much of the evidence the agent's next action
+relied on is still visible, the strategy's counter error and its overhead.
+
+Sizes are on the provider's scale: a sent prompt counts ``r_k * tiktoken(sent)``,
+where ``r_k`` is the provider's ``prompt_tokens`` for the full history of call k
+over its tiktoken count, so an unpruned prompt counts exactly what was billed.
+A live agent records the usage of what it sent, not of the full history, so each
+replayed reply carries the usage of the prompt its strategy sent
+(``usage_feedback=True``, the default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from ..engine._errors import ContextGuardError
+from ..engine._tokens import TiktokenCounter
+from ._loop import WINDOWS, replay
+from ._metrics import (
+    CACHE_RATE,
+    COUNTERS,
+    billed_input,
+    cached_prefix,
+    evidence,
+    identifiers,
+    message_key,
+    message_text,
+    percentile,
+    tool_pairing_errors,
+)
+from ._plot import plot_replay
+from ._results import ReplayResult, Tally, format_table
+from ._strategies import (
+    PROVIDER,
+    STRATEGIES,
+    ContextEditing,
+    Guard,
+    GuardCompaction,
+    Prompt,
+    ScriptedSummarizer,
+    Strategy,
+    Summarization,
+    TrimMessages,
+    available_strategies,
+    default_reserve,
+    make_strategies,
+)
+from ._transcripts import TranscriptError, load_trajectories, load_transcript
+
+__all__ = [
+    "CACHE_RATE",
+    "COUNTERS",
+    "PROVIDER",
+    "STRATEGIES",
+    "WINDOWS",
+    "ContextEditing",
+    "Guard",
+    "GuardCompaction",
+    "Prompt",
+    "ReplayResult",
+    "ScriptedSummarizer",
+    "Strategy",
+    "Summarization",
+    "Tally",
+    "TiktokenCounter",
+    "TrimMessages",
+    "available_strategies",
+    "billed_input",
+    "cached_prefix",
+    "default_reserve",
+    "evidence",
+    "format_table",
+    "identifiers",
+    "load_paths",
+    "main_replay",
+    "make_strategies",
+    "message_key",
+    "message_text",
+    "percentile",
+    "plot_replay",
+    "replay",
+    "tool_pairing_errors",
+]
+
+
+def load_paths(paths: Sequence[str | Path]) -> dict[str, list[BaseMessage]]:
+    """Load transcripts from files and directories of ``.traj.json`` files."""
+    out: dict[str, list[BaseMessage]] = {}
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            out.update(load_trajectories(path))
+        else:
+            out[path.name.removesuffix(".json").removesuffix(".traj")] = (
+                load_transcript(path)
+            )
+    return out
+
+
+def _window(text: str) -> int:
+    text = text.strip().lower()
+    scale = 1_000 if text.endswith("k") else 1
+    try:
+        value = int(float(text.removesuffix("k")) * scale)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"invalid window {text!r}; expected tokens like 32000 or 32k"
+        ) from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"window must be positive, got {text!r}")
+    return value
+
+
+def _option(text: str) -> tuple[str, Any]:
+    key, sep, value = text.partition("=")
+    if not sep or not key:
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), json.loads(value)
+    except ValueError:
+        return key.strip(), value
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="context-guard replay",
+        description="Replay agent transcripts call by call under a context window "
+        "and compare what each strategy sends.",
+    )
+    p.add_argument(
+        "paths",
+        nargs="*",
+        help="transcript files or directories of .traj.json files "
+        "(default: the shared SWE trajectories)",
+    )
+    p.add_argument(
+        "-w",
+        "--window",
+        type=_window,
+        action="append",
+        help="context window in tokens, e.g. 32k (repeatable; default 16k 32k 128k)",
+    )
+    p.add_argument(
+        "--reserve", type=int, help="reply reserve (default: window/8, at most 8192)"
+    )
+    p.add_argument(
+        "-s",
+        "--strategy",
+        action="append",
+        choices=STRATEGIES,
+        help="strategy to replay (repeatable; default: all)",
+    )
+    p.add_argument(
+        "--guard-option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="GuardPolicy setting for our guard, e.g. compress_trigger=0.5",
+    )
+    p.add_argument("--limit", type=int, help="replay only the first N transcripts")
+    p.add_argument(
+        "--recorded-usage",
+        action="store_true",
+        help="keep the recorded reply usage instead of the usage of what was sent",
+    )
+    p.add_argument("--json", type=Path, help="write the results as JSON here")
+    p.add_argument(
+        "--plot",
+        type=Path,
+        default=Path("context-guard-replay.png"),
+        help="write the PNG plot here (default: %(default)s)",
+    )
+    p.add_argument("--no-plot", action="store_true", help="do not write the plot")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    return p
+
+
+def main_replay(argv: list[str] | None = None) -> int:
+    """Run ``context-guard replay``; return the exit code."""
+    args = _parser().parse_args(argv)
+    err = sys.stderr
+    try:
+        paths = args.paths or [_shared_dir()]
+        transcripts = load_paths(paths)
+        if args.limit is not None:
+            transcripts = dict(list(transcripts.items())[: max(args.limit, 0)])
+        if not transcripts:
+            raise TranscriptError(
+                f"no transcripts found in {', '.join(map(str, paths))}"
+            )
+        result = replay(
+            transcripts,
+            windows=args.window or WINDOWS,
+            strategies=args.strategy or available_strategies(),
+            reserve=args.reserve,
+            guard_variants={"guard": dict(args.guard_option)},
+            usage_feedback=not args.recorded_usage,
+            progress=not args.quiet and err.isatty(),
+        )
+    except (TranscriptError, ContextGuardError, ValueError) as exc:
+        print(f"context-guard replay: error: {exc}", file=err)
+        return 2
+    except ImportError as exc:
+        print(
+            f"context-guard replay: error: {exc}; the LangChain middleware "
+            "strategies need 'langchain-context-guard[agents]'",
+            file=err,
+        )
+        return 2
+    print(format_table(result))
+    if args.json is not None:
+        data = {"command": "context-guard replay " + " ".join(argv or sys.argv[1:])}
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps({**data, **result.to_dict()}, indent=1) + "\n")
+        print(f"wrote {args.json}")
+    if not args.no_plot:
+        try:
+            print(f"wrote {plot_replay(result, args.plot)}")
+        except ImportError:
+            print(
+                "plot skipped: matplotlib is not installed "
+                "(pip install 'langchain-context-guard[plot]')",
+                file=err,
+            )
+    return 0
+
+
+def _shared_dir() -> Path:
+    from ._transcripts import shared_trajectory_dir
+
+    found = shared_trajectory_dir()
+    if found is None:
+        raise TranscriptError(
+            "no transcripts given and the shared trajectory directory was not found; "
+            "pass files or set CONTEXT_GUARD_TRAJECTORIES"
+        )
+    return found
+
+
+if __name__ == "__main__":
+    sys.exit(main_replay())

@@ -1,0 +1,277 @@
+"""The replay loop: each transcript, call by call, under every strategy.
+
+The ``replay`` module docstring says what a prompt is and how it is sized.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from ..engine._tokens import REPLY_OVERHEAD, TiktokenCounter
+from ._metrics import (
+    COUNTERS,
+    billed_input,
+    cached_prefix,
+    counter_errors,
+    identifiers,
+    message_key,
+    message_text,
+    tool_pairing_errors,
+)
+from ._results import ReplayResult, Tally
+from ._strategies import (
+    PROVIDER,
+    STRATEGIES,
+    Strategy,
+    default_reserve,
+    make_strategies,
+)
+
+WINDOWS = (16_000, 32_000, 128_000)
+"""Windows the benchmark replays at by default."""
+
+
+class _Lived:
+    """The history as one strategy's agent records it, reply usage included."""
+
+    def __init__(self, source: list[BaseMessage], feedback: bool) -> None:
+        self.source, self.feedback = source, feedback
+        self.items: list[BaseMessage] = []
+        self.sent: dict[int, int] = {}
+
+    def history(self, k: int) -> list[BaseMessage]:
+        for j in range(len(self.items), k):
+            message = self.source[j]
+            if self.feedback and j in self.sent and isinstance(message, AIMessage):
+                message = _with_input_tokens(message, self.sent[j])
+            self.items.append(message)
+        return list(self.items)
+
+
+def _with_input_tokens(message: AIMessage, tokens: int) -> AIMessage:
+    usage: Any = dict(message.usage_metadata or {})
+    if not usage:
+        return message
+    usage["input_tokens"] = tokens
+    usage["total_tokens"] = tokens + int(usage.get("output_tokens") or 0)
+    meta = {**message.response_metadata, "prompt_tokens": tokens}
+    return message.model_copy(
+        update={"usage_metadata": usage, "response_metadata": meta}
+    )
+
+
+def _with_provider(messages: list[BaseMessage]) -> list[BaseMessage]:
+    return [
+        m.model_copy(
+            update={
+                "response_metadata": {**m.response_metadata, "model_provider": PROVIDER}
+            }
+        )
+        if isinstance(m, AIMessage) and m.usage_metadata
+        else m
+        for m in messages
+    ]
+
+
+class _Measure:
+    """Per-message tokens, cache key and identifiers, cached by content."""
+
+    def __init__(self, counter: TiktokenCounter) -> None:
+        self.counter = counter
+        self.by_id: dict[
+            int, tuple[BaseMessage, tuple[int, tuple[str, ...], frozenset[str]]]
+        ] = {}
+        self.by_key: dict[
+            tuple[str, ...], tuple[int, tuple[str, ...], frozenset[str]]
+        ] = {}
+
+    def __call__(self, m: BaseMessage) -> tuple[int, tuple[str, ...], frozenset[str]]:
+        hit = self.by_id.get(id(m))
+        if hit is not None and hit[0] is m:
+            return hit[1]
+        key = message_key(m)
+        info = self.by_key.get(key)
+        if info is None:
+            info = (self.counter.count_message(m), key, identifiers(message_text(m)))
+            self.by_key[key] = info
+        self.by_id[id(m)] = (m, info)
+        return info
+
+
+@dataclass(frozen=True)
+class _Call:
+    k: int
+    scale: float
+    earlier: frozenset[str]
+
+
+def _plan(
+    messages: list[BaseMessage],
+    measure: _Measure,
+    counter: TiktokenCounter,
+    errors: dict[str, list[float]],
+) -> list[_Call]:
+    """Each call's provider scale and the earlier evidence its action used."""
+    seen: set[str] = set()
+    plan: list[_Call] = []
+    upto, scale = 0, 1.0
+    for k, reply in enumerate(messages):
+        if not isinstance(reply, AIMessage):
+            continue
+        for m in messages[upto:k]:
+            seen |= measure(m)[2]
+        upto = k
+        history = messages[:k]
+        plain = sum(measure(m)[0] for m in history) + REPLY_OVERHEAD
+        provider = reply.response_metadata.get("prompt_tokens")
+        if isinstance(provider, int) and provider > 0:
+            scale = provider / plain
+            for name, error in counter_errors(
+                history, provider, plain, counter
+            ).items():
+                errors.setdefault(name, []).append(error)
+        action = " ".join(str(c["args"].get("command", "")) for c in reply.tool_calls)
+        plan.append(
+            _Call(k, scale, identifiers(action) & seen if action else frozenset())
+        )
+    return plan
+
+
+def _replay_one(
+    strategy: Strategy,
+    tally: Tally,
+    messages: list[BaseMessage],
+    plan: list[_Call],
+    measure: _Measure,
+    feedback: bool,
+) -> None:
+    strategy.start()
+    lived = _Lived(messages, feedback)
+    budget = tally.window - tally.reserve
+    previous: list[tuple[str, ...]] = []
+    task = next((m for m in messages if isinstance(m, HumanMessage)), None)
+    for call in plan:
+        history = lived.history(call.k)
+        start = time.perf_counter()
+        failed = False
+        try:
+            sent, extra = strategy.prompt(history)
+        except Exception:  # the agent's call fails: count it, send the history
+            sent, extra, failed = history, 0, True
+        tally.errors += failed
+        tally.overhead_ms.append(1000 * (time.perf_counter() - start))
+        infos = [measure(m) for m in sent]
+        tokens = [float(i[0]) for i in infos] + [float(REPLY_OVERHEAD)]
+        keys = [i[1] for i in infos]
+        size = call.scale * sum(tokens)
+        cached = cached_prefix(previous, keys)
+        previous = keys
+        tally.tokens.append(size)
+        tally.spent.append(call.scale * extra)
+        tally.billed.append(call.scale * (billed_input(tokens, cached) + extra))
+        tally.over_budget += failed or size > budget
+        tally.bad_pairing += bool(tool_pairing_errors(sent))
+        tally.task_missing += task is not None and not _has_task(task, keys, sent)
+        tally.evidence_seen += len(call.earlier)
+        tally.evidence_kept += sum(
+            1 for n in call.earlier if any(n in i[2] for i in infos)
+        )
+        lived.sent[call.k] = round(size)
+
+
+def _has_task(
+    task: BaseMessage, keys: list[tuple[str, ...]], sent: list[BaseMessage]
+) -> bool:
+    """Whether the task is sent: as its message, or quoted whole in another."""
+    if message_key(task) in keys:
+        return True
+    return any(isinstance(m, HumanMessage) and task.text in m.text for m in sent)
+
+
+class _Progress:
+    """tqdm when installed, else a counter on stderr; silent when disabled."""
+
+    def __init__(self, total: int, enabled: bool) -> None:
+        self.total, self.done, self.enabled = total, 0, enabled
+        self.bar: Any = None
+        if enabled:
+            try:
+                from tqdm import tqdm  # type: ignore[import-untyped]
+
+                self.bar = tqdm(total=total, unit="call", desc="replay")
+            except ImportError:
+                pass
+
+    def update(self, n: int) -> None:
+        self.done += n
+        if self.bar is not None:
+            self.bar.update(n)
+        elif self.enabled:
+            pct = 100 * self.done // max(self.total, 1)
+            sys.stderr.write(f"\rreplay: {self.done:,}/{self.total:,} calls ({pct}%)")
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+        elif self.enabled:
+            sys.stderr.write("\n")
+
+
+@contextmanager
+def _quiet_guard_log() -> Iterator[None]:
+    """The guard logs every lossy event; a replay makes thousands of them."""
+    logger = logging.getLogger("langchain_context_guard")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def replay(
+    transcripts: dict[str, list[BaseMessage]],
+    *,
+    windows: Sequence[int] = WINDOWS,
+    strategies: Sequence[str] = STRATEGIES,
+    reserve: int | None = None,
+    guard_variants: dict[str, dict[str, Any]] | None = None,
+    usage_feedback: bool = True,
+    progress: bool = False,
+) -> ReplayResult:
+    """Replay every transcript call by call under each window and strategy."""
+    counter = TiktokenCounter()
+    measure = _Measure(counter)
+    setups = []
+    for window in windows:
+        res = default_reserve(window) if reserve is None else reserve
+        built = make_strategies(
+            strategies, window, res, counter=counter, guard_variants=guard_variants
+        )
+        setups += [(s, Tally(s.name, window, res, s.counter)) for s in built]
+    errors: dict[str, list[float]] = {name: [] for name in COUNTERS}
+    calls: dict[str, int] = {}
+    total = sum(
+        sum(isinstance(m, AIMessage) for m in msgs) for msgs in transcripts.values()
+    )
+    bar = _Progress(total * len(setups), progress)
+    with _quiet_guard_log():
+        for name, raw in transcripts.items():
+            messages = _with_provider(raw)
+            plan = _plan(messages, measure, counter, errors)
+            calls[name] = len(plan)
+            for strategy, tally in setups:
+                _replay_one(strategy, tally, messages, plan, measure, usage_feedback)
+                bar.update(len(plan))
+            measure.by_id.clear()
+    bar.close()
+    return ReplayResult([t for _, t in setups], errors, calls, usage_feedback)

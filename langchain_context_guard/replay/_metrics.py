@@ -1,0 +1,159 @@
+"""What the replay measures in one prompt: cost, pairing, evidence, counter error.
+
+Pure functions of messages and token lists; the replay loop in ``replay`` calls
+them once per model call and strategy.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from typing import Any, cast
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+
+from ..engine._anchor import count_messages
+from ..engine._messages import text_of
+from ..engine._tokens import TiktokenCounter
+
+CACHE_RATE = 0.1
+"""Share of the list price billed for a cached prompt prefix."""
+COUNTERS = ("tiktoken", "tiktoken+usage", "approximate", "approximate+usage")
+"""Counters whose error against the provider's ``prompt_tokens`` is measured."""
+
+TOKEN = re.compile(r"[A-Za-z0-9_./-]+")
+"""A run of characters that may hold an identifier (see ``identifiers``)."""
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NUMBER = re.compile(r"(?<![\w.])\d{3,}(?![\d.])")
+_CAMEL = re.compile(r"[a-z][A-Z]")
+
+
+def identifiers(text: str) -> frozenset[str]:
+    """The identifiers in ``text`` that count as evidence.
+
+    Four kinds, found deterministically: paths (a token with ``/``, leading
+    ``./`` or ``/`` dropped, plus its file name), dotted names with a letter of at
+    least 4 characters (``setup.py``, ``models.QuerySet``), code names of at least
+    4 characters with an underscore or a camel hump (``get_queryset``,
+    ``QuerySet``), and numbers of 3 or more digits (line numbers, ids).
+    """
+    out: set[str] = set(_NUMBER.findall(text))
+    for raw in TOKEN.findall(text):
+        token = raw.strip("./-")
+        if "/" in token:
+            out.add(token)
+            base = token.rsplit("/", 1)[-1]
+            if "." in base and len(base) >= 4:
+                out.add(base)
+        elif "." in token and len(token) >= 4 and re.search("[A-Za-z]", token):
+            out.add(token)
+        for word in _WORD.findall(token):
+            if len(word) >= 4 and ("_" in word or _CAMEL.search(word)):
+                if re.search("[A-Za-z]", word):
+                    out.add(word)
+    return frozenset(out)
+
+
+def message_text(message: BaseMessage) -> str:
+    """What a model reads in a message: its text and its tool-call arguments."""
+    parts = [text_of(message.content)]
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            parts += [str(v) for v in call["args"].values()]
+    return "\n".join(parts)
+
+
+def message_key(message: BaseMessage) -> tuple[str, ...]:
+    """A message as a provider receives it, for prefix-cache comparison."""
+    content = message.content
+    text = content if isinstance(content, str) else json.dumps(content, default=str)
+    calls = ""
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = json.dumps(
+            [[c["name"], c["args"], c["id"]] for c in message.tool_calls],
+            sort_keys=True,
+            default=str,
+        )
+    call_id = message.tool_call_id if isinstance(message, ToolMessage) else ""
+    return (message.type, text, calls, call_id)
+
+
+def cached_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
+    """How many leading items of ``current`` are unchanged since ``previous``."""
+    n = 0
+    for a, b in zip(previous, current, strict=False):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+def billed_input(
+    tokens: Sequence[float], cached: int, cache_rate: float = CACHE_RATE
+) -> float:
+    """Input billed for one call: the first ``cached`` items at ``cache_rate``."""
+    return cache_rate * sum(tokens[:cached]) + sum(tokens[cached:])
+
+
+def tool_pairing_errors(messages: Sequence[BaseMessage]) -> list[str]:
+    """What a provider would reject in a prompt's tool-call pairing (empty: none).
+
+    Every tool call must be answered by the ToolMessages directly after its
+    AIMessage, and every ToolMessage must stand in such a group.
+    """
+    errors: list[str] = []
+    i = 0
+    while i < len(messages):
+        message = messages[i]
+        if isinstance(message, ToolMessage):
+            errors.append(f"message {i}: result {message.tool_call_id!r} has no call")
+        elif isinstance(message, AIMessage) and message.tool_calls:
+            wanted = {c["id"] for c in message.tool_calls}
+            answered: set[str | None] = set()
+            while i + 1 < len(messages) and isinstance(messages[i + 1], ToolMessage):
+                i += 1
+                call_id = cast(ToolMessage, messages[i]).tool_call_id
+                if call_id not in wanted or call_id in answered:
+                    errors.append(f"message {i}: result {call_id!r} has no call")
+                answered.add(call_id)
+            errors += [f"call {c!r} has no result" for c in wanted - answered]
+        i += 1
+    return errors
+
+
+def evidence(
+    action: str, seen: frozenset[str] | set[str], sent: Sequence[frozenset[str]]
+) -> tuple[int, int]:
+    """(identifiers of ``action`` seen earlier, of those still in ``sent``)."""
+    earlier = identifiers(action) & seen
+    kept = sum(1 for name in earlier if any(name in ids for ids in sent))
+    return len(earlier), kept
+
+
+def counter_errors(
+    history: list[BaseMessage], provider: int, plain: int, counter: TiktokenCounter
+) -> dict[str, float]:
+    """Each of ``COUNTERS``' relative error against the provider's count.
+
+    ``plain`` is the history's plain tiktoken count, already known to the caller.
+    """
+    counts = {
+        "tiktoken": plain,
+        "tiktoken+usage": count_messages(history, counter),
+        "approximate": count_tokens_approximately(history),
+        "approximate+usage": count_tokens_approximately(
+            history, use_usage_metadata_scaling=True
+        ),
+    }
+    return {name: abs(n - provider) / provider for name, n in counts.items()}
+
+
+def percentile(values: Sequence[float], share: float) -> float:
+    """Nearest-rank percentile (``share`` in 0..1); 0 for no values."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(share * len(ordered)) - 1)]

@@ -1,0 +1,146 @@
+"""What one replay measured: per-strategy tallies, their summary, the table."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from typing import Any
+
+from ._metrics import CACHE_RATE, percentile
+
+
+@dataclass
+class Tally:
+    """Per-call figures of one strategy at one window."""
+
+    strategy: str
+    window: int
+    reserve: int
+    counter: str
+    over_budget: int = 0
+    bad_pairing: int = 0
+    errors: int = 0
+    task_missing: int = 0
+    evidence_seen: int = 0
+    evidence_kept: int = 0
+    tokens: list[float] = field(default_factory=list)
+    billed: list[float] = field(default_factory=list)
+    spent: list[float] = field(default_factory=list)
+    overhead_ms: list[float] = field(default_factory=list)
+
+    def summary(
+        self, counter_errors: dict[str, list[float]], none_billed: float | None
+    ) -> dict[str, Any]:
+        """The figures as a flat JSON-ready dict."""
+        billed = sum(self.billed)
+        budget = self.window - self.reserve
+        errs = counter_errors.get(self.counter, [])
+        return {
+            "window": self.window,
+            "reserve": self.reserve,
+            "budget": budget,
+            "strategy": self.strategy,
+            "calls": len(self.tokens),
+            "over_budget": self.over_budget,
+            "bad_pairing": self.bad_pairing,
+            "errors": self.errors,
+            "task_missing": self.task_missing,
+            "peak_tokens": round(max(self.tokens, default=0.0)),
+            "max_over_pct": round(
+                max(0.0, 100 * (max(self.tokens, default=0.0) / budget - 1)), 2
+            ),
+            "input_tokens": round(sum(self.tokens) + sum(self.spent)),
+            "billed_input": round(billed),
+            "billed_vs_none": round(billed / none_billed, 4) if none_billed else None,
+            "evidence_seen": self.evidence_seen,
+            "evidence_kept": self.evidence_kept,
+            "evidence_retention_pct": (
+                round(100 * self.evidence_kept / self.evidence_seen, 2)
+                if self.evidence_seen
+                else None
+            ),
+            "overhead_ms_median": round(statistics.median(self.overhead_ms or [0]), 3),
+            "counter": self.counter or None,
+            "counter_median_error_pct": _pct(percentile(errs, 0.5)) if errs else None,
+            "counter_p90_error_pct": _pct(percentile(errs, 0.9)) if errs else None,
+        }
+
+
+def _pct(share: float) -> float:
+    return round(100 * share, 2)
+
+
+@dataclass(frozen=True)
+class ReplayResult:
+    """Everything one replay measured."""
+
+    tallies: list[Tally]
+    counter_errors: dict[str, list[float]]
+    calls_per_transcript: dict[str, int]
+    usage_feedback: bool
+
+    def rows(self) -> list[dict[str, Any]]:
+        """One summary dict per (window, strategy), in replay order."""
+        none = {t.window: sum(t.billed) for t in self.tallies if t.strategy == "none"}
+        return [
+            t.summary(self.counter_errors, none.get(t.window)) for t in self.tallies
+        ]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready results."""
+        return {
+            "transcripts": len(self.calls_per_transcript),
+            "calls": sum(self.calls_per_transcript.values()),
+            "cache_rate": CACHE_RATE,
+            "usage_feedback": self.usage_feedback,
+            "results": self.rows(),
+            "counters": [
+                {
+                    "counter": name,
+                    "calls": len(errs),
+                    "median_error_pct": _pct(percentile(errs, 0.5)),
+                    "p90_error_pct": _pct(percentile(errs, 0.9)),
+                }
+                for name, errs in self.counter_errors.items()
+            ],
+        }
+
+
+def format_table(result: ReplayResult) -> str:
+    """The results as a GitHub-flavoured markdown table."""
+    head = (
+        "| window | strategy | over budget | bad pairs | no task | input tok "
+        "| billed tok | billed vs none | evidence kept | counter err med/p90 "
+        "| overhead ms |"
+    )
+    lines = [head, "|" + "---|" * 11]
+    for r in result.rows():
+        ratio = r["billed_vs_none"]
+        err = "-"
+        if r["counter_median_error_pct"] is not None:
+            err = (
+                f"{r['counter_median_error_pct']:.2f}% / "
+                f"{r['counter_p90_error_pct']:.2f}%"
+            )
+        over = str(r["over_budget"])
+        if r["over_budget"]:
+            over += f" (max +{r['max_over_pct']:.1f}%)"
+        if r["errors"]:
+            over += f" ({r['errors']} failed)"
+        cells = [
+            f"{r['window'] // 1000}k",
+            r["strategy"],
+            over,
+            str(r["bad_pairing"]),
+            str(r["task_missing"]),
+            f"{r['input_tokens'] / 1e6:.2f}M",
+            f"{r['billed_input'] / 1e6:.2f}M",
+            f"{ratio:.2f}x" if ratio is not None else "-",
+            "-"
+            if r["evidence_retention_pct"] is None
+            else f"{r['evidence_retention_pct']:.1f}%",
+            err,
+            f"{r['overhead_ms_median']:.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,83 @@
+import itertools
+
+import pytest
+from langchain_core.messages import ToolMessage
+
+from langchain_context_guard import MARKER_KEY, compress_old_tool_results
+from tests.engine._support import agent_history, ai, call, lines, result, snapshot
+
+
+def _results(history):
+    return [m for m in history if isinstance(m, ToolMessage)]
+
+
+def test_few_results_are_left_alone():
+    history = agent_history(6)
+    assert compress_old_tool_results(history, batch=1) is history
+
+
+def test_keep_newest_six_whole_and_compress_older_ones():
+    history = agent_history(10)
+    out = compress_old_tool_results(history, batch=1)
+    old, new = _results(out)[:4], _results(out)[4:]
+    assert all(m.additional_kwargs[MARKER_KEY]["kind"] == "compressed" for m in old)
+    assert new == _results(history)[4:]
+    assert all(a is b for a, b in zip(new, _results(history)[4:], strict=True))
+
+
+def test_compressed_form_is_three_head_lines_two_tail_lines_and_marker():
+    body = lines(100)
+    history = [ai(call("c0")), result("c0", body), *agent_history(6)[2:]]
+    out = compress_old_tool_results(history, batch=1)
+    text = out[1].content.splitlines()
+    assert text[:3] == body.splitlines()[:3]
+    assert text[-2:] == body.splitlines()[-2:]
+    assert "95 lines omitted" in text[3]
+    assert out[1].additional_kwargs[MARKER_KEY]["original_chars"] == len(body)
+    assert out[0] is history[0]  # the call stays as it was
+
+
+def test_results_at_or_below_min_chars_stay_whole():
+    history = [ai(call("c0")), result("c0", "x" * 500), *agent_history(6)[2:]]
+    assert compress_old_tool_results(history, batch=1) is history
+
+
+@pytest.mark.parametrize("batch", [1, 4, 8])
+def test_old_messages_change_only_every_batch_results(batch):
+    """Byte-identical output while the history grows inside one batch."""
+    full = agent_history(40)
+    outputs = [
+        compress_old_tool_results(full[: 2 + 2 * n], batch=batch) for n in range(7, 41)
+    ]
+    boundaries = 0
+    for prev, cur in itertools.pairwise(outputs):
+        compressed_prev = sum(
+            1 for m in prev if (m.additional_kwargs.get(MARKER_KEY) or {}).get("kind")
+        )
+        compressed_cur = sum(
+            1 for m in cur if (m.additional_kwargs.get(MARKER_KEY) or {}).get("kind")
+        )
+        if compressed_cur == compressed_prev:
+            assert snapshot(cur[: len(prev)]) == snapshot(prev)
+        else:
+            assert compressed_cur - compressed_prev == batch
+            boundaries += 1
+    assert boundaries == (40 - 6) // batch - (7 - 6) // batch
+
+
+def test_idempotent_input_unchanged_and_same_objects_each_call():
+    history = agent_history(20)
+    before = snapshot(history)
+    once = compress_old_tool_results(history)
+    assert snapshot(history) == before
+    assert compress_old_tool_results(once) is once
+    again = compress_old_tool_results(history)
+    assert all(a is b for a, b in zip(once, again, strict=True))
+
+
+def test_synthetic_results_are_not_compressed():
+    synthetic = result(
+        "c0", lines(100), additional_kwargs={MARKER_KEY: {"kind": "synthetic_result"}}
+    )
+    history = [ai(call("c0")), synthetic, *agent_history(6)[2:]]
+    assert compress_old_tool_results(history, batch=1) is history

@@ -1,0 +1,107 @@
+"""The digest of trimmed turns: what it lists, its size cap, carrying it forward."""
+
+from __future__ import annotations
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from langchain_context_guard import ContextGuard, GuardPolicy, TiktokenCounter
+from langchain_context_guard.engine._digest import (
+    build_digest,
+    is_digest,
+    mentioned_names,
+    render_call,
+)
+from langchain_context_guard.engine._messages import is_user, marker
+from tests.engine._support import agent_history, ai, call, result
+
+COUNTER = TiktokenCounter()
+count = COUNTER.count_message
+
+
+def _steps(n: int, start: int = 0) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for k in range(start, start + n):
+        command = f"grep -n parse_config src/pkg/mod_{k}.py"
+        out.append(ai(call(f"c{k}", command=command), content=f"Look at ModLoader{k}"))
+        out.append(result(f"c{k}", f"src/pkg/mod_{k}.py:12: def parse_config_{k}():"))
+    return out
+
+
+def test_names_are_paths_dotted_and_code_names_not_words_or_numbers() -> None:
+    text = (
+        "Edit ./src/app/models.py then run QuerySet.filter via get_queryset at 1234 ok"
+    )
+    names = mentioned_names(text)
+    assert names[:2] == ["src/app/models.py", "models.py"]
+    assert "QuerySet.filter" in names and "get_queryset" in names
+    assert "1234" not in names and "Edit" not in names and "then" not in names
+
+
+def test_a_call_renders_as_one_short_line() -> None:
+    line = render_call({"name": "bash", "args": {"command": "ls\n  -la  src"}}, 200)
+    assert line == "bash: ls -la src"
+    long = render_call({"name": "bash", "args": {"command": "x" * 500}}, 60)
+    assert len(long) <= 60 and long.endswith(" ...")
+    several = render_call({"name": "edit", "args": {"path": "a.py", "line": 3}}, 200)
+    assert several == 'edit: {"path": "a.py", "line": 3}'
+
+
+def test_the_digest_lists_calls_oldest_first_then_names() -> None:
+    digest = build_digest(_steps(5), max_tokens=2_000, count=count)
+    assert digest is not None and is_digest(digest)
+    assert isinstance(digest, HumanMessage) and not is_user(digest)
+    text = digest.text
+    assert text.startswith("[Context note: 10 earlier messages were removed")
+    calls = [line for line in text.splitlines() if line.startswith("- ")]
+    assert calls == [
+        f"- bash: grep -n parse_config src/pkg/mod_{k}.py" for k in range(5)
+    ]
+    assert "ModLoader4" in text and "parse_config_4" in text
+    assert count(digest) <= 2_000
+    again = build_digest(_steps(5), max_tokens=2_000, count=count)
+    assert again is not None and again.text == text  # deterministic bytes
+
+
+def test_a_small_cap_keeps_the_newest_calls() -> None:
+    digest = build_digest(_steps(60), max_tokens=300, count=count)
+    assert digest is not None
+    assert count(digest) <= 300
+    text = digest.text
+    assert "mod_59.py" in text and "mod_0.py" not in text
+    assert "(the last " in text
+    assert build_digest(_steps(3), max_tokens=10, count=count) is None
+
+
+def test_a_dropped_digest_is_carried_into_the_next() -> None:
+    first = build_digest(_steps(3), max_tokens=2_000, count=count)
+    assert first is not None
+    second = build_digest([first, *_steps(2, start=3)], max_tokens=2_000, count=count)
+    assert second is not None
+    text = second.text
+    assert "10 earlier messages" in text  # 6 carried + 4 new
+    for k in range(5):
+        assert f"mod_{k}.py" in text
+    mark = marker(second)
+    assert mark is not None and mark["dropped"] == 10
+
+
+def test_trimming_twice_in_persist_mode_keeps_one_digest() -> None:
+    """The stored output holds a digest; the next pruning folds it into a new one."""
+    policy = GuardPolicy(context_window=20_000, reserve_tokens=2_000)
+    guard = ContextGuard(policy)
+    history = agent_history(60, result_chars=4_000)
+    state = guard.prepare(history).messages
+    assert sum(map(is_digest, state)) == 1
+    more = agent_history(120, result_chars=4_000)[len(history) :]
+    state = guard.prepare([*state, *more]).messages
+    digests = [m for m in state if is_digest(m)]
+    assert len(digests) == 1
+    assert "bash: cat f0.py" in digests[0].text or "(the last" in digests[0].text
+    assert (marker(digests[0]) or {})["dropped"] > 100
+
+
+def test_without_a_digest_nothing_is_added() -> None:
+    policy = GuardPolicy(context_window=20_000, reserve_tokens=2_000, digest=False)
+    out = ContextGuard(policy).prepare(agent_history(60, result_chars=4_000))
+    assert not any(is_digest(m) for m in out.messages)
+    assert "digest" not in [e.kind for e in out.report.events]

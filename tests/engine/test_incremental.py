@@ -1,0 +1,382 @@
+"""A guard that grows its previous call's work gives what a fresh guard gives.
+
+``ContextGuard`` keeps the steps of its last call and, when the next history
+extends that one, each pass only looks at the new messages (``_stages``). These
+tests hold it to the from-scratch result, message for message and event for
+event, and check that the trim cut never moves back as a history grows.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+
+from langchain_context_guard import (
+    BudgetExceededError,
+    ContextGuard,
+    GuardPolicy,
+    TiktokenCounter,
+)
+from langchain_context_guard.engine import _trim_step
+from langchain_context_guard.replay._transcripts import (
+    load_trajectories,
+    shared_trajectory_dir,
+)
+from tests.engine._support import ai, call, lines, result, snapshot, transcripts
+
+SETTINGS = settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+POLICIES = st.builds(
+    GuardPolicy,
+    context_window=st.sampled_from([16_000, 20_000, 40_000]),
+    reserve_tokens=st.sampled_from([1_000, 4_000]),
+    compress_batch=st.sampled_from([1, 3, 8]),
+    keep_recent_tool_results=st.sampled_from([0, 2, 6]),
+    keep_recent_thinking=st.sampled_from([0, 1]),
+    trim_step=st.sampled_from([0.0, 0.15, 0.5]),
+    compress_trigger=st.sampled_from([0.0, 0.5]),
+    stable_prefix=st.just(False),  # the order-free pipeline; test_stable.py: the rest
+)
+COUNTER = TiktokenCounter()
+
+
+def _fresh_like(guard: ContextGuard) -> ContextGuard:
+    """A new guard with ``guard``'s calibration memory but no previous call."""
+    fresh = ContextGuard(guard.policy, token_counter=guard.counter)
+    fresh._sent = OrderedDict(guard._sent)
+    fresh._ratios = dict(guard._ratios)
+    return fresh
+
+
+def _outcome(guard: ContextGuard, history: list[BaseMessage]) -> Any:
+    try:
+        out = guard.prepare(history)
+    except BudgetExceededError as err:
+        return ("error", err.tokens, err.budget)
+    return snapshot(out.messages), out.report.to_dict()
+
+
+def _same_as_fresh(guard: ContextGuard, history: list[BaseMessage]) -> None:
+    fresh = _fresh_like(guard)
+    assert _outcome(guard, history) == _outcome(fresh, history)
+
+
+@SETTINGS
+@given(transcripts(usage=True), POLICIES, st.data())
+def test_growing_history_matches_a_fresh_guard_on_every_prefix(history, policy, data):
+    start = data.draw(st.integers(1, len(history)))
+    ends = [*range(start, min(start + 20, len(history)) + 1)]
+    ends += data.draw(st.lists(st.integers(start, len(history)), max_size=5))
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    for n in sorted(set(ends)):
+        _same_as_fresh(guard, history[:n])
+
+
+def _agent(steps: int, *, seed: int = 0) -> list[BaseMessage]:
+    """An agent run whose tool results vary from a line to a long file."""
+    sizes = [300, 4_000, 1_200, 9_000, 600, 20_000, 150, 2_500]
+    history: list[BaseMessage] = [
+        SystemMessage("You are a coding agent.", id="sys"),
+        HumanMessage("Fix the bug in the parser.", id="task"),
+    ]
+    for k in range(steps):
+        chars = sizes[(k * 5 + seed) % len(sizes)]
+        history.append(ai(call(f"c{k}", cmd=f"cat f{k}.py"), id=f"a{k}"))
+        history.append(result(f"c{k}", lines(chars // 36 + 1, f"r{k}"), id=f"t{k}"))
+    return history
+
+
+def _with_live_usage(
+    history: list[BaseMessage], guard: ContextGuard, ratios: list[float]
+) -> list[BaseMessage]:
+    """Grow ``history`` call by call as an agent records it: each reply carries the
+    usage of the prompt the guard sent before it (a ratio x our count, the ratios
+    taken in turn)."""
+    lived: list[BaseMessage] = []
+    turns = itertools.cycle(ratios)
+    for message in history:
+        if isinstance(message, AIMessage):
+            _same_as_fresh(guard, lived)
+            try:
+                sent = guard.prepare(lived).messages
+            except BudgetExceededError:
+                sent = lived
+            ours = sum(map(COUNTER.count_message, sent))
+            usage = {"input_tokens": int(ours * next(turns)), "output_tokens": 20}
+            usage["total_tokens"] = usage["input_tokens"] + 20
+            message = message.model_copy(update={"usage_metadata": usage})
+        lived.append(message)
+    return lived
+
+
+@pytest.mark.parametrize(
+    "ratios",
+    [[1.0], [1.15], [1.05, 1.3, 1.0, 1.2]],
+    ids=["same", "provider-counts-more", "calibration-moves"],
+)
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"keep_recent_tool_results": 3, "trim_step": 0.5, "compress_trigger": 0.5},
+        {"compress_batch": 1, "trim_step": 0.0},
+    ],
+    ids=["defaults", "keep3-step05-trigger05", "batch1-step0"],
+)
+def test_live_agent_with_usage_matches_a_fresh_guard_call_by_call(ratios, options):
+    policy = GuardPolicy(
+        stable_prefix=False, context_window=16_000, reserve_tokens=2_000, **options
+    )
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    _with_live_usage(_agent(60), guard, ratios)
+
+
+THINK = {"type": "thinking", "thinking": "Let me think. " * 40, "signature": "c2ln"}
+
+
+def _chat(turns: int) -> list[BaseMessage]:
+    """Users asking in turn; the assistant reasons, calls tools, and answers, with
+    some reasoning-only messages mid-turn (which reopen the turn after them)."""
+    history: list[BaseMessage] = [SystemMessage("Be helpful.", id="sys")]
+    for t in range(turns):
+        history.append(HumanMessage(f"question {t} " + "word " * 150, id=f"u{t}"))
+        for s in range(t % 4):
+            if (t + s) % 3 == 2:
+                history.append(AIMessage([THINK, {"type": "text", "text": "hmm"}]))
+            history.append(ai(call(f"q{t}-{s}"), content=[THINK], id=f"a{t}-{s}"))
+            size = 100 + 900 * ((t * 3 + s) % 5)
+            history.append(result(f"q{t}-{s}", lines(size // 36 + 1), id=f"t{t}-{s}"))
+        history.append(AIMessage([THINK, {"type": "text", "text": f"answer {t}"}]))
+    return history
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"keep_recent_thinking": 0, "compress_batch": 2, "keep_recent_tool_results": 1},
+        {"history_limit": 4, "trim_step": 0.0},
+    ],
+    ids=["defaults", "thinking0-batch2", "turn-limit4"],
+)
+def test_a_chat_with_reasoning_grown_message_by_message_matches(options):
+    policy = GuardPolicy(
+        stable_prefix=False, context_window=16_000, reserve_tokens=8_000, **options
+    )
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    history = _chat(30)
+    for n in range(1, len(history) + 1):
+        _same_as_fresh(guard, history[:n])
+
+
+def test_a_history_that_starts_without_a_user_matches():
+    history: list[BaseMessage] = [
+        SystemMessage("sys", id="sys"),
+        ai(call("c0"), id="a0"),
+        result("c0", "ok", id="t0"),
+        HumanMessage("hi", id="h"),
+        ai(call("c1"), id="a1"),
+        result("c1", "ok", id="t1"),
+    ]
+    guard = ContextGuard(
+        GuardPolicy(stable_prefix=False, context_window=16_000), token_counter=COUNTER
+    )
+    for n in range(1, len(history) + 1):
+        _same_as_fresh(guard, history[:n])
+
+
+def test_every_single_message_prefix_matches_including_pending_calls():
+    guard = ContextGuard(
+        GuardPolicy(stable_prefix=False, context_window=16_000, reserve_tokens=2_000),
+        token_counter=COUNTER,
+    )
+    history = _agent(50)
+    for n in range(1, len(history) + 1):
+        _same_as_fresh(guard, history[:n])  # ends with an unanswered call half the time
+
+
+def test_an_unrelated_or_edited_history_is_computed_afresh():
+    guard = ContextGuard(
+        GuardPolicy(stable_prefix=False, context_window=16_000, reserve_tokens=2_000),
+        token_counter=COUNTER,
+    )
+    one, two = _agent(40), _agent(40, seed=3)
+    _same_as_fresh(guard, one)
+    _same_as_fresh(guard, two)  # not an extension of ``one``
+    edited = list(one)
+    edited[5] = edited[5].model_copy(update={"content": "rewritten"})
+    _same_as_fresh(guard, edited)
+    changed = list(one)
+    changed[7].content = "edited in place"  # same object, new content
+    _same_as_fresh(guard, [*changed, HumanMessage("next", id="n")])
+
+
+def test_a_warm_call_plans_no_new_cut_between_moves(monkeypatch):
+    guard = ContextGuard(
+        GuardPolicy(
+            stable_prefix=False,
+            context_window=32_000,
+            reserve_tokens=4_000,
+            trim_step=0.5,
+        ),
+        token_counter=COUNTER,
+    )
+    history = _agent(120)
+    guard.prepare(history[:-2])
+    plans = []
+    original = _trim_step.plan_cut
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        plans.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(_trim_step, "plan_cut", counting)
+    full = [len(plans)]
+    for n in range(len(history) - 40, len(history) + 1, 2):
+        guard.prepare(history[:n])
+        full.append(len(plans))
+    calls = len(full) - 1
+    assert plans and len(plans) < calls / 2  # most calls grow the previous cut
+
+
+def test_a_guard_shared_by_threads_gives_each_history_its_own_result():
+    policy = GuardPolicy(
+        stable_prefix=False, context_window=16_000, reserve_tokens=2_000
+    )
+    histories = [_agent(40, seed=s) for s in range(4)]
+    for h, history in enumerate(histories):  # distinct ids per thread
+        histories[h] = [m.model_copy(update={"id": f"{h}-{m.id}"}) for m in history]
+        for m in histories[h]:
+            for c in getattr(m, "tool_calls", []):
+                c["id"] = f"{h}-{c['id']}"
+            if hasattr(m, "tool_call_id"):
+                m.tool_call_id = f"{h}-{m.tool_call_id}"
+    expected = [
+        [_outcome(ContextGuard(policy), hist[:n]) for n in range(4, len(hist), 3)]
+        for hist in histories
+    ]
+    shared = ContextGuard(policy)
+    got: list[list[Any]] = [[] for _ in histories]
+
+    def work(h: int) -> None:
+        got[h] = [_outcome(shared, histories[h][:n]) for n in range(4, 82, 3)]
+
+    threads = [threading.Thread(target=work, args=(h,)) for h in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == expected
+
+
+def _first_kept(history: list[BaseMessage], sent: list[BaseMessage]) -> int:
+    """Index in ``history`` of the first message sent after the system prompt and
+    the task (the cut), or ``len(history)`` when only those are sent."""
+    where = {m.id: i for i, m in enumerate(history) if m.id}
+    kept = [
+        where[m.id]
+        for m in sent
+        if m.id in where and where[m.id] > 1 and not isinstance(m, SystemMessage)
+    ]
+    return min(kept, default=len(history))
+
+
+def _cuts(guard: ContextGuard, history: list[BaseMessage], start: int) -> list[int]:
+    return [
+        _first_kept(history[:n], guard.prepare(history[:n]).messages)
+        for n in range(start, len(history) + 1)
+    ]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {},
+        {"keep_recent_tool_results": 3, "trim_step": 0.5},
+        {"compress_batch": 1, "keep_recent_tool_results": 0},
+        {"trim_step": 0.0, "compress_trigger": 0.5},
+        {"keep_recent_tool_results": 12, "compress_batch": 16},
+    ],
+    ids=["defaults", "keep3-step05", "batch1-keep0", "step0-trigger05", "keep12"],
+)
+def test_the_cut_never_moves_back_as_an_agent_history_grows(options):
+    guard = ContextGuard(
+        GuardPolicy(
+            stable_prefix=False, context_window=16_000, reserve_tokens=2_000, **options
+        ),
+        token_counter=COUNTER,
+    )
+    cuts = _cuts(guard, _agent(150), start=3)
+    assert all(a <= b for a, b in itertools.pairwise(cuts)), cuts
+    assert cuts[-1] > 2  # it did trim
+
+
+@pytest.mark.xfail(
+    strict=False,
+    reason="known gap: with trim_step=0 and several 30k-char results in a row, the "
+    "share-of-window truncation can shrink the droppable prefix and move the cut back "
+    "one unit (hypothesis found sizes=[40]*8+[400,2000,2000,2000,400,2000,8000]+"
+    "[30000]*4+[40], window 40k, reserve 1k, batch 3, keep 6); defaults are covered "
+    "by the test above",
+)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.lists(
+        st.sampled_from([40, 400, 2_000, 8_000, 30_000]), min_size=20, max_size=70
+    ),
+    POLICIES,
+)
+def test_the_cut_never_moves_back_for_any_result_sizes(sizes, policy):
+    history: list[BaseMessage] = [
+        SystemMessage("s", id="sys"),
+        HumanMessage("t", id="task"),
+    ]
+    for k, chars in enumerate(sizes):
+        history.append(ai(call(f"c{k}"), id=f"a{k}"))
+        history.append(result(f"c{k}", lines(chars // 36 + 1, f"r{k}"), id=f"t{k}"))
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    cuts = _cuts(guard, history, start=4)
+    assert all(a <= b for a, b in itertools.pairwise(cuts))
+
+
+DATA = shared_trajectory_dir()
+
+
+@pytest.mark.skipif(DATA is None, reason="shared trajectories absent")
+@pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
+def test_the_cut_never_moves_back_on_the_shared_trajectories(window):
+    assert DATA is not None
+    policy = GuardPolicy(
+        stable_prefix=False, context_window=window, reserve_tokens=window // 8
+    )
+    moves = 0
+    for messages in load_trajectories(DATA).values():
+        plain = [
+            m.model_copy(update={"usage_metadata": None})
+            if isinstance(m, AIMessage)
+            else m
+            for m in messages
+        ]
+        calls = [k for k, m in enumerate(plain) if isinstance(m, AIMessage)]
+        guard = ContextGuard(policy, token_counter=COUNTER)
+        cuts = [
+            _first_kept(plain[:k], guard.prepare(plain[:k]).messages) for k in calls
+        ]
+        assert all(a <= b for a, b in itertools.pairwise(cuts))
+        moves += sum(a < b for a, b in itertools.pairwise(cuts))
+    assert moves > 0

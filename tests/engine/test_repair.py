@@ -1,0 +1,136 @@
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from langchain_context_guard import MARKER_KEY, repair_tool_pairs
+from tests.engine._support import (
+    ai,
+    assert_paired,
+    call,
+    pairing_errors,
+    result,
+    snapshot,
+)
+
+
+def test_valid_history_is_returned_as_is():
+    history = [
+        HumanMessage("q"),
+        ai(call("a"), call("b")),
+        result("a"),
+        result("b"),
+        AIMessage("done"),
+    ]
+    assert repair_tool_pairs(history) is history
+
+
+def test_displaced_result_is_moved_right_after_its_call():
+    history = [
+        HumanMessage("q"),
+        ai(call("a")),
+        HumanMessage("interjection"),
+        result("a", id="ra"),
+    ]
+    before = snapshot(history)
+    out = repair_tool_pairs(history)
+    assert snapshot(history) == before
+    assert [m.id for m in out if isinstance(m, ToolMessage)] == ["ra"]
+    assert isinstance(out[2], ToolMessage) and out[2] is history[3]
+    assert_paired(out)
+
+
+def test_result_before_its_call_is_moved_after_it():
+    history = [HumanMessage("q"), result("a", id="ra"), ai(call("a"))]
+    out = repair_tool_pairs(history)
+    assert out[1] is history[2] and out[2] is history[1]
+
+
+def test_duplicate_results_keep_the_first():
+    history = [
+        ai(call("a")),
+        result("a", "first", id="r1"),
+        result("a", "second", id="r2"),
+    ]
+    out = repair_tool_pairs(history)
+    assert [m.id for m in out[1:]] == ["r1"]
+
+
+def test_orphan_result_is_dropped():
+    history = [HumanMessage("q"), result("gone", id="orphan"), AIMessage("hi")]
+    out = repair_tool_pairs(history)
+    assert "orphan" not in [m.id for m in out]
+    assert_paired(out)
+
+
+def test_missing_result_gets_a_synthetic_error_result():
+    history = [
+        HumanMessage("q"),
+        ai(call("a", name="search"), call("b")),
+        result("b", id="rb"),
+    ]
+    out = repair_tool_pairs(history)
+    assert_paired(out)
+    synthetic = next(
+        m for m in out if isinstance(m, ToolMessage) and m.tool_call_id == "a"
+    )
+    assert synthetic.status == "error"
+    assert synthetic.name == "search"
+    assert synthetic.additional_kwargs[MARKER_KEY] == {"kind": "synthetic_result"}
+    assert synthetic.id == "context-guard-missing-a"
+    assert "Error" in synthetic.content
+
+
+def test_parallel_results_keep_their_order_and_synthetic_ones_follow():
+    history = [
+        ai(call("a"), call("b"), call("c")),
+        result("c", id="rc"),
+        result("a", id="ra"),
+    ]
+    out = repair_tool_pairs(history)
+    assert [m.tool_call_id for m in out[1:]] == ["c", "a", "b"]
+    assert out[1] is history[1]
+
+
+def test_repeated_call_id_in_a_later_message_is_removed():
+    history = [
+        ai(call("a")),
+        result("a"),
+        ai(call("a"), call("b"), id="again"),
+        result("b"),
+    ]
+    out = repair_tool_pairs(history)
+    again = next(m for m in out if m.id == "again")
+    assert [c["id"] for c in again.tool_calls] == ["b"]
+    assert_paired(out)
+
+
+def test_repeated_call_id_within_one_message_is_answered_once():
+    history = [ai(call("a"), call("a")), result("a")]
+    out = repair_tool_pairs(history)
+    assert len(out[0].tool_calls) == 1
+    assert_paired(out)
+
+
+def test_deterministic_and_idempotent():
+    history = [
+        result("x"),
+        ai(call("a"), call("b")),
+        HumanMessage("q"),
+        result("b"),
+        result("b"),
+    ]
+    once = repair_tool_pairs(history)
+    assert snapshot(repair_tool_pairs(history)) == snapshot(once)
+    assert repair_tool_pairs(once) is once
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        [ToolMessage("x", tool_call_id="a")],
+        [ai(call("a")), ai(call("b"))],
+        [ai(call("a")), result("b"), result("a"), result("a")],
+    ],
+    ids=["only-orphan", "two-unanswered", "mixed"],
+)
+def test_invariant_every_call_answered_once_directly_after_it(history):
+    assert pairing_errors(repair_tool_pairs(history)) == []

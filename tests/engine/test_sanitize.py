@@ -1,0 +1,119 @@
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_context_guard import sanitize_messages
+from tests.engine._support import ai, call, result, snapshot
+
+
+def _ids(message):
+    return [c["id"] for c in message.tool_calls]
+
+
+def test_clean_history_is_returned_as_is():
+    history = [SystemMessage("s"), HumanMessage("q"), ai(call("a")), result("a")]
+    assert sanitize_messages(history) is history
+
+
+def test_blank_id_invalid_name_and_non_dict_args_are_dropped():
+    message = AIMessage(
+        "text",
+        tool_calls=[
+            call("ok"),
+            {"id": "  ", "name": "bash", "args": {}},
+            {"id": "n1", "name": "bad name!", "args": {}},
+            {"id": "n2", "name": "", "args": {}},
+            {"id": "dup", "name": "bash", "args": {}},
+            {"id": "dup", "name": "bash", "args": {}},
+        ],
+    )
+    message = message.model_copy()
+    message.tool_calls.append(
+        {"id": "n3", "name": "bash", "args": "not-a-dict", "type": "tool_call"}
+    )  # type: ignore[typeddict-item]
+    before = snapshot([message])
+    out = sanitize_messages([message])
+    assert snapshot([message]) == before
+    assert _ids(out[0]) == ["ok", "dup"]
+
+
+def test_invalid_tool_calls_are_removed():
+    message = AIMessage(
+        "t",
+        invalid_tool_calls=[
+            {
+                "id": "x",
+                "name": "f",
+                "args": "{oops",
+                "error": "bad json",
+                "type": "invalid_tool_call",
+            }
+        ],
+    )
+    out = sanitize_messages([HumanMessage("q"), message])
+    assert out[1].invalid_tool_calls == []
+    assert out[1].content == "t"
+
+
+def test_message_left_empty_is_dropped():
+    message = AIMessage("", tool_calls=[{"id": "", "name": "bash", "args": {}}])
+    out = sanitize_messages([HumanMessage("q"), message])
+    assert out == [HumanMessage("q")]
+
+
+def test_blank_tool_call_id_result_is_dropped():
+    out = sanitize_messages([HumanMessage("q"), ToolMessage("x", tool_call_id=" ")])
+    assert len(out) == 1
+
+
+def test_empty_messages_are_dropped():
+    out = sanitize_messages(
+        [SystemMessage(""), HumanMessage("  "), HumanMessage("q"), AIMessage([])]
+    )
+    assert [m.content for m in out] == ["q"]
+
+
+def test_raw_additional_kwargs_tool_calls_are_cleaned_too():
+    raw = [
+        {
+            "id": "ok",
+            "type": "function",
+            "function": {"name": "bash", "arguments": "{}"},
+        },
+        {
+            "id": "n1",
+            "type": "function",
+            "function": {"name": "bad name", "arguments": "{}"},
+        },
+        {"type": "function", "function": {"name": "bash", "arguments": "{}"}},
+    ]
+    message = AIMessage(
+        "",
+        tool_calls=[call("ok"), {"id": "n1", "name": "bad name", "args": {}}],
+        additional_kwargs={"tool_calls": raw},
+    )
+    out = sanitize_messages([message])
+    assert [c.get("id") for c in out[0].additional_kwargs["tool_calls"]] == ["ok"]
+    assert _ids(out[0]) == ["ok"]
+
+
+def test_anthropic_tool_use_blocks_are_cleaned_too():
+    content = [
+        {"type": "text", "text": "calling"},
+        {"type": "tool_use", "id": "ok", "name": "bash", "input": {}},
+        {"type": "tool_use", "id": "n1", "name": "bad name", "input": {}},
+        {"type": "tool_use", "id": "", "name": "bash", "input": {}},
+    ]
+    message = AIMessage(
+        content, tool_calls=[call("ok"), {"id": "n1", "name": "bad name", "args": {}}]
+    )
+    out = sanitize_messages([message])
+    assert [b.get("id") for b in out[0].content if b["type"] == "tool_use"] == ["ok"]
+    assert out[0].content[0] == content[0]
+
+
+def test_idempotent():
+    history = [
+        AIMessage("", tool_calls=[call("a"), {"id": "", "name": "x", "args": {}}]),
+        ToolMessage("", tool_call_id=""),
+    ]
+    once = sanitize_messages(history)
+    assert sanitize_messages(once) is once

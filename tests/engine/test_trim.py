@@ -1,0 +1,201 @@
+import itertools
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_context_guard import (
+    BudgetExceededError,
+    ContextGuard,
+    GuardPolicy,
+    TiktokenCounter,
+    trim_to_budget,
+)
+from langchain_context_guard.engine._messages import is_user
+from langchain_context_guard.engine._tokens import REPLY_OVERHEAD
+from tests.engine._support import (
+    agent_history,
+    ai,
+    assert_paired,
+    call,
+    chat_history,
+    result,
+    snapshot,
+)
+
+COUNTER = TiktokenCounter()
+
+
+def _total(messages):
+    return sum(COUNTER.count_message(m) for m in messages) + REPLY_OVERHEAD
+
+
+def _trim(messages, budget, **kwargs):
+    return trim_to_budget(
+        messages, budget=budget, token_counter=COUNTER.count_message, **kwargs
+    )
+
+
+def test_system_and_one_user_message_are_not_trimmed():
+    history = [SystemMessage("sys"), HumanMessage("hello")]
+    assert _trim(history, 100) is history
+
+
+def test_history_within_budget_is_returned_as_is():
+    history = chat_history(3)
+    assert _trim(history, _total(history)) is history
+
+
+def test_drops_whole_turns_oldest_first_and_keeps_system_first_and_latest_user():
+    history = chat_history(10)
+    budget = _total(history) // 2
+    before = snapshot(history)
+    out = _trim(history, budget)
+    assert snapshot(history) == before
+    assert _total(out) <= budget
+    ids = [m.id for m in out]
+    assert ids[:2] == ["sys", "u0"]  # system + first user (the task)
+    assert "u9" in ids
+    dropped_turns = {m.id[1:] for m in history if m.id not in ids}
+    kept_turns = {m.id[1:] for m in out if m.id not in {"sys"}}
+    # whole turns: a dropped turn leaves no message behind (turn 0's user stays)
+    assert not (dropped_turns - {"0"}) & (kept_turns - {"0"})
+    assert max(int(t) for t in dropped_turns) < min(int(t) for t in kept_turns - {"0"})
+    assert_paired(out)
+
+
+def test_keep_first_user_false_may_drop_the_task():
+    history = chat_history(10)
+    out = _trim(history, _total(history) // 2, keep_first_user=False)
+    assert "u0" not in [m.id for m in out]
+    assert out[-1] is history[-1]
+
+
+def test_single_long_agent_turn_drops_call_and_result_groups_together():
+    history = agent_history(30)
+    out = _trim(history, _total(history) // 3)
+    assert [m.id for m in out[:2]] == ["sys", "task"]
+    assert out[-2:] == history[-2:]
+    assert_paired(out)
+    assert _total(out) <= _total(history) // 3
+
+
+def test_parallel_calls_are_never_split_from_their_results():
+    history = [SystemMessage("s"), HumanMessage("task")]
+    for k in range(10):
+        ids = [f"p{k}a", f"p{k}b", f"p{k}c"]
+        history.append(ai(*(call(i) for i in ids), id=f"a{k}"))
+        history.extend(result(i, "out " * 200, id=f"t{i}") for i in ids)
+    for budget in range(600, _total(history), 400):
+        out = _trim(history, budget)
+        assert_paired(out)
+
+
+def test_one_message_alone_over_budget_raises_with_the_figures():
+    history = [SystemMessage("s"), HumanMessage("word " * 5_000)]
+    with pytest.raises(BudgetExceededError) as info:
+        _trim(history, 1_000, window=2_000)
+    err = info.value
+    assert err.budget == 1_000 and err.window == 2_000
+    assert err.tokens > 5_000 and err.over_by == err.tokens - 1_000
+    assert "budget is 1,000" in str(err) and "over by" in str(err)
+    assert "Fix:" in str(err)
+
+
+def test_oversized_latest_tool_result_is_truncated_when_dropping_is_not_enough():
+    history = [
+        SystemMessage("s"),
+        HumanMessage("task"),
+        ai(call("c1")),
+        result("c1", "data " * 8_000),
+    ]
+    out = _trim(history, 3_000)
+    assert _total(out) <= 3_000
+    assert isinstance(out[-1], ToolMessage)
+    assert "characters truncated" in out[-1].content
+
+
+@pytest.mark.parametrize("limit", [1, 2, 5])
+def test_turn_limit_keeps_last_n_user_turns(limit):
+    history = chat_history(8)
+    out = _trim(history, 10**9, turn_limit=limit)
+    users = [m.id for m in out if isinstance(m, HumanMessage)]
+    expected = ["u0"] + [f"u{t}" for t in range(8 - limit, 8)]
+    assert users == sorted(set(expected), key=expected.index)
+    assert_paired(out)
+
+
+def test_history_limits_per_session_kind():
+    policy = GuardPolicy(history_limit=5, history_limits={"dm": 1, "group": 3})
+    guard = ContextGuard(policy)
+    history = chat_history(8, words=5)
+
+    def users(kind):
+        out = guard.prepare(history, session_kind=kind).messages
+        return sum(is_user(m) for m in out)
+
+    assert users("dm") == 2  # first (task) + last
+    assert users("group") == 4
+    assert users("channel") == 6
+    assert users(None) == 6
+
+
+def test_step_quantisation_keeps_the_cut_point_stable_as_history_grows():
+    full = agent_history(120, result_chars=1_000)
+    budget = 12_000
+    cuts = []
+    for n in range(40, 121):
+        out = _trim(full[: 2 + 2 * n], budget, step=0.15)
+        assert _total(out) <= budget
+        cuts.append(out[2].id)  # first message after system + task
+    moves = sum(a != b for a, b in itertools.pairwise(cuts))
+    exact = []
+    for n in range(40, 121):
+        out = _trim(full[: 2 + 2 * n], budget, step=0.0)
+        exact.append(out[2].id)
+    exact_moves = sum(a != b for a, b in itertools.pairwise(exact))
+    assert exact_moves >= 60  # without steps the cut moves on nearly every call
+    assert moves <= exact_moves // 5
+
+
+def test_stable_cut_gives_byte_identical_prefix_between_moves():
+    full = agent_history(60, result_chars=1_000)
+    prev = None
+    same = 0
+    for n in range(30, 61):
+        out = _trim(full[: 2 + 2 * n], 8_000)
+        if prev is not None and out[2] is prev[2]:
+            assert snapshot(out[: len(prev)]) == snapshot(prev)
+            same += 1
+        prev = out
+    assert same >= 20
+
+
+def test_summaries_are_protected():
+    summary = HumanMessage(
+        "summary", additional_kwargs={"context_guard": {"kind": "summary"}}
+    )
+    history = [SystemMessage("s"), summary, *chat_history(10)[1:]]
+    out = _trim(history, _total(history) // 3)
+    assert out[1] is summary
+
+
+def test_measure_callable_decides_what_fits():
+    history = chat_history(6)
+    out = trim_to_budget(
+        history,
+        budget=1_000,
+        token_counter=lambda m: 1,
+        measure=lambda msgs: 100 * len(msgs),
+    )
+    assert 100 * len(out) <= 1_000
+    assert_paired(out)
+
+
+def test_tuple_input_is_accepted_and_an_ai_message_is_kept_whole():
+    history = tuple(chat_history(4))
+    out = _trim(history, _total(history) // 2)
+    assert isinstance(out, list)
+    assert all(
+        isinstance(m, AIMessage | HumanMessage | SystemMessage | ToolMessage)
+        for m in out
+    )

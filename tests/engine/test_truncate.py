@@ -1,0 +1,66 @@
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+
+from langchain_context_guard import MARKER_KEY, TiktokenCounter, truncate_tool_results
+from tests.engine._support import ai, call, result, snapshot
+
+
+def test_nothing_to_do_returns_the_same_list():
+    history = [HumanMessage("hi"), ai(call("c1")), result("c1", "x" * 50_000)]
+    assert truncate_tool_results(history) is history
+
+
+def test_oversized_result_gets_head_tail_and_marker():
+    big = "H" * 2_000 + "M" * 60_000 + "T" * 2_000
+    history = [ai(call("c1")), result("c1", big, id="t1")]
+    before = snapshot(history)
+    out = truncate_tool_results(history)
+    assert snapshot(history) == before
+    cut = out[1]
+    assert cut.id == "t1"
+    assert cut.content.startswith("H" * 2_000)
+    assert cut.content.endswith("T" * 2_000)
+    assert "60,000 characters truncated; original 64,000" in cut.content
+    assert cut.additional_kwargs[MARKER_KEY] == {
+        "kind": "truncated",
+        "original_chars": 64_000,
+    }
+    assert out[0] is history[0]
+
+
+def test_list_content_text_blocks_are_cut():
+    blocks = [
+        {"type": "text", "text": "a" * 60_000},
+        {"type": "image_url", "image_url": {"url": "data:x"}},
+    ]
+    out = truncate_tool_results([result("c", blocks)])
+    assert len(out[0].content[0]["text"]) < 5_000
+    assert out[0].content[1] == blocks[1]
+
+
+def test_share_of_window_caps_results_under_max_chars():
+    counter = TiktokenCounter()
+    text = " ".join(f"w{i}" for i in range(8_000))  # < 50k chars, ~16k tokens
+    out = truncate_tool_results(
+        [result("c", text)], max_tokens=2_000, token_counter=counter.count_message
+    )
+    assert counter.count_message(out[0]) <= 2_000
+
+
+def test_max_message_chars_applies_to_every_non_system_message():
+    history = [SystemMessage("s" * 500), HumanMessage("u" * 500), AIMessage("a" * 500)]
+    out = truncate_tool_results(history, max_message_chars=300, max_chars=50_000)
+    assert out[0] is history[0]
+    assert len(out[1].content) <= 300
+    assert len(out[2].content) <= 300
+
+
+def test_idempotent_and_deterministic():
+    history = [ai(call("c1")), result("c1", "x" * 100_000)]
+    once = truncate_tool_results(history)
+    assert truncate_tool_results(once) is once
+    assert snapshot(truncate_tool_results(history)) == snapshot(once)
+
+
+def test_same_history_gives_the_same_rewritten_object():
+    history = [ai(call("c1")), result("c1", "x" * 100_000)]
+    assert truncate_tool_results(history)[1] is truncate_tool_results(history)[1]

@@ -1,0 +1,166 @@
+"""The package's architecture: one-way dependencies, no cycles, small modules."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "langchain_context_guard"
+SUBPACKAGES = ("engine", "adapters", "compaction", "recovery", "replay", "cli")
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _resolve(module: str, is_package: bool, node: ast.ImportFrom) -> list[str]:
+    """Absolute names of the package modules an ``import from`` reaches."""
+    if node.level == 0:
+        base = node.module or ""
+    else:
+        parts = module.split(".")
+        keep = len(parts) - node.level + (1 if is_package else 0)
+        base = ".".join(parts[:keep] + ([node.module] if node.module else []))
+    return [base] + [f"{base}.{alias.name}" for alias in node.names]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Every explicit import, at any depth (functions, ``TYPE_CHECKING``) included."""
+    files = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        targets: set[str] = set()
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                found = _resolve(name, path.name == "__init__.py", node)
+            elif isinstance(node, ast.Import):
+                found = [alias.name for alias in node.names]
+            else:
+                continue
+            targets |= {t for t in found if t in files and t != name}
+        graph[name] = targets
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in graph[node]:
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def _lazy_targets(path: Path) -> set[str]:
+    """Modules named in a ``lazy_getattr`` table of an ``__init__``."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and node.value.startswith(".")
+    }
+
+
+def test_no_import_cycles() -> None:
+    assert _cycles(import_graph()) == []
+
+
+def test_engine_imports_no_sibling_subpackage() -> None:
+    graph = import_graph()
+    engine = {m for m in graph if m.split(".")[1:2] == ["engine"]}
+    assert engine
+    outside = {
+        (module, target)
+        for module in engine
+        for target in graph[module]
+        if target.split(".")[1:2] != ["engine"]
+    }
+    assert outside == set()
+
+
+def test_lower_layers_never_import_higher_ones() -> None:
+    rank = {sub: i for i, sub in enumerate(SUBPACKAGES)}
+    rank["adapters"] = 1
+    rank["compaction"] = rank["recovery"] = 2
+    graph = import_graph()
+    wrong = set()
+    for module, targets in graph.items():
+        here = module.split(".")[1:2]
+        if not here or here[0] not in rank:
+            continue
+        for target in targets:
+            there = target.split(".")[1:2]
+            if there and there[0] in rank and rank[there[0]] > rank[here[0]]:
+                wrong.add((module, target))
+    assert wrong == set()
+
+
+def test_no_module_over_400_lines() -> None:
+    sizes = {
+        str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
+        for p in PACKAGE.rglob("*.py")
+    }
+    assert {name: n for name, n in sizes.items() if n > 400} == {}
+
+
+def test_every_subpackage_says_what_it_owns() -> None:
+    for sub in SUBPACKAGES:
+        init = PACKAGE / sub / "__init__.py"
+        doc = ast.get_docstring(ast.parse(init.read_text(encoding="utf-8")))
+        assert doc and "import" in doc.lower(), (
+            f"{sub}/__init__.py: say what it may import"
+        )
+
+
+@pytest.mark.parametrize("sub", SUBPACKAGES)
+def test_lazy_exports_name_real_modules(sub: str) -> None:
+    init = PACKAGE / sub / "__init__.py"
+    for target in _lazy_targets(init):
+        assert (PACKAGE / sub / (target.lstrip(".") + ".py")).exists(), target
+
+
+def test_import_stays_light() -> None:
+    code = (
+        "import sys, langchain_context_guard\n"
+        "heavy = ('langchain', 'matplotlib', 'tqdm', 'aiosqlite', 'psycopg',\n"
+        "         'langgraph.checkpoint.sqlite', 'langgraph.checkpoint.postgres')\n"
+        "print(sorted(m for m in sys.modules\n"
+        "             if any(m == h or m.startswith(h + '.') for h in heavy)))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.strip() == "[]"
