@@ -6,7 +6,10 @@ file. ``CompactionMiddleware`` summarises old history in the stored state when i
 passes the trigger, and ``ContextGuardMiddleware`` fits every model call to the
 budget. It uses a real chat model when one is given (which also writes the
 summaries), and the offline :class:`ScriptedAgentModel` otherwise. For each model
-call it records the tokens sent, and what the whole history would have cost.
+call it records the tokens sent, what the whole history would have cost, and
+whether the tool output holding an early fact (the billing docs' rounding rule,
+read in the second call) was still sent; the result says whether the final call
+had it, and whether the agent had to read it back.
 
 ```python
 from langchain_context_guard import GuardPolicy
@@ -43,10 +46,19 @@ from ..engine._events import GuardEvent
 from ..engine._guard import ContextGuard
 from ..engine._policy import GuardPolicy
 from ..replay._metrics import CACHE_RATE, cached_prefix, message_key
-from ._demo_model import ScriptedAgentModel, scripted_summary
-from ._demo_repo import TASK, exploration_plan, make_tools, write_repository
+from ._demo_model import ScriptedAgentModel, fact_in, scripted_summary
+from ._demo_repo import (
+    FACT,
+    FACT_FILE,
+    TASK,
+    exploration_plan,
+    make_tools,
+    write_repository,
+)
 
 __all__ = [
+    "FACT",
+    "FACT_FILE",
     "SYSTEM_PROMPT",
     "TASK",
     "CallRecord",
@@ -80,6 +92,8 @@ class CallRecord:
     call at 10% of the price), with the guard."""
     billed_without: int = 0
     """The same for the whole history."""
+    fact_in_input: bool = False
+    """Whether a tool output this call was sent holds :data:`FACT`."""
 
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict."""
@@ -100,6 +114,32 @@ class DemoResult:
     thread_id: str
     answer: str
     events: dict[str, int] = field(default_factory=dict)
+    fact_read_at: int = 0
+    """The call that first asked to read :data:`FACT_FILE` (0: never)."""
+    read_back_at: int = 0
+    """The call that asked to read it again (0: never)."""
+
+    @property
+    def fact_dropped_at(self) -> int:
+        """The first call after the read whose input no longer held the fact."""
+        after = (
+            c for c in self.calls if self.fact_read_at and c.index > self.fact_read_at
+        )
+        return next((c.index for c in after if not c.fact_in_input), 0)
+
+    @property
+    def fact_status(self) -> str:
+        """``kept``, ``read back``, ``lost`` or ``never read``: the final call."""
+        if not self.fact_read_at or not self.calls:
+            return "never read"
+        if not self.calls[-1].fact_in_input:
+            return "lost"
+        return "read back" if self.read_back_at else "kept"
+
+    @property
+    def answer_quotes_fact(self) -> bool:
+        """Whether the answer names the rule's method, only found in the docs."""
+        return "ROUND_HALF_UP" in self.answer
 
     @property
     def peak_with(self) -> int:
@@ -163,6 +203,9 @@ class DemoResult:
             **{k: v for k, v in self.__dict__.items() if k != "calls"},
             **totals,
             "savings": round(self.savings, 4),
+            "fact_dropped_at": self.fact_dropped_at,
+            "fact_status": self.fact_status,
+            "answer_quotes_fact": self.answer_quotes_fact,
             "over_budget": self.over_budget,
             "over_budget_without": self.over_budget_without,
             "calls": [c.to_dict() for c in self.calls],
@@ -200,6 +243,7 @@ def _recorder(
         return body + guard.counter.count_tools(list(tools))
 
     previous: dict[str, list[tuple[str, ...]]] = {"with": [], "without": []}
+    reads: list[int] = []
 
     def billed(which: str, messages: list[BaseMessage], total: int) -> int:
         """``total`` tokens, the prefix unchanged since the last call at 10%."""
@@ -214,6 +258,7 @@ def _recorder(
         """Innermost: sees exactly what the model is sent, and every result."""
 
         calls_made = calls
+        fact_reads = reads
 
         def wrap_model_call(self, request: Any, handler: Any) -> Any:
             system = [request.system_message] if request.system_message else []
@@ -229,13 +274,17 @@ def _recorder(
                 events=tuple(events.pending),
                 billed_with=billed("with", sent, with_guard),
                 billed_without=billed("without", history, without),
+                fact_in_input=fact_in(sent),
             )
             events.pending.clear()
             calls.append(record)
             if on_call is not None:
                 on_call(record)
             response = handler(request)
-            history.extend(m for m in response.result if isinstance(m, AIMessage))
+            replies = [m for m in response.result if isinstance(m, AIMessage)]
+            history.extend(replies)
+            if any(FACT_FILE in str(c["args"]) for m in replies for c in m.tool_calls):
+                reads.append(record.index)
             return response
 
         def wrap_tool_call(self, request: Any, handler: Any) -> Any:
@@ -334,4 +383,6 @@ def run_demo(
         thread_id=thread_id,
         answer=str(last.content) if isinstance(last, AIMessage) else "",
         events=dict(sorted(kinds.items())),
+        fact_read_at=recorder.fact_reads[0] if recorder.fact_reads else 0,
+        read_back_at=recorder.fact_reads[1] if len(recorder.fact_reads) > 1 else 0,
     )

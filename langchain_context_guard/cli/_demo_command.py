@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ..engine._guard import ContextGuard
-from ._demo import CallRecord, DemoResult, run_demo
+from ._demo import FACT_FILE, CallRecord, DemoResult, run_demo
 from ._options import CommandError, load_policy
 
 DEMO_DEFAULTS = {"context_window": 32_000, "reserve_tokens": 4_000}
@@ -104,6 +104,22 @@ def _progress(budget: int) -> Any:
     return show
 
 
+def early_fact(result: DemoResult) -> str:
+    """What became of the rounding rule read early on, in one line."""
+    if result.fact_status == "never read":
+        return f"{FACT_FILE} was never read"
+    said = f"the rounding rule in {FACT_FILE}, read at call {result.fact_read_at}: "
+    dropped = f"pruned from the input from call {result.fact_dropped_at}"
+    status = {
+        "kept": "still in the final call's input",
+        "read back": f"{dropped}; the agent read it back at call "
+        f"{result.read_back_at}, so the final call had it",
+        "lost": f"{dropped}, not read back: the final call did not have it",
+    }[result.fact_status]
+    quoted = "quotes" if result.answer_quotes_fact else "does not quote"
+    return f"{said}{status}; the answer {quoted} it"
+
+
 def report(result: DemoResult) -> str:
     """The end-of-run report."""
     n = len(result.calls)
@@ -139,6 +155,7 @@ def report(result: DemoResult) -> str:
             "at 10%)",
         ),
         ("guard events", events),
+        ("early fact", early_fact(result)),
         ("answer", result.answer or "(none)"),
         ("checkpoints", f"{result.db} (SQLite), thread {result.thread_id}"),
         (

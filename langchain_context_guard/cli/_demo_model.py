@@ -12,7 +12,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from ..engine._anchor import count_messages
 from ..engine._messages import text_of
-from ._demo_repo import BUG_FILE
+from ._demo_repo import BUG_FILE, FACT, FACT_FILE
 
 _PATH = re.compile(r"\b(?:shopfront|logs|docs|tests)/[\w/.-]+\.\w+|\bREADME\.md\b")
 
@@ -21,10 +21,13 @@ class ScriptedAgentModel(BaseChatModel):
     """An offline chat model that follows a fixed plan of tool calls, then answers.
 
     The next step is read from the history (one past the newest ``call_<k>`` id it
-    can see), so the model is stateless and behaves the same however much of the
-    history the guard kept or compaction summarised. The answer quotes the newest
-    tool result. Like a provider, it reports ``usage_metadata`` (counted with
-    ``token_counter``, tool schemas included).
+    can see), so the model is stateless: it acts only on what it was sent. After
+    the plan it answers from the tool outputs in its input. The answer quotes the
+    billing docs' rounding rule (:data:`FACT`) only if a tool output it was sent
+    holds it; when none does but its input still mentions :data:`FACT_FILE` (an
+    old tool call, the digest of trimmed turns, a summary), it reads the file back
+    first, as a real agent would. Like a provider, it reports ``usage_metadata``
+    (counted with ``token_counter``, tool schemas included).
     """
 
     plan: list[tuple[str, dict[str, Any], str]]
@@ -52,6 +55,10 @@ class ScriptedAgentModel(BaseChatModel):
             name, args, thought = self.plan[step]
             call = {"name": name, "args": args, "id": f"call_{step}"}
             message = AIMessage(thought, tool_calls=[call], id=f"ai_{step}")
+        elif step == len(self.plan) and needs_read_back(messages):
+            call = {"name": "cat", "args": {"path": FACT_FILE}, "id": f"call_{step}"}
+            thought = f"I read {FACT_FILE} earlier but can no longer see it: again."
+            message = AIMessage(thought, tool_calls=[call], id=f"ai_{step}")
         else:
             message = AIMessage(answer_from(messages), id=f"ai_{step}")
         if self.token_counter is not None:
@@ -77,19 +84,48 @@ def next_step(messages: Sequence[BaseMessage]) -> int:
     return max(seen, default=-1) + 1
 
 
+def fact_in(messages: Sequence[BaseMessage]) -> bool:
+    """Whether a tool output in ``messages`` holds the rounding rule :data:`FACT`."""
+    return any(
+        isinstance(m, ToolMessage) and FACT in text_of(m.content) for m in messages
+    )
+
+
+def needs_read_back(messages: Sequence[BaseMessage]) -> bool:
+    """The rule is not in view, but something in view says where it was read."""
+    if fact_in(messages):
+        return False
+    return any(
+        FACT_FILE in text_of(m.content)
+        or FACT_FILE in str(getattr(m, "tool_calls", ""))
+        for m in messages
+    )
+
+
 def answer_from(messages: Sequence[BaseMessage]) -> str:
-    """The final answer, from the evidence in the newest tool result."""
-    last = next((m for m in reversed(messages) if isinstance(m, ToolMessage)), None)
-    lines = text_of(last.content).splitlines() if last is not None else []
-    func = next((ln for ln in lines if "def apply_discount" in ln), None)
+    """The final answer, from the evidence in the tool outputs it was sent."""
+    lines: list[str] = []
+    for m in reversed(messages):
+        if isinstance(m, ToolMessage) and "def apply_discount" in text_of(m.content):
+            lines = text_of(m.content).splitlines()
+            break
     bad = next((ln for ln in lines if "round(" in ln and ", 1)" in ln), None)
-    if func is None or bad is None:
+    if bad is None:
         return "I could not pin down the cause from what I can see."
     line = bad.split(":")[1]
-    return (
+    cause = (
         f"The cause is apply_discount in {BUG_FILE}: line {line} rounds the "
         "discounted total to one decimal (round(discounted, 1)), so invoices lose "
-        "the cent the logs report as 'invoice total mismatch'. Round to 2 decimals."
+        "the cent the logs report as 'invoice total mismatch'."
+    )
+    if fact_in(messages):
+        return (
+            f"{cause} {FACT_FILE} says: {FACT} So quantize to Decimal('0.01') "
+            "with ROUND_HALF_UP instead."
+        )
+    return (
+        f"{cause} Round to cents; I cannot see the billing docs' rounding rule, "
+        "so check it before fixing."
     )
 
 

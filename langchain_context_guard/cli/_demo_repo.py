@@ -2,7 +2,10 @@
 
 The repository is a made-up shop backend, written from fixed templates (same files,
 same bytes, every run). One bug is planted in ``shopfront/billing/service.py`` and
-the logs show its symptom, so the agent has something to find.
+the logs show its symptom, so the agent has something to find. ``docs/billing.md``,
+read early on, states the rounding rule (:data:`FACT`) the answer must quote: the
+agent finds it only if the guard still sends that tool output, or if it reads the
+file back.
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ TASK = (
     "cause, and name the file, the function and the line."
 )
 MAX_GREP_LINES = 400
+FACT_FILE = "docs/billing.md"
+FACT = (
+    "Invoice totals are rounded half-up to 2 decimals (cents) with "
+    "decimal.ROUND_HALF_UP, once, after the discount."
+)
+"""The line of ``docs/billing.md`` the final answer needs (read in the second call)."""
 
 
 def _function(pkg: str, mod: str, k: int) -> str:
@@ -87,15 +96,42 @@ def log_text(day: int) -> str:
     return "\n".join(lines) + "\n"
 
 
+def billing_doc() -> str:
+    """``docs/billing.md``: how invoices are computed, the rounding rule mid-way."""
+    steps = [
+        f"{k}. The {noun} step of `shopfront.billing.service` {verb}s the invoice "
+        f"{noun} records before the total is computed."
+        for k, (verb, noun) in enumerate(zip(VERBS, NOUNS, strict=True), 1)
+    ]
+    return "\n".join(
+        [
+            "# Billing",
+            "",
+            "Invoices are computed by `shopfront.billing.service`.",
+            "",
+            "## Steps",
+            "",
+            *steps,
+            "",
+            "## Rounding",
+            "",
+            FACT,
+            "",
+            "## Currencies",
+            "",
+            *(f"- {c}: amounts in currency units" for c in ("EUR", "USD", "GBP")),
+            "",
+        ]
+    )
+
+
 def write_repository(root: Path) -> Path:
     """Write the demo repository under ``root``; returns ``root``."""
     files: dict[str, str] = {
         "README.md": "# shopfront\n\nA small shop backend: "
         + ", ".join(PACKAGES)
         + ".\nEach package has models, service, api and utils modules.\n",
-        "docs/billing.md": "# Billing\n\nInvoices are computed by "
-        "`shopfront.billing.service`; totals are in currency units with two "
-        "decimals (cents).\n",
+        FACT_FILE: billing_doc(),
     }
     for pkg in PACKAGES:
         files[f"shopfront/{pkg}/__init__.py"] = f'"""The {pkg} service."""\n'
@@ -116,10 +152,17 @@ def write_repository(root: Path) -> Path:
 
 
 def exploration_plan(steps: int) -> list[tuple[str, dict[str, Any], str]]:
-    """``steps`` tool calls as ``(tool, args, thought)``: explore, then pin the bug."""
-    explore: list[tuple[str, dict[str, Any], str]] = [
+    """``steps`` tool calls as ``(tool, args, thought)``: explore, then pin the bug.
+
+    The second call reads :data:`FACT_FILE` (once: the exploration that follows
+    repeats without it), so the answer depends on what the guard kept.
+    """
+    first: list[tuple[str, dict[str, Any], str]] = [
         ("ls", {"path": "."}, "Let me see what is in the repository."),
-        ("cat", {"path": "README.md"}, "Reading the README first."),
+        ("cat", {"path": FACT_FILE}, "The billing docs: how are totals rounded?"),
+    ]
+    explore: list[tuple[str, dict[str, Any], str]] = [
+        ("cat", {"path": "README.md"}, "Reading the README."),
         ("ls", {"path": "logs"}, "There are logs; they may show the symptom."),
     ]
     for pkg in PACKAGES:
@@ -139,16 +182,17 @@ def exploration_plan(steps: int) -> list[tuple[str, dict[str, Any], str]]:
     explore.append(("grep", {"pattern": "def ", "path": "shopfront"}, "All functions."))
     finish: list[tuple[str, dict[str, Any], str]] = [
         ("grep", {"pattern": "mismatch", "path": "logs"}, "Collecting the errors."),
-        ("cat", {"path": "docs/billing.md"}, "What precision should totals have?"),
         (
             "grep",
             {"pattern": r"def apply_discount|round\(", "path": BUG_FILE},
             "Where does billing round?",
         ),
     ]
-    head = max(0, steps - len(finish))
-    body = [explore[k % len(explore)] for k in range(head)]
-    return (body + finish)[-steps:] if steps > 0 else []
+    if steps <= len(finish):
+        return finish[len(finish) - steps :] if steps > 0 else []
+    head = steps - len(finish)
+    body = first + [explore[k % len(explore)] for k in range(head)]
+    return body[:head] + finish
 
 
 def _inside(root: Path, path: str) -> Path | None:

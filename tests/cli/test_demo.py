@@ -18,6 +18,8 @@ from langchain_context_guard.cli._demo_model import (
 )
 from langchain_context_guard.cli._demo_repo import (
     BUG_FILE,
+    FACT,
+    FACT_FILE,
     exploration_plan,
     make_tools,
     write_repository,
@@ -43,9 +45,16 @@ def test_demo_runs_offline_end_to_end(
         "model: scripted, offline (no OPENAI_API_KEY or ANTHROPIC_API_KEY)"
     )
     progress = re.findall(r"^call +(\d+) .* ([\d,]+) tokens sent", out, re.M)
-    assert [int(k) for k, _ in progress] == list(range(1, 32))
+    # 30 tool calls, one to read the pruned billing docs back, the answer
+    assert [int(k) for k, _ in progress] == list(range(1, 33))
     assert all(int(t.replace(",", "")) <= 28_000 for _, t in progress)
-    assert "with the guard   all 31 calls within budget" in out
+    assert "with the guard   all 32 calls within budget" in out
+    assert re.search(
+        r"early fact +the rounding rule in docs/billing.md, read at call 2: pruned "
+        r"from the input from call \d+; the agent read it back at call 31, so the "
+        r"final call had it; the answer quotes it",
+        out,
+    )
     assert f"answer           The cause is apply_discount in {BUG_FILE}" in out
     assert f"checkpoints      {db} (SQLite), thread demo-1" in out
     code, out, _ = run(capsys, "inspect", db, "--thread", "demo-1", "--window", 32_000)
@@ -61,7 +70,7 @@ def test_demo_result_keeps_every_call_within_budget(tmp_path: Path) -> None:
         db=tmp_path / "d.sqlite",
         on_call=lambda c: seen.append(c.index),
     )
-    assert seen == list(range(1, 42))
+    assert seen == list(range(1, 43))
     assert result.over_budget == 0
     assert all(c.tokens_with <= result.budget for c in result.calls)
     assert result.peak_without > result.budget  # the guard was needed
@@ -91,7 +100,9 @@ def test_demo_json_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) ->
         "events",
         "billed_with",
         "billed_without",
+        "fact_in_input",
     }
+    assert doc["fact_status"] == "kept"  # five calls: nothing pruned yet
     assert 0 < doc["billed_with"] <= doc["total_with"]
 
 
@@ -219,3 +230,64 @@ def test_scripted_summary_has_sections() -> None:
     text = scripted_summary(prompt)
     assert "<files>\n- logs/app-1.log: read\n</files>" in text
     assert "seen in the logs: 2024 ERROR shopfront.billing.service mismatch" in text
+
+
+def test_the_answer_depends_on_whether_the_guard_kept_the_early_fact(
+    tmp_path: Path,
+) -> None:
+    roomy = run_demo(
+        GuardPolicy(context_window=128_000, reserve_tokens=8_000),
+        steps=16,
+        db=":memory:",
+    )
+    assert (roomy.fact_status, roomy.fact_read_at, roomy.read_back_at) == ("kept", 2, 0)
+    assert all(c.fact_in_input for c in roomy.calls[2:])
+    assert roomy.answer_quotes_fact and FACT in roomy.answer
+
+    tight = run_demo(POLICY, steps=40, db=":memory:")
+    assert tight.fact_status == "read back"
+    assert tight.fact_read_at == 2 < tight.fact_dropped_at < tight.read_back_at
+    assert not tight.calls[tight.fact_dropped_at - 1].fact_in_input
+    assert tight.calls[-1].fact_in_input
+    assert tight.answer_quotes_fact
+
+
+def test_scripted_model_reads_back_only_what_its_input_points_to() -> None:
+    plan = exploration_plan(3)
+    model = ScriptedAgentModel(plan=plan)
+    grep = {"name": "grep", "args": {"path": BUG_FILE}, "id": "call_2"}
+    hits = (
+        f"{BUG_FILE}:224:def apply_discount(x):\n{BUG_FILE}:229:    return round(d, 1)"
+    )
+    end = [AIMessage("", tool_calls=[grep]), ToolMessage(hits, tool_call_id="call_2")]
+    pointer = HumanMessage(f"[Context note: earlier you ran cat {FACT_FILE}]")
+
+    back = model.invoke([HumanMessage("go"), pointer, *end])
+    assert back.tool_calls == [
+        {
+            "name": "cat",
+            "args": {"path": FACT_FILE},
+            "id": "call_3",
+            "type": "tool_call",
+        }
+    ]
+    blind = model.invoke([HumanMessage("go"), *end])
+    assert not blind.tool_calls
+    assert "cannot see the billing docs' rounding rule" in blind.text
+    assert FACT not in blind.text
+    read = ToolMessage(f"# Billing\n{FACT}\n", tool_call_id="call_3")
+    call = AIMessage("", tool_calls=[back.tool_calls[0]])
+    answer = model.invoke([HumanMessage("go"), pointer, *end, call, read])
+    assert not answer.tool_calls
+    assert FACT in answer.text and "line 229" in answer.text
+
+
+def test_exploration_plan_reads_the_fact_once_then_ends_on_the_bug() -> None:
+    for steps in (4, 10, 60, 200):
+        plan = exploration_plan(steps)
+        assert len(plan) == steps
+        reads = [k for k, (_, args, _) in enumerate(plan) if FACT_FILE in str(args)]
+        assert reads == [1]
+        assert plan[-1][1]["path"] == BUG_FILE
+    assert [s[0] for s in exploration_plan(1)] == ["grep"]
+    assert exploration_plan(0) == []
