@@ -67,3 +67,14 @@ def test_relative_links_resolve(page: Path) -> None:
 @pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
 def test_no_design_document_numbers(page: Path) -> None:
     assert not re.search(r"\bseed \d{3}", page.read_text(encoding="utf-8"), re.I)
+
+
+def test_the_package_names_no_design_document_numbers() -> None:
+    package = ROOT / "langchain_context_guard"
+    found = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted(package.rglob("*.py"))
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\bseeds? \d{3}", line, re.I)
+    ]
+    assert found == [], "describe the mechanism instead: " + ", ".join(found)

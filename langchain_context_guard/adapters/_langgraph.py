@@ -7,8 +7,8 @@ agent = create_react_agent(model, tools, prompt=SYSTEM,
 ```
 
 By default the hook returns ``{"llm_input_messages": [...]}``: the model gets the
-guarded copy and the stored history is never changed (seed 001's
-``transformContext``). ``mode="persist"`` rewrites the state instead, with
+guarded copy and the stored history is never changed (the
+model sees a transformed copy). ``mode="persist"`` rewrites the state instead, with
 ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` followed by the kept messages.
 """
 

@@ -161,8 +161,8 @@ def plan_compaction(
     """Decide what to summarise and what to keep; ``None`` if nothing can go.
 
     ``keep_recent`` keeps the newest ``keep_tokens`` (or ``keep_messages``) verbatim,
-    cut at a unit boundary; ``rebuild`` (seed 002) keeps only the latest user
-    message after the summary.
+    cut at a unit boundary; ``rebuild`` (restart from the summary) keeps only the
+    latest user message after the summary.
     """
     system = tuple(m for m in messages if isinstance(m, SystemMessage))
     previous = last_summary(messages)

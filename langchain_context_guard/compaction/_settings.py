@@ -25,8 +25,8 @@ class CompactionSettings(BaseModel):
     trigger: ContextSize | list[ContextSize] | None = Field(
         None,
         description="Compact when any is reached: ('tokens', N), ('fraction', f) of "
-        "the window, ('messages', n). None: the lower of 0.8 of the window (seed "
-        "002) and window - reserve_tokens (pi-mono).",
+        "the window, ('messages', n). None: the lower of 0.8 of the window and "
+        "window - reserve_tokens.",
     )
     keep: ContextSize = Field(
         ("tokens", 20_000),
@@ -36,7 +36,7 @@ class CompactionSettings(BaseModel):
     mode: Mode = Field(
         "keep_recent",
         description="'rebuild' keeps only system + summary + latest user message "
-        "(seed 002).",
+        "(a session that restarts from the summary).",
     )
     timeout: float | None = Field(
         60.0, gt=0, description="Seconds for the whole summary, retries included."

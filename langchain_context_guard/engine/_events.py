@@ -214,7 +214,7 @@ def diff_event(
 
 
 def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
-    """A short human phrase for the log line (seed 000's warnings)."""
+    """A short human phrase for the log line (the warning users see)."""
     verbs = {
         "truncate": f"truncated {changed} oversized message(s) to head + tail",
         "compress": f"compressed {changed} old tool result(s)",

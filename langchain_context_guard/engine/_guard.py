@@ -100,7 +100,7 @@ class ContextGuard:
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
 
     def window(self, model: Any = None) -> WindowInfo:
-        """Resolve and check the context window (seed 004's pre-flight guard)."""
+        """Resolve and check the context window before any model call."""
         if model is None:
             model = self.model if self.model is not None else self.policy.model
         name = self.policy.model or model_name(model) or ""

@@ -18,7 +18,7 @@ from pydantic import (
 from ._errors import ConfigError
 
 _ENV_PREFIX = "CONTEXT_GUARD_"
-# Seed 003's names, kept for compatibility with its deployments.
+# Older deployments' variable names, still read.
 _LEGACY_ENV = {
     "MAX_CONTEXT_TOKENS": "context_window",
     "MAX_CHARS_PER_MESSAGE": "max_chars_per_message",
@@ -28,12 +28,12 @@ _LEGACY_ENV = {
 class GuardPolicy(BaseModel):
     """How the guard budgets, prunes and repairs a history.
 
-    Defaults follow the design seeds: 50,000-char tool results cut to a 2,000-char
-    head and tail (seed 000), the newest thinking block kept whole (seed 001), a
-    16k hard and 32k soft window minimum (seed 004). Three were tuned on the replay
-    of the shared trajectories (BENCHMARKS.md): 3 newest tool results kept whole
-    (seed 001: 6), compression from half the budget on (seed 001: always), and
-    cuts in steps of half the budget, compression in batches of 4.
+    Defaults: 50,000-char tool results cut to a 2,000-char head and tail, the
+    newest thinking block kept whole, a 16k hard and 32k soft window minimum.
+    Some were tuned on the replay of the shared trajectories (BENCHMARKS.md): 3
+    newest tool results kept whole (rather than 6), compression from half the
+    budget on (rather than always), cuts in steps of half the budget, compression
+    in batches of 4.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -57,11 +57,9 @@ class GuardPolicy(BaseModel):
         validation_alias=AliasChoices("reserve_tokens", "reserveTokens"),
         description="Tokens kept free for the reply; budget = window - reserve.",
     )
-    hard_min_tokens: int = Field(
-        16_000, ge=0, description="Refuse windows below this (seed 004)."
-    )
+    hard_min_tokens: int = Field(16_000, ge=0, description="Refuse windows below this.")
     warn_below_tokens: int = Field(
-        32_000, ge=0, description="Warn for windows below this (seed 004)."
+        32_000, ge=0, description="Warn for windows below this."
     )
     model: str | None = Field(
         None, description="Model name: picks the tiktoken encoding and window."
@@ -93,12 +91,12 @@ class GuardPolicy(BaseModel):
     max_chars_per_message: int | None = Field(
         None,
         gt=0,
-        description="Seed 003's cap on any single user/assistant/tool message text.",
+        description="A cap on any single user/assistant/tool message text.",
     )
     keep_recent_tool_results: int = Field(
         3,
         ge=0,
-        description="Newest tool results kept whole. Seed 001 says 6; on the "
+        description="Newest tool results kept whole. Rather than 6: on the "
         "replayed trajectories 3 keeps the same evidence within 0.3 points and "
         "bills less at every window (fewer long results re-sent on each call).",
     )
@@ -126,7 +124,7 @@ class GuardPolicy(BaseModel):
         ge=0,
         le=1,
         description="Compress old tool results only once the history passes this "
-        "share of the budget (0: always, as seed 001 does). At 0.5 a history with "
+        "share of the budget (0: always). At 0.5 a history with "
         "room to spare is sent whole (128k replay: 100% of evidence instead of "
         "99.3%), and at 32k it keeps the evidence target that always compressing "
         "misses with trim_step 0.5.",
@@ -188,7 +186,7 @@ class GuardPolicy(BaseModel):
         200, ge=20, description="Each tool call in the digest is shortened to this."
     )
     history_limit: int | None = Field(
-        None, ge=1, description="Keep at most the last N user turns (seed 004)."
+        None, ge=1, description="Keep at most the last N user turns."
     )
     history_limits: dict[str, int] = Field(
         default_factory=dict,
@@ -262,7 +260,7 @@ class GuardPolicy(BaseModel):
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GuardPolicy:
-        """Build from a dict; accepts seed 000's ``agent.contextGuard`` nesting."""
+        """Build from a dict; accepts an app config's ``agent.contextGuard`` block."""
         if not isinstance(data, Mapping):
             raise ConfigError(
                 f"Config must be a mapping, got {type(data).__name__}.",
@@ -302,7 +300,7 @@ class GuardPolicy(BaseModel):
     def from_env(
         cls, environ: Mapping[str, str] | None = None, **overrides: Any
     ) -> GuardPolicy:
-        """Build from ``CONTEXT_GUARD_<FIELD>`` and seed 003's variables."""
+        """Build from ``CONTEXT_GUARD_<FIELD>`` and ``MAX_CONTEXT_TOKENS`` & co."""
         env = os.environ if environ is None else environ
         data: dict[str, Any] = {}
         source: dict[str, str] = {}
@@ -334,7 +332,7 @@ class GuardPolicy(BaseModel):
         return window - self.reserve_tokens
 
     def turn_limit(self, session_kind: str | None) -> int | None:
-        """The user-turn limit for a kind of session (seed 004)."""
+        """The user-turn limit for a kind of session."""
         if session_kind is not None and session_kind in self.history_limits:
             return self.history_limits[session_kind]
         return self.history_limit

@@ -30,7 +30,7 @@ def synthetic_result(call_id: str, name: str) -> ToolMessage:
 
 
 def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Repair tool-call/tool-result pairing (seed 004's transcript repair).
+    """Repair tool-call/tool-result pairing so a provider accepts the transcript.
 
     Moves a displaced result to just after its call, keeps the first of duplicate
     results, drops results whose call is gone, drops a repeated call id from a later

@@ -9,7 +9,7 @@ def truncate_text(
     """Cut ``text`` longer than ``max_chars`` to its head and tail around a marker.
 
     The marker states how many characters were omitted and the original length.
-    Text of at most ``max_chars`` characters comes back unchanged (seed 000), and
+    Text of at most ``max_chars`` characters comes back unchanged, and
     the result is at most ``max_chars`` long (head and tail shrink to make room for
     the marker), unless ``max_chars`` is shorter than the marker itself.
     """
@@ -49,7 +49,7 @@ def _marker(omitted: int, original: int) -> str:
 def compress_lines(
     text: str, head_lines: int = 3, tail_lines: int = 2, max_line_chars: int = 240
 ) -> str:
-    """Keep the first and last lines of ``text`` around an omission marker (seed 001).
+    """Keep the first and last lines of ``text`` around an omission marker.
 
     Kept lines longer than ``max_line_chars`` are cut too, so a result made of one
     huge line still shrinks.

@@ -1,4 +1,4 @@
-"""Pass 4: strip reasoning from older assistant messages (seed 001)."""
+"""Pass 5: strip reasoning from older assistant messages."""
 
 from __future__ import annotations
 

@@ -327,7 +327,7 @@ def trim_to_budget(
     """Drop the oldest whole turns until the history fits ``budget`` tokens.
 
     System messages, summaries, the latest user message and (by default) the first
-    one are always kept. ``turn_limit`` keeps only the last N user turns (seed 004).
+    one are always kept. ``turn_limit`` keeps only the last N user turns.
     The cut lies on a grid of ``step * budget`` tokens of dropped history, so it
     stays put while the history grows and the kept prefix remains cacheable, and
     it never moves back (module docstring). If dropping is not enough, the largest

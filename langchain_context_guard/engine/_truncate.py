@@ -75,7 +75,7 @@ def truncate_tool_results(
 
     With ``max_tokens`` and ``token_counter``, a result still above ``max_tokens``
     tokens (its share of the window) is cut further, keeping the same head/tail
-    proportions. ``max_message_chars`` (seed 003) applies the cut to every
+    proportions. ``max_message_chars`` applies the cut to every
     non-system message.
     """
     return map_messages(

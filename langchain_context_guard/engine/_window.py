@@ -1,4 +1,4 @@
-"""The window guard (seed 004): resolve a model's window and refuse tiny ones."""
+"""The window guard: resolve a model's window and refuse tiny ones."""
 
 from __future__ import annotations
 

@@ -30,13 +30,15 @@ def test_defaults_follow_the_seeds():
     assert p.budget(100_000) == 100_000 - p.reserve_tokens
 
 
-def test_defaults_tuned_on_the_replay_say_why_they_leave_the_seeds():
+def test_defaults_tuned_on_the_replay_say_why():
     p = GuardPolicy()
     assert (p.keep_recent_tool_results, p.compress_trigger) == (3, 0.5)
     assert (p.trim_step, p.compress_batch) == (0.5, 4)
     fields = GuardPolicy.model_fields
-    assert "Seed 001 says 6" in (fields["keep_recent_tool_results"].description or "")
-    assert "seed 001 does" in (fields["compress_trigger"].description or "")
+    assert "replayed trajectories" in (
+        fields["keep_recent_tool_results"].description or ""
+    )
+    assert "replay" in (fields["compress_trigger"].description or "")
     assert (p.safety_margin, p.uncalibrated_margin) == (0.03, 0.05)
 
 
