@@ -12,6 +12,8 @@ from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._demo import (
+        FACT,
+        FACT_FILE,
         SYSTEM_PROMPT,
         TASK,
         CallRecord,
@@ -29,6 +31,8 @@ __getattr__ = lazy_getattr(
     __name__,
     {
         "CallRecord": "._demo",
+        "FACT": "._demo",
+        "FACT_FILE": "._demo",
         "DemoResult": "._demo",
         "SYSTEM_PROMPT": "._demo",
         "TASK": "._demo",
@@ -43,6 +47,8 @@ __getattr__ = lazy_getattr(
 )
 
 __all__ = [
+    "FACT",
+    "FACT_FILE",
     "SYSTEM_PROMPT",
     "TASK",
     "CallRecord",
