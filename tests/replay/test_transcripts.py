@@ -374,3 +374,11 @@ def test_unreadable_path(kind: str, tmp_path: Path) -> None:
 
 def test_transcript_error_is_value_error() -> None:
     assert issubclass(TranscriptError, ValueError)
+
+
+def test_shared_trajectories_are_found_beside_the_repository(monkeypatch):
+    monkeypatch.delenv("CONTEXT_GUARD_TRAJECTORIES", raising=False)
+    beside = Path(__file__).resolve().parents[3] / "shared/data/swe-trajectories"
+    expected = beside.resolve() if beside.is_dir() else None
+    found = shared_trajectory_dir()
+    assert (found.resolve() if found else None) == expected
