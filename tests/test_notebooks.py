@@ -123,6 +123,9 @@ def test_every_notebook_is_stored_with_outputs() -> None:
         code = [c for c in nb.cells if c.cell_type == "code"]
         assert all(c.outputs for c in code[1:]), f"{name}: a cell has no output"
         assert nb.metadata["kernelspec"]["name"] == "python3"
+        last = nb.cells[-1]
+        assert last.cell_type == "markdown", f"{name}: ends with a code cell"
+        assert last.source.startswith("## What to take away"), name
 
 
 if __name__ == "__main__":
