@@ -13,7 +13,7 @@ had it, and whether the agent had to read it back.
 
 ```python
 from langchain_context_guard import GuardPolicy
-from langchain_context_guard.cli._demo import run_demo
+from langchain_context_guard.cli import run_demo
 
 policy = GuardPolicy(context_window=32_000, reserve_tokens=4_000)
 result = run_demo(policy, steps=30, db=":memory:")
