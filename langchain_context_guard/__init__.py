@@ -57,6 +57,7 @@ if TYPE_CHECKING:
         GuardRunnable,
         as_runnable,
         guard_node,
+        mark_cache_breakpoints,
         pre_model_hook,
     )
     from .compaction import (
@@ -83,6 +84,7 @@ _LAZY = {
             "GuardRunnable",
             "as_runnable",
             "guard_node",
+            "mark_cache_breakpoints",
             "pre_model_hook",
         ),
         ".adapters",
@@ -152,6 +154,7 @@ __all__ = [
     "enforce_provider_hygiene",
     "guard_node",
     "make_recall_tool",
+    "mark_cache_breakpoints",
     "pre_model_hook",
     "repair_tool_pairs",
     "sanitize_messages",

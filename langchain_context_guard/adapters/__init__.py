@@ -3,7 +3,8 @@
 ``GuardRunnable``/``as_runnable`` (an LCEL step), ``pre_model_hook`` and
 ``guard_node`` (LangGraph), ``ContextGuardMiddleware`` (LangChain v1
 ``create_agent``; needs the ``agents`` extra and loads on first use), and the
-callback helpers that forward the guard's events. Imports the engine only.
+callback helpers that forward the guard's events; ``mark_cache_breakpoints``
+puts Anthropic prompt-cache breakpoints on the stable prefix. Imports the engine only.
 """
 
 from typing import TYPE_CHECKING
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ._cache_control import mark_cache_breakpoints
     from ._langgraph import guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
     from ._runnable import GuardRunnable, as_runnable
@@ -22,6 +24,7 @@ __getattr__ = lazy_getattr(
         "GuardRunnable": "._runnable",
         "as_runnable": "._runnable",
         "guard_node": "._langgraph",
+        "mark_cache_breakpoints": "._cache_control",
         "pre_model_hook": "._langgraph",
     },
 )
@@ -31,5 +34,6 @@ __all__ = [
     "GuardRunnable",
     "as_runnable",
     "guard_node",
+    "mark_cache_breakpoints",
     "pre_model_hook",
 ]

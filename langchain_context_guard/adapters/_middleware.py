@@ -44,6 +44,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
 from ..engine._messages import same_list
+from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
 
@@ -84,15 +85,24 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             pruned exactly in ``wrap_model_call``.
         model: With ``persist``, the chat model (or name) whose window the stored
             history is fit to; defaults to the guard's own model or policy.
+        cache_breakpoints: Mark the stable prefix with Anthropic ``cache_control``
+            breakpoints (``mark_cache_breakpoints``): True for five-minute
+            entries, or the ``cache_control`` dict to use. For Anthropic models.
     """
 
     def __init__(
-        self, guard: ContextGuard, *, persist: bool = False, model: Any = None
+        self,
+        guard: ContextGuard,
+        *,
+        persist: bool = False,
+        model: Any = None,
+        cache_breakpoints: bool | dict[str, Any] = False,
     ) -> None:
         super().__init__()
         self.guard = guard
         self.persist = persist
         self.model = model
+        self.cache_breakpoints = cache_breakpoints
         self._schemas: tuple[Any, list[Any]] | None = None
 
     def _tools(self, request: ModelRequest[Any]) -> list[Any]:
@@ -115,8 +125,19 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, request: ModelRequest[Any], result: PrepareResult
     ) -> ModelRequest[Any]:
         kept = result.messages
+        if self.cache_breakpoints:
+            control = self.cache_breakpoints
+            kept = mark_cache_breakpoints(
+                kept,
+                result.report.reused,
+                control=control if isinstance(control, dict) else None,
+            )
         system = request.system_message
-        if system is not None and kept and isinstance(kept[0], SystemMessage):
+        if (
+            (system is not None or self.cache_breakpoints)
+            and kept
+            and isinstance(kept[0], SystemMessage)
+        ):
             system, kept = kept[0], kept[1:]
         if system is request.system_message and same_list(request.messages, kept):
             return request

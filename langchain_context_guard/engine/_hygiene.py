@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -24,7 +26,10 @@ def enforce_provider_hygiene(messages: Sequence[BaseMessage]) -> list[BaseMessag
 
     Anthropic and Gemini require the conversation to open with a user turn; when
     trimming left an assistant message first, a marked placeholder user message is
-    put before it. Empty tool results get a short placeholder text.
+    put before it. Empty tool results get a short placeholder text, and blank text
+    blocks are dropped from other messages (Anthropic and Gemini reject them), as
+    are assistant messages left with only reasoning (OpenAI drops reasoning, and
+    an assistant message with nothing else is rejected).
     """
     out = map_messages(messages, tidy_message)
     first = first_turn(out)
@@ -55,7 +60,52 @@ def tidy_message(message: BaseMessage) -> BaseMessage | None:
         if message.content:
             return message
         return memo_rewrite(message, "hygiene", _placeholder)
-    return None if is_empty(message) else message
+    if is_empty(message) or _only_reasoning(message):
+        return None
+    if not _has_blank_text(message.content):
+        return message
+    new = memo_rewrite(message, "hygiene", _without_blank_text)
+    return None if is_empty(new) or _only_reasoning(new) else new
+
+
+_REASONING = frozenset({"thinking", "redacted_thinking", "reasoning"})
+
+
+def _only_reasoning(message: BaseMessage) -> bool:
+    """An assistant message that would reach the provider with nothing to say."""
+    content = message.content
+    return (
+        isinstance(message, AIMessage)
+        and not message.tool_calls
+        and isinstance(content, list)
+        and all(
+            isinstance(b, dict) and b.get("type") in _REASONING
+            for b in content
+            if not _blank(b)
+        )
+    )
+
+
+def _blank(block: object) -> bool:
+    if isinstance(block, str):
+        return not block.strip()
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and not str(block.get("text") or "").strip()
+    )
+
+
+def _has_blank_text(content: str | list[str | dict[str, Any]]) -> bool:
+    if isinstance(content, str):
+        return bool(content) and not content.strip()
+    return any(map(_blank, content))
+
+
+def _without_blank_text(message: BaseMessage) -> BaseMessage:
+    content = message.content
+    kept = "" if isinstance(content, str) else [b for b in content if not _blank(b)]
+    return message.model_copy(update={"content": kept})
 
 
 def _placeholder(message: BaseMessage) -> BaseMessage:

@@ -29,3 +29,26 @@ def test_empty_tool_result_gets_placeholder_text_and_empty_messages_go():
 def test_only_system_messages_need_nothing():
     history = [SystemMessage("s")]
     assert enforce_provider_hygiene(history) is history
+
+
+THINKING = {"type": "thinking", "thinking": "hm", "signature": "c2ln"}
+
+
+def test_blank_text_blocks_go_and_reasoning_only_replies_are_dropped():
+    history = [
+        HumanMessage([{"type": "text", "text": " "}, {"type": "text", "text": "q"}]),
+        ai(call("a"), content=" "),
+        result("a"),
+        AIMessage([THINKING, {"type": "text", "text": ""}]),
+        HumanMessage("next"),
+        AIMessage([THINKING, {"type": "text", "text": "answer"}]),
+    ]
+    out = enforce_provider_hygiene(history)
+    assert out[0].content == [{"type": "text", "text": "q"}]
+    assert out[1].content == "" and out[1].tool_calls == history[1].tool_calls
+    assert [m.text for m in out[2:]] == ["ok", "next", "answer"]
+    assert out[4] is history[5]  # reasoning with text is kept as is
+    assert history[0].content[0] == {"type": "text", "text": " "}  # not mutated
+    again = enforce_provider_hygiene(history)
+    assert all(a is b for a, b in zip(again, out, strict=True))  # memoised copies
+    assert enforce_provider_hygiene(out) is out
