@@ -8,8 +8,10 @@ summarizer), ``ContextEditingMiddleware(ClearToolUsesEdit)``, our
 ``langchain_context_guard.replay`` for what is measured.
 
 Writes ``benchmarks/results/replay.json`` and ``replay.png``. With ``--sweep`` it
-instead replays our guard under a list of ``GuardPolicy`` settings, with live
-usage feedback and with the recorded usage, and writes ``replay_sweep.json``.
+instead replays every strategy plus our guard under a list of ``GuardPolicy``
+settings, with live usage feedback and with the recorded usage, and writes
+``replay_sweep.json`` and ``replay_tradeoff.png`` (billed input against content
+evidence, one point per strategy and setting, at 16k and 32k).
 Windows run in parallel processes (``--jobs``, default 2). A benchmark, not a test.
 
 Run:  python benchmarks/replay_benchmark.py [--sweep] [--jobs N]
@@ -37,6 +39,7 @@ from langchain_context_guard.replay import (
     format_table,
     load_paths,
     plot_replay,
+    plot_tradeoff,
     replay,
     shared_trajectory_dir,
 )
@@ -44,8 +47,6 @@ from langchain_context_guard.replay import (
 RESULTS = Path(__file__).resolve().parent / "results"
 
 SWEEP: dict[str, dict[str, Any]] = {
-    "default": {},
-    "stable_prefix=false (order-free)": {"stable_prefix": False},
     "stable_prefix=false, digest=false": {"stable_prefix": False, "digest": False},
     "digest=false": {"digest": False},
     "prune_to=0.2": {"prune_to": 0.2},
@@ -92,6 +93,7 @@ def run(
     feedback: bool,
     jobs: int,
     variants: dict[str, dict[str, Any]] | None = None,
+    windows: tuple[int, ...] = WINDOWS,
 ) -> ReplayResult:
     """Replay every window (in parallel) and merge the results in window order."""
     work = [
@@ -102,7 +104,7 @@ def run(
             "variants": variants,
             "feedback": feedback,
         }
-        for w in WINDOWS
+        for w in windows
     ]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         parts = list(pool.map(_one_window, work))
@@ -145,13 +147,16 @@ def main() -> int:
         print(f"wrote {plot}")
         name = "replay.json"
     else:
-        names = ["none", *SWEEP]
+        names = [*available_strategies(), *SWEEP]
         out = {"command": command, "machine": _machine(), "variants": SWEEP}
         for feedback in (True, False):
             result = run(data, names, feedback=feedback, jobs=args.jobs, variants=SWEEP)
             key = "usage_feedback" if feedback else "recorded_usage"
             out[key] = result.rows()
             print(f"\n## {key}\n\n{format_table(result)}")
+            if feedback:
+                plot = plot_tradeoff(result.rows(), RESULTS / "replay_tradeoff.png")
+                print(f"wrote {plot}")
         name = "replay_sweep.json"
     out["seconds"] = round(time.perf_counter() - start, 1)
     (RESULTS / name).write_text(json.dumps(out, indent=1) + "\n")
