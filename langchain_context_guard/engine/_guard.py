@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -46,6 +47,33 @@ _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
 """Conversations whose last prompt a guard keeps (``stable_prefix``)."""
 _content = attrgetter("content")
+
+
+MIN_PRUNE_SHARE = 0.3
+"""The shallowest share ``prune_share`` prunes to, however fast a history grows."""
+_CACHE_RATE = 0.1
+"""Share of the list price a cached prompt prefix bills (the cost model's c)."""
+
+
+def prune_share(
+    most: float, body: int, history: Sequence[BaseMessage], budget: int
+) -> float:
+    """Share of the budget a pruning keeps: the cost model, at most ``most``.
+
+    A history growing ``g`` tokens a model call, pruned from budget ``B`` to
+    ``pB``, bills a kept token of context at ``2g/((1-p)^2 B) + c`` (c: the cache
+    rate); that reaches the price of an uncached token at
+    ``p = 1 - sqrt(2g / ((1-c) B))`` (``GuardPolicy.prune_to``). ``g`` is the
+    history's own average: its tokens as written over its assistant messages.
+    Fast-growing histories (huge tool results) thus prune deeper, down to
+    ``MIN_PRUNE_SHARE``.
+    """
+    calls = sum(1 for m in history if m.type == "ai")
+    if not calls or budget <= 0:
+        return most
+    growth = body / calls
+    share = 1 - math.sqrt(2 * growth / ((1 - _CACHE_RATE) * budget))
+    return max(min(share, most), min(MIN_PRUNE_SHARE, most))
 
 
 def _put(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
@@ -246,7 +274,8 @@ class ContextGuard:
         )
         target = budget
         if policy.stable_prefix and held(gauge, body, len(original)) > budget:
-            target = min(int(policy.prune_to * budget) + cap, budget)
+            share = prune_share(policy.prune_to, body, original, budget)
+            target = min(int(share * budget) + cap, budget)
         setting = Setting(
             policy, target, info.tokens, turn_limit, count, gauge, cap, target < budget
         )
