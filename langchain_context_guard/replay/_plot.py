@@ -69,8 +69,9 @@ def plot_tradeoff(
     """Billed input against content evidence, one point per strategy or setting.
 
     ``rows`` are ``ReplayResult.rows()`` dicts (a strategy run and a guard
-    sweep can be concatenated). One panel per window; hollow markers are
-    strategies that went over budget on some call.
+    sweep can be concatenated). One panel per window; ours (guard strategies and
+    settings) in blue circles, others in red squares; hollow markers went over
+    budget on some call.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -83,7 +84,8 @@ def plot_tradeoff(
             if r["window"] != window or r["content_evidence_pct"] is None:
                 continue
             x, y = r["billed_vs_none"], r["content_evidence_pct"]
-            ours = str(r["strategy"]).startswith("guard") or "=" in r["strategy"]
+            name = str(r["strategy"])
+            ours = name.startswith("guard") or "=" in name or name == "compaction"
             ax.scatter(
                 [x],
                 [y],
