@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -18,6 +17,7 @@ from ._anchor import (
     scan_history,
     sent_key,
 )
+from ._depth import prune_share
 from ._errors import BudgetExceededError
 from ._events import (
     GuardEvent,
@@ -47,33 +47,6 @@ _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
 """Conversations whose last prompt a guard keeps (``stable_prefix``)."""
 _content = attrgetter("content")
-
-
-MIN_PRUNE_SHARE = 0.3
-"""The shallowest share ``prune_share`` prunes to, however fast a history grows."""
-_CACHE_RATE = 0.1
-"""Share of the list price a cached prompt prefix bills (the cost model's c)."""
-
-
-def prune_share(
-    most: float, body: int, history: Sequence[BaseMessage], budget: int
-) -> float:
-    """Share of the budget a pruning keeps: the cost model, at most ``most``.
-
-    A history growing ``g`` tokens a model call, pruned from budget ``B`` to
-    ``pB``, bills a kept token of context at ``2g/((1-p)^2 B) + c`` (c: the cache
-    rate); that reaches the price of an uncached token at
-    ``p = 1 - sqrt(2g / ((1-c) B))`` (``GuardPolicy.prune_to``). ``g`` is the
-    history's own average: its tokens as written over its assistant messages.
-    Fast-growing histories (huge tool results) thus prune deeper, down to
-    ``MIN_PRUNE_SHARE``.
-    """
-    calls = sum(1 for m in history if m.type == "ai")
-    if not calls or budget <= 0:
-        return most
-    growth = body / calls
-    share = 1 - math.sqrt(2 * growth / ((1 - _CACHE_RATE) * budget))
-    return max(min(share, most), min(MIN_PRUNE_SHARE, most))
 
 
 def _put(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:

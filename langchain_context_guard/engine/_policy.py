@@ -173,7 +173,7 @@ class GuardPolicy(BaseModel):
         description="With stable_prefix, a history that no longer fits is pruned "
         "to at most this share of the budget (plus the digest), leaving room to "
         "grow before the next pruning re-sends the prompt at full price. The share "
-        "comes from a cost model (engine._guard.prune_share): a history growing g "
+        "comes from a cost model (engine._depth.prune_share): a history growing g "
         "tokens a call, pruned from budget B to pB, bills per call about g + "
         "g*p/(1-p) (the re-sent prefix, spread over the (1-p)B/g calls until the "
         "next pruning) + c*B*(1+p)/2 (the cached prefix, cache rate c = 0.1) and "
