@@ -53,11 +53,15 @@ class Needle:
 def needles_in(text: str, source: int) -> list[Needle]:
     """The needles of one tool output (at most one per kind)."""
     found: dict[str, list[str]] = {}
+    taken: set[str] = set()  # a line matched by an earlier kind is not one again
     for kind, pattern in _PATTERNS:
         for match in pattern.finditer(text):
             answer = match.group(0).strip()
-            if 8 <= len(answer) <= MAX_ANSWER and any(c.isalpha() for c in answer):
+            if answer in taken or not 8 <= len(answer) <= MAX_ANSWER:
+                continue
+            if any(c.isalpha() for c in answer):
                 found.setdefault(kind, []).append(answer)
+        taken.update(found.get(kind, ()))
     return [Needle(kind, hits[len(hits) // 2], source) for kind, hits in found.items()]
 
 
