@@ -2,17 +2,20 @@
 
 Every one of the 42 transcripts is replayed call by call (the prompt of call k is
 the history before the k-th assistant message) with: no guard, ``trim_messages``
-as LangGraph's docs use it, LangChain's ``SummarizationMiddleware`` (scripted
-summarizer), ``ContextEditingMiddleware(ClearToolUsesEdit)``, our
-``ContextGuard``, and our guard with compaction. See
+as LangGraph's docs use it, the "sticky cut" baseline, LangChain's
+``SummarizationMiddleware`` (scripted summarizer),
+``ContextEditingMiddleware(ClearToolUsesEdit)``, our ``ContextGuard`` (also with
+``stable_prefix=False``), and our guard with compaction. See
 ``langchain_context_guard.replay`` for what is measured.
 
 Writes ``benchmarks/results/replay.json`` and ``replay.png``. With ``--sweep`` it
-instead replays our guard under a list of ``GuardPolicy`` settings, with live
-usage feedback and with the recorded usage, and writes ``replay_sweep.json``.
+instead replays every strategy plus our guard under a list of ``GuardPolicy``
+settings at 16k and 32k, with live usage feedback (``--recorded``: also with the
+recorded usage), and writes ``replay_sweep.json`` and ``replay_tradeoff.png``
+(billed input against content evidence, one point per strategy and setting).
 Windows run in parallel processes (``--jobs``, default 2). A benchmark, not a test.
 
-Run:  python benchmarks/replay_benchmark.py [--sweep] [--jobs N]
+Run:  python benchmarks/replay_benchmark.py [--sweep [--recorded]] [--jobs N]
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from langchain_context_guard.replay import (
     format_table,
     load_paths,
     plot_replay,
+    plot_tradeoff,
     replay,
     shared_trajectory_dir,
 )
@@ -44,15 +48,11 @@ from langchain_context_guard.replay import (
 RESULTS = Path(__file__).resolve().parent / "results"
 
 SWEEP: dict[str, dict[str, Any]] = {
-    "default": {},
-    "stable_prefix=false (order-free)": {"stable_prefix": False},
-    "stable_prefix=false, digest=false": {"stable_prefix": False, "digest": False},
-    "digest=false": {"digest": False},
-    "prune_to=0.2": {"prune_to": 0.2},
-    "prune_to=0.4": {"prune_to": 0.4},
+    "prune_to=0.3": {"prune_to": 0.3},
     "prune_to=0.5": {"prune_to": 0.5},
-    "digest_share=0.1": {"digest_share": 0.1},
-    "digest_share=0.25": {"digest_share": 0.25},
+    "prune_to=0.9": {"prune_to": 0.9},
+    "digest=true": {"digest": True},
+    "dedupe_call_text=false": {"dedupe_call_text": False},
     "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
     "safety_margin=0": {"safety_margin": 0.0},
     "usage_anchoring=false": {"usage_anchoring": False},
@@ -61,6 +61,10 @@ SWEEP: dict[str, dict[str, Any]] = {
 """GuardPolicy settings tried; ``budget_share`` sets ``reserve_tokens`` so the
 guard's budget is that share of the benchmark's, ``compaction`` adds our
 ``Compactor`` (default settings) in front of ``prepare``."""
+
+
+SWEEP_WINDOWS = (16_000, 32_000)
+"""Windows the sweep replays (128k prunes almost nothing)."""
 
 
 def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:
@@ -92,6 +96,7 @@ def run(
     feedback: bool,
     jobs: int,
     variants: dict[str, dict[str, Any]] | None = None,
+    windows: tuple[int, ...] = WINDOWS,
 ) -> ReplayResult:
     """Replay every window (in parallel) and merge the results in window order."""
     work = [
@@ -102,7 +107,7 @@ def run(
             "variants": variants,
             "feedback": feedback,
         }
-        for w in WINDOWS
+        for w in windows
     ]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         parts = list(pool.map(_one_window, work))
@@ -126,14 +131,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="GuardPolicy sweep")
     parser.add_argument("--jobs", type=int, default=2, help="parallel windows")
+    parser.add_argument(
+        "--recorded", action="store_true", help="sweep also with recorded usage"
+    )
     args = parser.parse_args()
     data = shared_trajectory_dir()
     if data is None:
         print("shared trajectories not found", file=sys.stderr)
         return 2
     RESULTS.mkdir(parents=True, exist_ok=True)
-    command = "python benchmarks/replay_benchmark.py" + (
-        " --sweep" if args.sweep else ""
+    command = (
+        "python benchmarks/replay_benchmark.py"
+        + (" --sweep" if args.sweep else "")
+        + (" --recorded" if args.recorded else "")
     )
     start = time.perf_counter()
     if not args.sweep:
@@ -145,13 +155,23 @@ def main() -> int:
         print(f"wrote {plot}")
         name = "replay.json"
     else:
-        names = ["none", *SWEEP]
+        names = [*available_strategies(), *SWEEP]
         out = {"command": command, "machine": _machine(), "variants": SWEEP}
-        for feedback in (True, False):
-            result = run(data, names, feedback=feedback, jobs=args.jobs, variants=SWEEP)
+        for feedback in (True, False)[: 2 if args.recorded else 1]:
+            result = run(
+                data,
+                names,
+                feedback=feedback,
+                jobs=args.jobs,
+                variants=SWEEP,
+                windows=SWEEP_WINDOWS,
+            )
             key = "usage_feedback" if feedback else "recorded_usage"
             out[key] = result.rows()
             print(f"\n## {key}\n\n{format_table(result)}")
+            if feedback:
+                plot = plot_tradeoff(result.rows(), RESULTS / "replay_tradeoff.png")
+                print(f"wrote {plot}")
         name = "replay_sweep.json"
     out["seconds"] = round(time.perf_counter() - start, 1)
     (RESULTS / name).write_text(json.dumps(out, indent=1) + "\n")

@@ -175,8 +175,9 @@ def make_gauge(
             own = calibration_for(messages[usage_at], sent[0])
             if own is not None and whole is not None and carried is not None:
                 # Did the reply answer what the guard sent, or the whole prefix
-                # (an app that sent something else)? Believe the likelier ratio.
-                if abs(whole - carried) < abs(own - carried):
+                # (an app that sent something else)? Believe the likelier ratio,
+                # but never the smaller one on a guess: under-counting overflows.
+                if own < whole and abs(whole - carried) < abs(own - carried):
                     own = None
         if own is None and whole is not None:
             own, sent = whole, None

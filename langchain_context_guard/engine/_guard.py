@@ -17,6 +17,7 @@ from ._anchor import (
     scan_history,
     sent_key,
 )
+from ._depth import prune_share
 from ._errors import BudgetExceededError
 from ._events import (
     GuardEvent,
@@ -246,7 +247,8 @@ class ContextGuard:
         )
         target = budget
         if policy.stable_prefix and held(gauge, body, len(original)) > budget:
-            target = min(int(policy.prune_to * budget) + cap, budget)
+            share = prune_share(policy.prune_to, body, original, budget)
+            target = min(int(share * budget) + cap, budget)
         setting = Setting(
             policy, target, info.tokens, turn_limit, count, gauge, cap, target < budget
         )

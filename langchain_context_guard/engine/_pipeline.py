@@ -259,6 +259,7 @@ def truncator(policy: GuardPolicy, budget: int, count: Counter) -> Each:
         max_tokens=int(policy.max_tool_result_share * budget),
         token_counter=count,
         max_message_chars=policy.max_chars_per_message,
+        dedupe_calls=policy.dedupe_call_text,
     )
 
 

@@ -33,7 +33,10 @@ class GuardPolicy(BaseModel):
     Some were tuned on the replay of the shared trajectories (BENCHMARKS.md): 3
     newest tool results kept whole (rather than 6), compression from half the
     budget on (rather than always), cuts in steps of half the budget, compression
-    in batches of 4.
+    in batches of 4. The pruning depth (prune_to) comes from a cost model of
+    prompt caching, and the digest is off: with the library's own notes not
+    counted as kept content, its room is better spent on real turns
+    (BENCHMARKS.md, "Context quality").
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
@@ -87,6 +90,15 @@ class GuardPolicy(BaseModel):
         gt=0,
         le=1,
         description="No one tool result may take more than this share of the budget.",
+    )
+    dedupe_call_text: bool = Field(
+        True,
+        description="Drop from assistant messages the fenced code blocks that repeat "
+        "one of their tool calls' arguments verbatim (agents that write their "
+        "action as text to be parsed, like ReAct or mini-swe-agent, send every "
+        "command twice). Lossless: the call still carries it. On the shared "
+        "trajectories the copy is 76k of the 458k tokens the agent wrote, room "
+        "that holds older turns instead.",
     )
     max_chars_per_message: int | None = Field(
         None,
@@ -153,27 +165,39 @@ class GuardPolicy(BaseModel):
         "(the same history always gives the same prompt).",
     )
     prune_to: float = Field(
-        0.3,
+        0.7,
         gt=0,
         le=1,
         description="With stable_prefix, a history that no longer fits is pruned "
-        "to this share of the budget (plus the digest), leaving room to grow "
-        "before the next pruning re-sends the prompt at full price. 0.3 billed the "
-        "least on the replayed trajectories with the evidence targets met (0.4: "
-        "4% more at 16k, the same evidence).",
+        "to at most this share of the budget (plus the digest), leaving room to "
+        "grow before the next pruning re-sends the prompt at full price. The share "
+        "comes from a cost model (engine._depth.prune_share): a history growing g "
+        "tokens a call, pruned from budget B to pB, bills per call about g + "
+        "g*p/(1-p) (the re-sent prefix, spread over the (1-p)B/g calls until the "
+        "next pruning) + c*B*(1+p)/2 (the cached prefix, cache rate c = 0.1) and "
+        "keeps B*(1+p)/2 on average, so one more token of kept context costs "
+        "2g/((1-p)^2 B) + c; it is worth it while that stays below the price of "
+        "an uncached token: p = 1 - sqrt(2g/(0.9B)), g the history's own tokens "
+        "per call, never below 0.3. On the shared trajectories g is ~620 tokens, "
+        "so p = 0.69 at 16k and 0.78 at 32k; this cap of 0.7 holds the 32k bill "
+        "(replay: 96.6% / 99.7% content evidence at 0.74x / 0.88x billed at 16k / "
+        "32k; a fixed 0.3: 92.0% / 98.5% at 0.66x / 0.81x).",
     )
     digest: bool = Field(
-        True,
+        False,
         description="Put a note where trimmed turns were: the tool calls they made "
-        "and the files and names they mentioned (no model call).",
+        "and the files and names they mentioned (no model call). Off by default: "
+        "a list of names without their content is not content the agent can use, "
+        "and the room it takes (digest_share of the budget) holds real turns "
+        "instead. Replay at 16k: without it 92.0% content evidence at 0.64x "
+        "billed, with it 91.5% at 0.69x (the note's own names excluded).",
     )
     digest_share: float = Field(
         0.15,
         ge=0,
         lt=0.5,
-        description="Most of the budget the digest may take; trimming leaves room "
-        "for it. 0.15 kept 98.3% / 99.8% of the evidence at 16k / 32k on the replay "
-        "(0.1: 97.9% / 99.0%) for 1% more billed input.",
+        description="Most of the budget the digest may take (with digest on); "
+        "trimming leaves room for it.",
     )
     digest_max_tokens: int = Field(
         4_000,

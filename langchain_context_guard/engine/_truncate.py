@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import partial
 
-from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from ._messages import map_messages, memo_rewrite, text_of, with_marker
 from ._text import truncate_text
@@ -49,6 +50,35 @@ def _cut(message: BaseMessage, max_chars: int, head: int, tail: int) -> BaseMess
     )
 
 
+_FENCE = re.compile(r"\n*```[\w+-]*\n(.*?)\n?```[ \t]*", re.DOTALL)
+
+
+def _drop_repeated_calls(message: AIMessage) -> BaseMessage:
+    """``message`` without fenced code blocks that repeat a tool call's argument.
+
+    Agents that write their action as text (ReAct, mini-swe-agent) and have it
+    parsed into a tool call send each command twice; the call carries it, so the
+    copy in the text is dropped (nothing the model wrote is lost).
+    """
+    content = message.content
+    if not isinstance(content, str) or "```" not in content or not message.tool_calls:
+        return message
+    args = {
+        v.strip()
+        for call in message.tool_calls
+        for v in call["args"].values()
+        if isinstance(v, str) and v.strip()
+    }
+    new = _FENCE.sub(
+        lambda m: "" if m.group(1).strip() in args else m.group(0), content
+    ).rstrip()
+    if new == content.rstrip() or not new:
+        return message
+    return with_marker(
+        message, "deduplicated", content=new, original_chars=len(content)
+    )
+
+
 def _chars_within(
     message: BaseMessage, max_tokens: int, count: Callable[[BaseMessage], int]
 ) -> int | None:
@@ -70,13 +100,15 @@ def truncate_tool_results(
     max_tokens: int | None = None,
     token_counter: Callable[[BaseMessage], int] | None = None,
     max_message_chars: int | None = None,
+    dedupe_calls: bool = False,
 ) -> list[BaseMessage]:
     """Cut tool results over ``max_chars`` characters to head + marker + tail.
 
     With ``max_tokens`` and ``token_counter``, a result still above ``max_tokens``
     tokens (its share of the window) is cut further, keeping the same head/tail
-    proportions. ``max_message_chars`` applies the cut to every
-    non-system message.
+    proportions. ``max_message_chars`` applies the cut to every non-system
+    message. ``dedupe_calls`` drops, from assistant messages, fenced code blocks
+    that repeat one of their tool calls' arguments verbatim.
     """
     return map_messages(
         messages,
@@ -88,6 +120,7 @@ def truncate_tool_results(
             max_tokens=max_tokens,
             token_counter=token_counter,
             max_message_chars=max_message_chars,
+            dedupe_calls=dedupe_calls,
         ),
     )
 
@@ -101,8 +134,11 @@ def truncate_message(
     max_tokens: int | None,
     token_counter: Callable[[BaseMessage], int] | None,
     max_message_chars: int | None,
+    dedupe_calls: bool = False,
 ) -> BaseMessage:
     """One message as ``truncate_tool_results`` leaves it."""
+    if dedupe_calls and isinstance(message, AIMessage):
+        message = memo_rewrite(message, ("dedupe",), _drop_repeated_calls)
     is_tool = isinstance(message, ToolMessage)
     if not is_tool and (
         max_message_chars is None or isinstance(message, SystemMessage)

@@ -11,7 +11,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -21,11 +21,14 @@ from ._metrics import (
     billed_input,
     cached_prefix,
     counter_errors,
+    from_history,
     identifiers,
     message_key,
     message_text,
+    strip_notes,
     tool_pairing_errors,
 )
+from ._needles import Needle, ask_plan
 from ._results import ReplayResult, Tally
 from ._strategies import (
     PROVIDER,
@@ -81,26 +84,44 @@ def _with_provider(messages: list[BaseMessage]) -> list[BaseMessage]:
     ]
 
 
+class _Info(NamedTuple):
+    """What the replay needs of one message, computed once per content."""
+
+    tokens: int
+    key: tuple[str, ...]
+    ids: frozenset[str]
+    """Identifiers of all its text (the "notes included" figure)."""
+    text: str
+    """Its text without truncation/compression markers."""
+    clean_ids: frozenset[str]
+    """Identifiers of ``text``."""
+
+
 class _Measure:
     """Per-message tokens, cache key and identifiers, cached by content."""
 
     def __init__(self, counter: TiktokenCounter) -> None:
         self.counter = counter
-        self.by_id: dict[
-            int, tuple[BaseMessage, tuple[int, tuple[str, ...], frozenset[str]]]
-        ] = {}
-        self.by_key: dict[
-            tuple[str, ...], tuple[int, tuple[str, ...], frozenset[str]]
-        ] = {}
+        self.by_id: dict[int, tuple[BaseMessage, _Info]] = {}
+        self.by_key: dict[tuple[str, ...], _Info] = {}
 
-    def __call__(self, m: BaseMessage) -> tuple[int, tuple[str, ...], frozenset[str]]:
+    def __call__(self, m: BaseMessage) -> _Info:
         hit = self.by_id.get(id(m))
         if hit is not None and hit[0] is m:
             return hit[1]
         key = message_key(m)
         info = self.by_key.get(key)
         if info is None:
-            info = (self.counter.count_message(m), key, identifiers(message_text(m)))
+            text = message_text(m)
+            clean = strip_notes(text)
+            ids = identifiers(text)
+            info = _Info(
+                self.counter.count_message(m),
+                key,
+                ids,
+                clean,
+                ids if clean == text else identifiers(clean),
+            )
             self.by_key[key] = info
         self.by_id[id(m)] = (m, info)
         return info
@@ -110,7 +131,18 @@ class _Measure:
 class _Call:
     k: int
     scale: float
-    earlier: frozenset[str]
+    earlier: dict[str, str]
+    """Identifiers of the action seen earlier, each with the line it first was in."""
+    needles: tuple[Needle, ...]
+
+
+def _first_lines(text: str) -> dict[str, str]:
+    """Each identifier of ``text`` with the first (stripped) line holding it."""
+    out: dict[str, str] = {}
+    for line in text.split("\n"):
+        for name in identifiers(line):
+            out.setdefault(name, line.strip())
+    return out
 
 
 def _plan(
@@ -119,18 +151,21 @@ def _plan(
     counter: TiktokenCounter,
     errors: dict[str, list[float]],
 ) -> list[_Call]:
-    """Each call's provider scale and the earlier evidence its action used."""
-    seen: set[str] = set()
+    """Each call's provider scale, the earlier evidence its action used, needles."""
+    seen: dict[str, str] = {}
     plan: list[_Call] = []
     upto, scale = 0, 1.0
-    for k, reply in enumerate(messages):
-        if not isinstance(reply, AIMessage):
-            continue
+    calls = [k for k, m in enumerate(messages) if isinstance(m, AIMessage)]
+    asked = ask_plan(messages, calls)
+    for n, k in enumerate(calls):
+        reply = messages[k]
         for m in messages[upto:k]:
-            seen |= measure(m)[2]
+            if not measure(m).ids <= seen.keys():
+                for name, line in _first_lines(message_text(m)).items():
+                    seen.setdefault(name, line)
         upto = k
         history = messages[:k]
-        plain = sum(measure(m)[0] for m in history) + REPLY_OVERHEAD
+        plain = sum(measure(m).tokens for m in history) + REPLY_OVERHEAD
         provider = reply.response_metadata.get("prompt_tokens")
         if isinstance(provider, int) and provider > 0:
             scale = provider / plain
@@ -138,10 +173,10 @@ def _plan(
                 history, provider, plain, counter
             ).items():
                 errors.setdefault(name, []).append(error)
+        assert isinstance(reply, AIMessage)
         action = " ".join(str(c["args"].get("command", "")) for c in reply.tool_calls)
-        plan.append(
-            _Call(k, scale, identifiers(action) & seen if action else frozenset())
-        )
+        earlier = {n: seen[n] for n in identifiers(action) if n in seen}
+        plan.append(_Call(k, scale, earlier, tuple(asked[n])))
     return plan
 
 
@@ -158,6 +193,7 @@ def _replay_one(
     budget = tally.window - tally.reserve
     previous: list[tuple[str, ...]] = []
     task = next((m for m in messages if isinstance(m, HumanMessage)), None)
+    history_ids = frozenset(m.id for m in messages if m.id is not None)
     for call in plan:
         history = lived.history(call.k)
         start = time.perf_counter()
@@ -169,8 +205,8 @@ def _replay_one(
         tally.errors += failed
         tally.overhead_ms.append(1000 * (time.perf_counter() - start))
         infos = [measure(m) for m in sent]
-        tokens = [float(i[0]) for i in infos] + [float(REPLY_OVERHEAD)]
-        keys = [i[1] for i in infos]
+        tokens = [float(i.tokens) for i in infos] + [float(REPLY_OVERHEAD)]
+        keys = [i.key for i in infos]
         size = call.scale * sum(tokens)
         cached = cached_prefix(previous, keys)
         previous = keys
@@ -180,11 +216,29 @@ def _replay_one(
         tally.over_budget += failed or size > budget
         tally.bad_pairing += bool(tool_pairing_errors(sent))
         tally.task_missing += task is not None and not _has_task(task, keys, sent)
-        tally.evidence_seen += len(call.earlier)
-        tally.evidence_kept += sum(
-            1 for n in call.earlier if any(n in i[2] for i in infos)
-        )
+        _score(tally, call, sent, infos, history_ids)
         lived.sent[call.k] = round(size)
+
+
+def _score(
+    tally: Tally,
+    call: _Call,
+    sent: list[BaseMessage],
+    infos: list[_Info],
+    history_ids: frozenset[str],
+) -> None:
+    """Evidence (content, line, notes included) and needles of one sent prompt."""
+    own = [i for m, i in zip(sent, infos, strict=True) if from_history(m, history_ids)]
+    tally.evidence_seen += len(call.earlier)
+    for name, line in call.earlier.items():
+        tally.evidence_kept += any(name in i.ids for i in infos)
+        holders = [i.text for i in own if name in i.clean_ids]
+        tally.content_kept += bool(holders)
+        tally.line_kept += any(line in text for text in holders)
+    tally.needles_asked += len(call.needles)
+    tally.needles_found += sum(
+        any(n.answer in i.text for i in own) for n in call.needles
+    )
 
 
 def _has_task(

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from ..engine._anchor import count_messages
-from ..engine._messages import text_of
+from ..engine._messages import marker, text_of
 from ..engine._tokens import TiktokenCounter
 
 CACHE_RATE = 0.1
@@ -55,6 +55,37 @@ def identifiers(text: str) -> frozenset[str]:
                 if re.search("[A-Za-z]", word):
                     out.add(word)
     return frozenset(out)
+
+
+GUARD_WRITTEN = frozenset({"digest", "placeholder", "synthetic_result", "summary"})
+"""``MARKER_KEY`` kinds of messages whose text the library wrote, not the history."""
+_NOTES = re.compile(
+    r"\n*\.\.\. \[[\d,]+ characters truncated; original [\d,]+ characters\] "
+    r"\.\.\.\n*"
+    r"|\[\.\.\. [\d,]+ lines omitted, original [\d,]+ characters; older tool "
+    r"output compressed by context guard \.\.\.\]"
+    r"| \.\.\.\[[\d,]+ chars\]"
+)
+"""The marker text truncation and compression put inside a kept copy."""
+
+
+def strip_notes(text: str) -> str:
+    """``text`` without the truncation and compression markers (each a newline)."""
+    return _NOTES.sub("\n", text)
+
+
+def from_history(message: BaseMessage, history_ids: frozenset[str] | set[str]) -> bool:
+    """Whether a sent message came from the history, whole or as a cut copy.
+
+    It must carry the id of a history message and no ``MARKER_KEY`` marker of a
+    kind the library writes itself (``GUARD_WRITTEN``): digests, placeholders,
+    synthetic results and summaries do not count, nor does a message another
+    strategy wrote (a summary has a new id).
+    """
+    if message.id is None or message.id not in history_ids:
+        return False
+    mark = marker(message)
+    return mark is None or mark.get("kind") not in GUARD_WRITTEN
 
 
 def message_text(message: BaseMessage) -> str:

@@ -23,6 +23,13 @@ class Tally:
     task_missing: int = 0
     evidence_seen: int = 0
     evidence_kept: int = 0
+    """Earlier identifiers still in any sent text, the library's notes included."""
+    content_kept: int = 0
+    """... still in a message sent from the history (notes and markers excluded)."""
+    line_kept: int = 0
+    """... whose first line in the history is still sent verbatim from it."""
+    needles_asked: int = 0
+    needles_found: int = 0
     tokens: list[float] = field(default_factory=list)
     billed: list[float] = field(default_factory=list)
     spent: list[float] = field(default_factory=list)
@@ -54,16 +61,21 @@ class Tally:
             "billed_vs_none": round(billed / none_billed, 4) if none_billed else None,
             "evidence_seen": self.evidence_seen,
             "evidence_kept": self.evidence_kept,
-            "evidence_retention_pct": (
-                round(100 * self.evidence_kept / self.evidence_seen, 2)
-                if self.evidence_seen
-                else None
-            ),
+            "content_evidence_pct": _share(self.content_kept, self.evidence_seen),
+            "line_evidence_pct": _share(self.line_kept, self.evidence_seen),
+            "evidence_retention_pct": _share(self.evidence_kept, self.evidence_seen),
+            "needles_asked": self.needles_asked,
+            "needles_found": self.needles_found,
+            "needle_pct": _share(self.needles_found, self.needles_asked),
             "overhead_ms_median": round(statistics.median(self.overhead_ms or [0]), 3),
             "counter": self.counter or None,
             "counter_median_error_pct": _pct(percentile(errs, 0.5)) if errs else None,
             "counter_p90_error_pct": _pct(percentile(errs, 0.9)) if errs else None,
         }
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(100 * part / whole, 2) if whole else None
 
 
 def _pct(share: float) -> float:
@@ -106,14 +118,23 @@ class ReplayResult:
         }
 
 
+def _cell(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}%"
+
+
 def format_table(result: ReplayResult) -> str:
-    """The results as a GitHub-flavoured markdown table."""
+    """The results as a GitHub-flavoured markdown table.
+
+    "content ev." is the headline evidence figure (only text sent from the
+    history counts), "line ev." the share whose first line is still sent
+    verbatim, "notes incl." the older figure that also counts the library's notes.
+    """
     head = (
         "| window | strategy | over budget | bad pairs | no task | input tok "
-        "| billed tok | billed vs none | evidence kept | counter err med/p90 "
-        "| overhead ms |"
+        "| billed tok | billed vs none | content ev. | line ev. | notes incl. "
+        "| needles | counter err med/p90 | overhead ms |"
     )
-    lines = [head, "|" + "---|" * 11]
+    lines = [head, "|" + "---|" * 14]
     for r in result.rows():
         ratio = r["billed_vs_none"]
         err = "-"
@@ -136,9 +157,10 @@ def format_table(result: ReplayResult) -> str:
             f"{r['input_tokens'] / 1e6:.2f}M",
             f"{r['billed_input'] / 1e6:.2f}M",
             f"{ratio:.2f}x" if ratio is not None else "-",
-            "-"
-            if r["evidence_retention_pct"] is None
-            else f"{r['evidence_retention_pct']:.1f}%",
+            _cell(r["content_evidence_pct"], 2),
+            _cell(r["line_evidence_pct"]),
+            _cell(r["evidence_retention_pct"]),
+            _cell(r["needle_pct"]),
             err,
             f"{r['overhead_ms_median']:.2f}",
         ]

@@ -1,8 +1,9 @@
 """The context strategies the replay compares, each preparing one call's prompt.
 
-No guard, LangChain's ``trim_messages``, ``SummarizationMiddleware`` and
-``ContextEditingMiddleware``, and ours: ``ContextGuard`` alone or with the
-``Compactor``. Summaries come from ``ScriptedSummarizer``, a deterministic
+No guard, LangChain's ``trim_messages``, a "sticky cut" baseline,
+``SummarizationMiddleware`` and ``ContextEditingMiddleware``, and ours:
+``ContextGuard`` (also without the stable prefix, ``guard_no_stable``) alone or
+with the ``Compactor``. Summaries come from ``ScriptedSummarizer``, a deterministic
 offline model, so a replay needs no network.
 """
 
@@ -18,6 +19,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     SystemMessage,
+    ToolMessage,
     trim_messages,
 )
 from langchain_core.messages.utils import count_tokens_approximately
@@ -28,14 +30,16 @@ from ..engine._errors import ContextGuardError
 from ..engine._guard import ContextGuard
 from ..engine._messages import text_of
 from ..engine._policy import GuardPolicy
-from ..engine._tokens import TiktokenCounter
+from ..engine._tokens import REPLY_OVERHEAD, TiktokenCounter
 from ._metrics import TOKEN, identifiers
 
 STRATEGIES = (
     "none",
     "trim_messages",
+    "sticky_cut",
     "summarization",
     "context_editing",
+    "guard_no_stable",
     "guard",
     "guard+compaction",
 )
@@ -124,6 +128,55 @@ class TrimMessages(Strategy):
             allow_partial=False,
         )
         return sent, 0
+
+
+class StickyCut(Strategy):
+    """A 20-line baseline: one cut point, moved only when the history overflows.
+
+    Keeps the system message and the first user message, and everything from the
+    cut on. While that fits the budget the cut stays (the prompt grows by
+    appending, so the provider cache keeps hitting); when it no longer fits, the
+    cut moves forward to the first turn boundary (a message that is not a tool
+    result) at which the kept part is at most ``share`` of the budget. Sizes are
+    tiktoken counts scaled by the last reply's usage over what was sent for it.
+    """
+
+    name, counter = "sticky_cut", "tiktoken+usage"
+
+    def __init__(self, budget: int, counter: TiktokenCounter, share: float = 0.5):
+        self.budget, self.share = budget, share
+        self._count = counter.count_message
+        self.start()
+
+    def start(self) -> None:
+        """Forget the cut."""
+        self.cut, self.ratio, self.last = 0, 1.0, 0
+
+    def prompt(self, history: list[BaseMessage]) -> Prompt:
+        """The head plus ``history[cut:]``, the cut moved forward if over budget."""
+        head = [m for m in history[:2] if not isinstance(m, (AIMessage, ToolMessage))]
+        usage = next(
+            (m.usage_metadata for m in reversed(history) if isinstance(m, AIMessage)),
+            None,
+        )
+        if usage and usage.get("input_tokens") and self.last:
+            ratio = usage["input_tokens"] / self.last
+            if 0.5 <= ratio <= 2:  # else the usage is not of what was sent
+                self.ratio = ratio
+        start = max(self.cut, len(head))
+        sizes = [self._count(m) for m in history]
+        fixed = sum(sizes[: len(head)]) + REPLY_OVERHEAD
+        if self.ratio * (fixed + sum(sizes[start:])) > self.budget:
+            room = self.share * self.budget / self.ratio - fixed
+            kept = sum(sizes[start:])
+            while start < len(history) and (
+                kept > room or isinstance(history[start], ToolMessage)
+            ):
+                kept -= sizes[start]
+                start += 1
+        self.cut = start
+        self.last = fixed + sum(sizes[start:])
+        return [*head, *history[start:]], 0
 
 
 class Summarization(Strategy):
@@ -282,10 +335,15 @@ def make_strategies(
     policies of ours can be compared in one run (``"guard"`` uses the defaults).
     """
     budget = window - reserve
-    variants = {"guard": {}, **(guard_variants or {})}
+    variants = {
+        "guard": {},
+        "guard_no_stable": {"stable_prefix": False},
+        **(guard_variants or {}),
+    }
     build: dict[str, Callable[[], Strategy]] = {
         "none": Strategy,
         "trim_messages": lambda: TrimMessages(budget),
+        "sticky_cut": lambda: StickyCut(budget, counter),
         "summarization": lambda: Summarization(window, budget, counter),
         "context_editing": lambda: ContextEditing(window),
         "guard+compaction": lambda: GuardCompaction(

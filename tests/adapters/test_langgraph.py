@@ -195,7 +195,7 @@ def test_seed_004_self_check_hundred_turns_stay_stable(guard: ContextGuard) -> N
     assert guard.count_tokens(messages) > 4 * BUDGET  # pruning was needed
     late = sizes[100:]
     assert max(late) <= BUDGET
-    # The window is used, not emptied: a pruning keeps prune_to (30%) of the
+    # The window is used, not emptied: a pruning keeps prune_to (70%) of the
     # budget plus the digest, and the prompt then grows back to the budget.
     assert min(late) > BUDGET // 4
     assert max(late) > 0.8 * BUDGET

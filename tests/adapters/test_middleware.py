@@ -304,6 +304,7 @@ def test_an_agent_run_keeps_its_prompt_prefix_between_prunings(tmp_path: Path) -
     pruned = len(received) - 1 - kept
     assert guard.count_tokens(received[-1]) <= WINDOW - RESERVE
     # 40 results of 5-15k tokens each in a 17k budget: a pruning every 2-3 steps
+    # (they grow the history so fast that the cost model prunes deep, prune_share)
     # is needed, and the steps in between re-send the previous prompt whole
     assert 8 <= pruned <= 20
     assert kept >= 20

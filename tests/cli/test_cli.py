@@ -67,7 +67,7 @@ def test_inspect_json_is_machine_readable(
     history = [r for r in doc["rows"] if r["index"] is not None]
     assert doc["messages"] == len(history) == 243
     added = [r["fate"] for r in doc["rows"] if r["index"] is None]
-    assert added == ["synthetic digest"]  # the note where trimmed turns were
+    assert added == []  # no digest by default (GuardPolicy.digest)
     assert doc["within_budget"] is True
     assert doc["report"]["tokens_after"] <= doc["report"]["budget"]
     sent = sum(r["tokens_sent"] for r in doc["rows"])

@@ -87,7 +87,9 @@ def test_a_dropped_digest_is_carried_into_the_next() -> None:
 
 def test_trimming_twice_in_persist_mode_keeps_one_digest() -> None:
     """The stored output holds a digest; the next pruning folds it into a new one."""
-    policy = GuardPolicy(context_window=20_000, reserve_tokens=2_000)
+    policy = GuardPolicy(
+        context_window=20_000, reserve_tokens=2_000, digest=True, prune_to=0.3
+    )
     guard = ContextGuard(policy)
     history = agent_history(60, result_chars=4_000)
     state = guard.prepare(history).messages

@@ -13,6 +13,7 @@ POLICY = GuardPolicy(
     reserve_tokens=4_000,
     compress_batch=1,
     keep_recent_tool_results=20,
+    digest=True,
 )
 
 

@@ -1,0 +1,176 @@
+"""Tests for the honest quality metrics: content/line evidence, needles, baselines."""
+
+from __future__ import annotations
+
+import itertools
+from pathlib import Path
+
+import pytest
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langchain_context_guard import MARKER_KEY
+from langchain_context_guard.engine._text import compress_lines, truncate_text
+from langchain_context_guard.replay._command import (
+    DISTANCES,
+    StickyCut,
+    Strategy,
+    TiktokenCounter,
+    ask_plan,
+    from_history,
+    needles_in,
+    plot_tradeoff,
+    replay,
+    strip_notes,
+)
+from tests.replay._support import transcripts
+
+
+def _call(k: int, command: str) -> AIMessage:
+    call = {"name": "bash", "args": {"command": command}, "id": f"c{k}"}
+    return AIMessage("", tool_calls=[call], id=f"a{k}")
+
+
+def _result(k: int, text: str) -> ToolMessage:
+    return ToolMessage(text, tool_call_id=f"c{k}", id=f"t{k}")
+
+
+# --- what counts as sent from the history ---------------------------------------
+
+
+def test_strip_notes_removes_truncation_and_compression_markers() -> None:
+    text = "\n".join(f"line {i} pkg/mod_{i}.py" for i in range(40))
+    cut = truncate_text(text, 300, 100, 100)
+    short = compress_lines(text + "\n" + "x" * 500, 2, 1)
+    for kept in (cut, short):
+        clean = strip_notes(kept)
+        assert "truncated" not in clean
+        assert "compressed by context guard" not in clean
+        assert "chars]" not in clean
+    assert strip_notes(text) == text
+
+
+def test_from_history_excludes_what_the_library_writes() -> None:
+    ids = {"t1", "m1"}
+    kept = _result(1, "output")
+    compressed = kept.model_copy(
+        update={"additional_kwargs": {MARKER_KEY: {"kind": "compressed"}}}
+    )
+    digest = HumanMessage(
+        "note", id="m1", additional_kwargs={MARKER_KEY: {"kind": "digest"}}
+    )
+    summary = HumanMessage("summary of pkg/mod.py", id="new-id")
+    assert from_history(kept, ids)
+    assert from_history(compressed, ids)
+    assert not from_history(digest, ids)
+    assert not from_history(summary, ids)
+
+
+class _DigestOnly(Strategy):
+    """Replaces the history by a note naming everything: notes, no content."""
+
+    name = "digest_only"
+
+    def prompt(self, history: list[BaseMessage]) -> tuple[list[BaseMessage], int]:
+        names = " ".join(str(m.content) for m in history)
+        note = HumanMessage(
+            names, id="note", additional_kwargs={MARKER_KEY: {"kind": "digest"}}
+        )
+        return [history[0], note], 0
+
+
+def test_a_note_naming_identifiers_counts_only_as_notes_included(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_context_guard.replay import _loop
+
+    def build(names: object, window: int, reserve: int, **_: object) -> list[Strategy]:
+        return [Strategy(), _DigestOnly()]
+
+    monkeypatch.setattr(_loop, "make_strategies", build)
+    rows = {r["strategy"]: r for r in replay(transcripts(1), windows=[128_000]).rows()}
+    none, note = rows["none"], rows["digest_only"]
+    assert none["content_evidence_pct"] == none["line_evidence_pct"] == 100.0
+    assert note["evidence_seen"] > 0
+    assert note["evidence_retention_pct"] > 50
+    assert note["content_evidence_pct"] == 0
+    assert note["line_evidence_pct"] == 0
+    assert note["needle_pct"] == 0
+    assert none["needle_pct"] == 100.0
+
+
+# --- needles ----------------------------------------------------------------------
+
+
+def test_needles_are_found_by_pattern_one_per_kind() -> None:
+    text = "\n".join(
+        [
+            "Traceback (most recent call last):",
+            '  File "/repo/pkg/core.py", line 88, in parse',
+            '  File "/repo/pkg/util.py", line 12, in helper',
+            '  File "/repo/pkg/deep.py", line 3, in inner',
+            "ValueError: invalid literal for int() with base 10: 'x'",
+            "pkg/core.py:120:    return parse_value(text)",
+            "count = 42",
+        ]
+    )
+    found = {n.kind: n.answer for n in needles_in(text, 5)}
+    # 4 matches (3 frames, 1 grep hit): the middle one
+    assert found["file_line"] == 'File "/repo/pkg/deep.py", line 3'
+    assert found["error"].startswith("ValueError: invalid literal")
+    assert found["value"] == "count = 42"
+    assert set(found) <= {"file_line", "line_number", "error", "value"}
+
+
+def test_needles_are_asked_later_at_fixed_distances() -> None:
+    messages: list[BaseMessage] = [SystemMessage("s"), HumanMessage("task")]
+    for k in range(40):
+        messages += [_call(k, "ls"), _result(k, f"total = {k}00 files")]
+    calls = [i for i, m in enumerate(messages) if isinstance(m, AIMessage)]
+    asked = ask_plan(messages, calls)
+    first = [n for n, group in enumerate(asked) if any(x.source == 3 for x in group)]
+    assert first == [1 + d for d in DISTANCES]
+    assert all(x.answer == "total = 000 files" for x in asked[4] if x.source == 3)
+
+
+# --- baselines --------------------------------------------------------------------
+
+
+def test_sticky_cut_keeps_its_cut_until_over_then_halves() -> None:
+    counter = TiktokenCounter()
+    cut = StickyCut(2_000, counter)
+    history: list[BaseMessage] = [SystemMessage("sys"), HumanMessage("the task")]
+    cuts = []
+    for k in range(60):
+        history += [_call(k, f"cat pkg/mod_{k}.py"), _result(k, "word " * 60)]
+        sent, _ = cut.prompt(history)
+        assert sent[:2] == history[:2]
+        assert not isinstance(sent[2], ToolMessage)
+        size = sum(map(counter.count_message, sent))
+        assert size <= 2_000
+        cuts.append(cut.cut)
+    moves = [b for a, b in itertools.pairwise(cuts) if b != a]
+    assert moves == sorted(moves)
+    assert 2 <= len(moves) < 20
+
+
+def test_replay_runs_the_new_baselines() -> None:
+    result = replay(
+        transcripts(1), windows=[16_000], strategies=["sticky_cut", "guard_no_stable"]
+    )
+    rows = {r["strategy"]: r for r in result.rows()}
+    assert rows["guard_no_stable"]["over_budget"] == 0
+    assert rows["sticky_cut"]["bad_pairing"] == 0
+    assert rows["sticky_cut"]["task_missing"] == 0
+
+
+def test_plot_tradeoff_writes_a_png(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    result = replay(transcripts(1), windows=[16_000], strategies=["none", "guard"])
+    out = plot_tradeoff(result.rows(), tmp_path / "t.png", windows=[16_000])
+    assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
