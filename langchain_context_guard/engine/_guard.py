@@ -39,7 +39,13 @@ from ._stable import (
     open_results,
 )
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
-from ._window import WindowInfo, check_window, model_name, resolve_window
+from ._window import (
+    WindowInfo,
+    check_window,
+    model_name,
+    output_reserve,
+    resolve_window,
+)
 
 _diff_event = diff_event  # the name the recovery chain imports
 _SENT_MEMORY = 4_096
@@ -116,6 +122,21 @@ class ContextGuard:
             hard_min=self.policy.hard_min_tokens,
             warn_below=self.policy.warn_below_tokens,
         )
+
+    def budget(self, model: Any = None) -> int:
+        """Tokens the sent messages may use for ``model``: window minus reserve.
+
+        The reserve is ``policy.reserve_tokens``, unless the policy leaves it at
+        its default and the chat model sets ``max_tokens`` (what the reply may
+        take, and what Anthropic adds to the input when checking the window).
+        """
+        return self._budget(self.window(model).tokens, model)
+
+    def _budget(self, window: int, model: Any) -> int:
+        reserve = None
+        if "reserve_tokens" not in self.policy.model_fields_set:
+            reserve = output_reserve(model if model is not None else self.model, window)
+        return window - reserve if reserve is not None else self.policy.budget(window)
 
     def count_tokens(self, messages: Any, *, tools: Sequence[Any] | None = None) -> int:
         """Tokens of ``messages`` (and tool schemas) as the guard counts them."""
@@ -208,7 +229,7 @@ class ContextGuard:
         original = to_messages(messages)
         info = self.window(model)
         policy = self.policy
-        budget = policy.budget(info.tokens)
+        budget = self._budget(info.tokens, model)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
