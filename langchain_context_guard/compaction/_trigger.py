@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cachetools import LRUCache
+
 ContextSize = (
     tuple[Literal["tokens"], int]
     | tuple[Literal["fraction"], float]
@@ -135,9 +137,10 @@ def pause_reason(
 class FailureMemory:
     """Failed compactions in a row per thread, and the tokens at the last one."""
 
-    def __init__(self) -> None:
+    def __init__(self, maxsize: int = 4_096) -> None:
         self._lock = threading.Lock()
-        self._failures: dict[str, tuple[int, int]] = {}
+        # Bounded: a long-lived agent serves an unbounded number of threads.
+        self._failures: LRUCache[str, tuple[int, int]] = LRUCache(maxsize)
 
     def get(self, thread_id: str | None) -> tuple[int, int]:
         """``(failures in a row, tokens at the last)`` for a thread."""

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from operator import attrgetter
 from typing import Any
 
+from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
 from ._anchor import (
@@ -51,15 +51,9 @@ _diff_event = diff_event  # the name the recovery chain imports
 _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
 """Conversations whose last prompt a guard keeps (``stable_prefix``)."""
+_RATIO_MEMORY = 256
+"""Models whose count calibration a guard keeps."""
 _content = attrgetter("content")
-
-
-def _put(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
-    """Store ``value`` as the newest entry, dropping the oldest beyond ``limit``."""
-    table[key] = value
-    table.move_to_end(key)
-    while len(table) > limit:
-        table.popitem(last=False)
 
 
 class ContextGuard:
@@ -98,11 +92,11 @@ class ContextGuard:
         self._lock = threading.Lock()
         # Our count of each prompt this guard prepared, keyed by its last message:
         # the reply's usage then says exactly how the provider counted it.
-        self._sent: OrderedDict[tuple[Any, ...], tuple[int, bool]] = OrderedDict()
+        self._sent: LRUCache[tuple[Any, ...], tuple[int, bool]] = LRUCache(_SENT_MEMORY)
         self._record: Record | None = None
         # What was sent last, per conversation (keyed by its first message).
-        self._stables: OrderedDict[tuple[int | str, ...], Sent] = OrderedDict()
-        self._ratios: dict[str, float] = {}
+        self._stables: LRUCache[tuple[int | str, ...], Sent] = LRUCache(_STABLE_MEMORY)
+        self._ratios: LRUCache[str, float] = LRUCache(_RATIO_MEMORY)
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
 
     def window(self, model: Any = None) -> WindowInfo:
@@ -168,6 +162,8 @@ class ContextGuard:
             with self._lock:
                 sent = self._sent.get(key)
         name = policy.model or model_name(model or self.model) or ""
+        with self._lock:
+            carried = self._ratios.get(name)
         gauge, ratio = make_gauge(
             messages,
             usage_at=usage_at,
@@ -175,11 +171,12 @@ class ContextGuard:
             extra=extra,
             anchoring=anchoring,
             sent=sent,
-            carried=self._ratios.get(name),
+            carried=carried,
             margins=(policy.safety_margin, policy.uncalibrated_margin),
         )
         if ratio is not None:
-            self._ratios[name] = ratio
+            with self._lock:
+                self._ratios[name] = ratio
         return gauge
 
     def _tool_tokens(self, tools: Sequence[Any] | None) -> int:
@@ -205,7 +202,7 @@ class ContextGuard:
             return
         key = sent_key(original[-1], self.counter)
         with self._lock:
-            _put(self._sent, key, (sent_tokens, whole), _SENT_MEMORY)
+            self._sent[key] = (sent_tokens, whole)
 
     def prepare(
         self,
@@ -310,7 +307,7 @@ class ContextGuard:
             return
         key = conversation(sent.source)
         with self._lock:
-            _put(self._stables, key, sent, _STABLE_MEMORY)
+            self._stables[key] = sent
 
     def _prune(
         self,

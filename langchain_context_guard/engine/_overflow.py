@@ -15,6 +15,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from cachetools import LRUCache
+
 try:
     from langchain_core.exceptions import ContextOverflowError
 except ImportError:  # pragma: no cover
@@ -270,10 +272,10 @@ def _to_int(digits: str) -> int:
 class LimitMemory:
     """Thread-safe record of the smallest context limit learned per model."""
 
-    def __init__(self) -> None:
-        """Create an empty memory."""
+    def __init__(self, maxsize: int = 1_024) -> None:
+        """Create an empty memory of at most ``maxsize`` models."""
         self._lock = threading.Lock()
-        self._limits: dict[str, int] = {}
+        self._limits: LRUCache[str, int] = LRUCache(maxsize)
 
     def learn(self, model: str, limit: int) -> None:
         """Record `limit` for `model`, keeping the smallest positive value seen."""
