@@ -120,17 +120,23 @@ class SummarizerClient:
 
     def _summarize(self, plan: CompactionPlan, stop: threading.Event) -> Summary:
         sections = (
-            self._ask(self._sections_prompt(plan), True, stop) if plan.history else None
+            self._ask(plan, self._sections_prompt(plan), True, stop)
+            if plan.history
+            else None
         )
-        turn = self._ask(self._turn_prompt(plan), False, stop) if plan.split else None
+        turn = (
+            self._ask(plan, self._turn_prompt(plan), False, stop)
+            if plan.split
+            else None
+        )
         return _assemble(plan, sections, turn)
 
     async def _asummarize(self, plan: CompactionPlan) -> Summary:
         jobs: list[Awaitable[Any]] = []
         if plan.history:
-            jobs.append(self._aask(self._sections_prompt(plan), True))
+            jobs.append(self._aask(plan, self._sections_prompt(plan), True))
         if plan.split:
-            jobs.append(self._aask(self._turn_prompt(plan), False))
+            jobs.append(self._aask(plan, self._turn_prompt(plan), False))
         out = list(await asyncio.gather(*jobs))
         sections = out.pop(0) if plan.history else None
         return _assemble(plan, sections, out[0] if plan.split else None)
@@ -150,8 +156,13 @@ class SummarizerClient:
             plan, max_chars=s.max_input_chars, max_total=s.max_prompt_chars
         )
 
-    def _config(self) -> RunnableConfig:
-        metadata: dict[str, Any] = {"context_guard": "summarizer"}
+    def _config(self, part: str, plan: CompactionPlan) -> RunnableConfig:
+        metadata: dict[str, Any] = {
+            "context_guard": "summarizer",
+            "context_guard_part": part,
+            "messages_summarized": len(plan.history),
+            "messages_kept": len(plan.kept),
+        }
         try:
             from langchain.agents.middleware.internal_call_transformer import (
                 internal_call_metadata,
@@ -212,20 +223,28 @@ class SummarizerClient:
         return attempt(self._runnable, s.retries + 1), made
 
     def _ask(
-        self, prompt: list[BaseMessage], sections: bool, stop: threading.Event
+        self,
+        plan: CompactionPlan,
+        prompt: list[BaseMessage],
+        sections: bool,
+        stop: threading.Event,
     ) -> Any:
         runnable, made = self._attempts(sections, stop)
         try:
-            return runnable.invoke(prompt, self._config())
+            config = self._config("sections" if sections else "turn_prefix", plan)
+            return runnable.invoke(prompt, config)
         except CompactionError:
             raise
         except Exception as exc:
             raise self._failed(exc, made[0]) from None
 
-    async def _aask(self, prompt: list[BaseMessage], sections: bool) -> Any:
+    async def _aask(
+        self, plan: CompactionPlan, prompt: list[BaseMessage], sections: bool
+    ) -> Any:
         runnable, made = self._attempts(sections, None)
         try:
-            return await runnable.ainvoke(prompt, self._config())
+            config = self._config("sections" if sections else "turn_prefix", plan)
+            return await runnable.ainvoke(prompt, config)
         except CompactionError:
             raise
         except Exception as exc:
