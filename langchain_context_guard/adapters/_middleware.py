@@ -53,12 +53,13 @@ from langgraph.runtime import Runtime
 from ..engine._errors import ConfigError
 from ..engine._guard import ContextGuard
 from ..engine._messages import same_list
+from ..engine._overflow import silent_overflow
 from ..engine._policy import GuardPolicy
-from ._callbacks import aemit, emit
+from ._callbacks import aemit, emit, logger
 from ._langgraph import rewrite
 
 if TYPE_CHECKING:
-    from ..engine._events import PrepareResult
+    from ..engine._events import GuardReport, PrepareResult
 
 Result = ModelResponse[Any] | AIMessage
 
@@ -114,6 +115,21 @@ def build_guard(
     base = guard.model_dump(exclude_unset=True) if guard is not None else {}
     policy = GuardPolicy(**{**base, **settings})
     return ContextGuard(policy, token_counter=token_counter, model=model)
+
+
+def _checked(response: Result, report: GuardReport) -> Result:
+    """Warn when the reply reports more input than the window (silent overflow)."""
+    messages = getattr(response, "result", None) or [response]
+    found = silent_overflow(messages[-1], report.context_window)
+    if found is not None:
+        logger.warning(
+            "Context guard: %s (window %s from %s); the provider may have cut the "
+            "prompt. Set context_window to the model's real window.",
+            found.message,
+            f"{report.context_window:,}",
+            report.window_source,
+        )
+    return response
 
 
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -224,7 +240,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._inputs(request), tools=self._tools(request), model=model
         )
         emit(result.report, source="middleware")
-        return handler(self._apply(request, result))
+        return _checked(handler(self._apply(request, result)), result.report)
 
     async def awrap_model_call(
         self,
@@ -241,7 +257,8 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             model=model,
         )
         await aemit(result.report, source="middleware")
-        return await handler(self._apply(request, result))
+        response = await handler(self._apply(request, result))
+        return _checked(response, result.report)
 
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 from uuid import UUID
 
 import pytest
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
@@ -95,3 +98,16 @@ def test_a_ready_guard_with_settings_is_refused() -> None:
         ContextGuardMiddleware(ContextGuard(), reserve_tokens=1)
     with pytest.raises(ConfigError, match="unknown setting"):
         ContextGuardMiddleware(reserv_tokens=1)
+
+
+def test_a_silent_overflow_is_warned(caplog: pytest.LogCaptureFixture) -> None:
+    usage = {"input_tokens": 90_000, "output_tokens": 3, "total_tokens": 90_003}
+    reply = AIMessage("ok", usage_metadata=usage)  # type: ignore[arg-type]
+    model = GenericFakeChatModel(
+        messages=iter([reply]), profile={"max_input_tokens": WINDOW}
+    )
+    agent = create_agent(model, [], middleware=[ContextGuardMiddleware()])
+    with caplog.at_level(logging.WARNING, logger="langchain_context_guard"):
+        agent.invoke({"messages": [("user", "hi")]})
+    assert "reports 90,000 input tokens" in caplog.text
+    assert "40,000" in caplog.text
