@@ -90,8 +90,9 @@ def emit(
     """Log ``report`` and dispatch it as custom events when inside a run."""
     _log(report, source)
     config = ensure_config(config)
-    if get_callback_manager_for_config(config).parent_run_id is None:
-        return
+    manager = get_callback_manager_for_config(config)
+    if manager.parent_run_id is None or not manager.handlers:
+        return  # outside a run, or nobody listening: no run to trace
 
     def dispatch(data: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
         for name, payload in _payloads(report, source):
@@ -107,7 +108,8 @@ async def aemit(
     """Async ``emit``: log and dispatch through async callback handlers."""
     _log(report, source)
     config = ensure_config(config)
-    if get_async_callback_manager_for_config(config).parent_run_id is None:
+    manager = get_async_callback_manager_for_config(config)
+    if manager.parent_run_id is None or not manager.handlers:
         return
 
     async def dispatch(data: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
