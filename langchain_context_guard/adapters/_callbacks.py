@@ -1,9 +1,12 @@
 """Forward a ``GuardReport`` to LangChain callbacks and to the log.
 
 Every adapter calls ``emit`` (or ``aemit``) after ``ContextGuard.prepare``. Inside a
-run, each event goes out as a custom event named ``context_guard.event`` and the
-report as ``context_guard.report``, so both show in ``astream_events`` (as
-``on_custom_event``) and in LangSmith traces. Outside a run, only the log is written.
+run, a child run named ``context_guard`` (tags ``context_guard`` and
+``context_guard:<source>``, metadata with the window, its source, the budget and
+the token counts; the report as its output) carries each event as a custom event
+named ``context_guard.event`` and the report as ``context_guard.report``, so they
+read as one step in LangSmith traces and show in ``astream_events`` (as
+``on_custom_event``). Outside a run, only the log is written.
 Each payload names its ``source``: ``runnable``, ``pre_model_hook``, ``node``,
 ``middleware`` or ``middleware.before_model``.
 """
@@ -14,7 +17,7 @@ import logging
 from typing import Any
 
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
-from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import (
     ensure_config,
     get_async_callback_manager_for_config,
@@ -25,6 +28,8 @@ from ..engine._events import GuardReport
 
 logger = logging.getLogger("langchain_context_guard")
 
+RUN_NAME = "context_guard"
+"""Name of the traced run that carries a report's custom events."""
 REPORT_EVENT = "context_guard.report"
 """Name of the custom event that carries ``GuardReport.to_dict()``."""
 EVENT_EVENT = "context_guard.event"
@@ -56,16 +61,45 @@ def _log(report: GuardReport, source: str) -> None:
         )
 
 
+def _run_config(report: GuardReport, source: str) -> RunnableConfig:
+    """Run name, tags and metadata that make the step readable in a trace."""
+    return {
+        "run_name": RUN_NAME,
+        "tags": [RUN_NAME, f"{RUN_NAME}:{source}"],
+        "metadata": {
+            "context_guard_source": source,
+            "context_window": report.context_window,
+            "window_source": report.window_source,
+            "budget": report.budget,
+            "tokens_before": report.tokens_before,
+            "tokens_after": report.tokens_after,
+            "changed": report.changed,
+            "event_kinds": sorted({e.kind for e in report.events}),
+        },
+    }
+
+
+def _child(config: RunnableConfig, report: GuardReport, source: str) -> Any:
+    child = {k: v for k, v in config.items() if k != "run_id"}
+    return {**child, **_run_config(report, source)}
+
+
 def emit(
     report: GuardReport, *, source: str, config: RunnableConfig | None = None
 ) -> None:
     """Log ``report`` and dispatch it as custom events when inside a run."""
     _log(report, source)
     config = ensure_config(config)
-    if get_callback_manager_for_config(config).parent_run_id is None:
-        return
-    for name, data in _payloads(report, source):
-        dispatch_custom_event(name, data, config=config)
+    manager = get_callback_manager_for_config(config)
+    if manager.parent_run_id is None or not manager.handlers:
+        return  # outside a run, or nobody listening: no run to trace
+
+    def dispatch(data: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        for name, payload in _payloads(report, source):
+            dispatch_custom_event(name, payload, config=config)
+        return data
+
+    RunnableLambda(dispatch).invoke(report.to_dict(), _child(config, report, source))
 
 
 async def aemit(
@@ -74,7 +108,15 @@ async def aemit(
     """Async ``emit``: log and dispatch through async callback handlers."""
     _log(report, source)
     config = ensure_config(config)
-    if get_async_callback_manager_for_config(config).parent_run_id is None:
+    manager = get_async_callback_manager_for_config(config)
+    if manager.parent_run_id is None or not manager.handlers:
         return
-    for name, data in _payloads(report, source):
-        await adispatch_custom_event(name, data, config=config)
+
+    async def dispatch(data: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
+        for name, payload in _payloads(report, source):
+            await adispatch_custom_event(name, payload, config=config)
+        return data
+
+    await RunnableLambda(dispatch).ainvoke(
+        report.to_dict(), _child(config, report, source)
+    )

@@ -1,9 +1,15 @@
 """The LangChain v1 adapter: ``ContextGuardMiddleware`` for ``create_agent``.
 
 ```python
-agent = create_agent(model, tools, system_prompt=SYSTEM,
-                     middleware=[ContextGuardMiddleware(guard)])
+agent = create_agent("openai:gpt-4.1", tools, system_prompt=SYSTEM,
+                     middleware=[ContextGuardMiddleware()])
 ```
+
+Built like LangChain's own middlewares: no arguments (the window comes from the
+agent's model on each call), flat ``GuardPolicy`` settings
+(``ContextGuardMiddleware(reserve_tokens=4_000)``), a ``model`` name or object
+whose window to fit, a ``token_counter``, or a ready ``ContextGuard`` /
+``GuardPolicy``.
 
 ``wrap_model_call`` (and ``awrap_model_call``) prunes what each model call sends:
 the request's system message and messages, with the bound tools counted against the
@@ -17,6 +23,7 @@ the stored history in ``before_model``.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -43,14 +50,17 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMe
 from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
+from ..engine._errors import ConfigError
+from ..engine._guard import ContextGuard
 from ..engine._messages import same_list
+from ..engine._overflow import silent_overflow
+from ..engine._policy import GuardPolicy
 from ._cache_control import mark_cache_breakpoints
-from ._callbacks import aemit, emit
+from ._callbacks import aemit, emit, logger
 from ._langgraph import rewrite
 
 if TYPE_CHECKING:
-    from ..engine._events import PrepareResult
-    from ..engine._guard import ContextGuard
+    from ..engine._events import GuardReport, PrepareResult
 
 Result = ModelResponse[Any] | AIMessage
 
@@ -74,36 +84,127 @@ def _structured_output_tools(response_format: Any) -> list[Any]:
     return [OutputToolBinding.from_schema_spec(spec).tool for spec in specs]
 
 
+def build_guard(
+    guard: ContextGuard | GuardPolicy | None,
+    *,
+    model: Any = None,
+    token_counter: Any = None,
+    settings: dict[str, Any],
+) -> ContextGuard:
+    """A ``ContextGuard`` from what a middleware was given.
+
+    A ready guard is used as is (settings and a counter then belong to it); a
+    policy is updated with ``settings``; nothing gives ``GuardPolicy(**settings)``.
+    """
+    if isinstance(guard, ContextGuard):
+        if settings or token_counter is not None:
+            given = ", ".join(sorted(settings) or ["token_counter"])
+            raise ConfigError(
+                f"Got a ready ContextGuard and also {given}.",
+                field=next(iter(sorted(settings)), "token_counter"),
+                hint="set them on the guard (ContextGuard(GuardPolicy(...), "
+                "token_counter=...)) or pass no guard.",
+            )
+        return guard
+    if guard is not None and not isinstance(guard, GuardPolicy):
+        raise ConfigError(
+            f"guard must be a ContextGuard or a GuardPolicy, got "
+            f"{type(guard).__name__}.",
+            field="guard",
+            hint="pass ContextGuard(...), GuardPolicy(...), or settings as keywords.",
+        )
+    base = guard.model_dump(exclude_unset=True) if guard is not None else {}
+    policy = GuardPolicy(**{**base, **settings})
+    return ContextGuard(policy, token_counter=token_counter, model=model)
+
+
+def _checked(response: Result, report: GuardReport) -> Result:
+    """Warn when the reply reports more input than the window (silent overflow)."""
+    messages = getattr(response, "result", None) or [response]
+    found = silent_overflow(messages[-1], report.context_window)
+    if found is not None:
+        logger.warning(
+            "Context guard: %s (window %s from %s); the provider may have cut the "
+            "prompt. Set context_window to the model's real window.",
+            found.message,
+            f"{report.context_window:,}",
+            report.window_source,
+        )
+    return response
+
+
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Keeps every model call of a ``create_agent`` agent inside its window.
 
     Args:
-        guard: The guard to apply (one guard may serve many agents and threads).
+        guard: A ready ``ContextGuard`` (one may serve many agents and threads)
+            or a ``GuardPolicy``; by default one is built from ``settings``.
+        model: The chat model, or its name (``"openai:gpt-4.1"``), whose window
+            and tokenizer to fit; by default the agent's model of each call
+            (its ``profile["max_input_tokens"]``, else the built-in table).
+        token_counter: Counts tokens instead of tiktoken: a chat model, a
+            callable over messages, or a ``TokenCounter``.
         persist: Also rewrite the agent's stored messages in ``before_model``
             (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the kept messages). The
             state holds no system prompt or tools, so each model call is still
             pruned exactly in ``wrap_model_call``.
-        model: With ``persist``, the chat model (or name) whose window the stored
-            history is fit to; defaults to the guard's own model or policy.
         cache_breakpoints: Mark the stable prefix with Anthropic ``cache_control``
             breakpoints (``mark_cache_breakpoints``): True for five-minute
             entries, or the ``cache_control`` dict to use. For Anthropic models.
+        **settings: Any ``GuardPolicy`` field, e.g. ``context_window=200_000``
+            or ``reserve_tokens=4_000``.
     """
 
     def __init__(
         self,
-        guard: ContextGuard,
+        guard: ContextGuard | GuardPolicy | None = None,
         *,
-        persist: bool = False,
         model: Any = None,
+        token_counter: Any = None,
+        persist: bool = False,
         cache_breakpoints: bool | dict[str, Any] = False,
+        **settings: Any,
     ) -> None:
         super().__init__()
-        self.guard = guard
         self.persist = persist
         self.model = model
         self.cache_breakpoints = cache_breakpoints
+        self._given = guard
+        self._counter = token_counter
+        self._settings = settings
+        self._guard: ContextGuard | None = None
+        self._lock = threading.Lock()
+        if isinstance(guard, ContextGuard) or model is not None:
+            self._guard = self._build(model)
+        else:  # check the settings now; the guard itself waits for the model
+            build_guard(guard, token_counter=token_counter, settings=settings)
         self._schemas: tuple[Any, list[Any]] | None = None
+
+    def _build(self, model: Any) -> ContextGuard:
+        return build_guard(
+            self._given,
+            model=model,
+            token_counter=self._counter,
+            settings=self._settings,
+        )
+
+    @property
+    def guard(self) -> ContextGuard:
+        """The guard in use (built from the first call's model when not given)."""
+        return self._guard_for(None)
+
+    def _guard_for(self, model: Any) -> ContextGuard:
+        guard = self._guard
+        if guard is None:
+            with self._lock:
+                if self._guard is None:
+                    # The agent's model names the tokenizer (o200k for gpt-4.1).
+                    self._guard = self._build(model)
+                guard = self._guard
+        return guard
+
+    def _model(self, request: ModelRequest[Any]) -> Any:
+        return self.model if self.model is not None else request.model
 
     def _tools(self, request: ModelRequest[Any]) -> list[Any]:
         """``request.tools`` and the structured-output tools bound beside them."""
@@ -151,11 +252,12 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Result:
         """Prune the request, then call the model."""
-        result = self.guard.prepare(
-            self._inputs(request), tools=self._tools(request), model=request.model
+        model = self._model(request)
+        result = self._guard_for(model).prepare(
+            self._inputs(request), tools=self._tools(request), model=model
         )
         emit(result.report, source="middleware")
-        return handler(self._apply(request, result))
+        return _checked(handler(self._apply(request, result)), result.report)
 
     async def awrap_model_call(
         self,
@@ -163,15 +265,17 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Result:
         """Async ``wrap_model_call``; the counting runs in an executor."""
+        model = self._model(request)
         result = await run_in_executor(
             None,
-            self.guard.prepare,
+            self._guard_for(model).prepare,
             self._inputs(request),
             tools=self._tools(request),
-            model=request.model,
+            model=model,
         )
         await aemit(result.report, source="middleware")
-        return await handler(self._apply(request, result))
+        response = await handler(self._apply(request, result))
+        return _checked(response, result.report)
 
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]

@@ -73,24 +73,8 @@ def _connect(path: Path) -> sqlite3.Connection:
     return sqlite3.connect(path.resolve().as_uri() + "?mode=ro", uri=True)
 
 
-def list_threads(path: Path) -> list[tuple[str, int]]:
-    """``(thread_id, checkpoints)`` of every thread in a SQLite checkpointer file."""
-    try:
-        with closing(_connect(path)) as conn:
-            rows = conn.execute(
-                "SELECT thread_id, COUNT(*) FROM checkpoints "
-                "WHERE checkpoint_ns = '' GROUP BY thread_id ORDER BY thread_id"
-            ).fetchall()
-    except sqlite3.Error as exc:
-        raise TranscriptError(
-            f"{path.name}: not a LangGraph SQLite checkpoint database ({exc}); "
-            "expected a file written by langgraph.checkpoint.sqlite.SqliteSaver"
-        ) from None
-    return [(str(t), int(n)) for t, n in rows]
-
-
-def load_thread(path: Path, thread_id: str) -> list[BaseMessage]:
-    """The ``messages`` of the latest checkpoint of one thread."""
+def _saver(path: Path) -> Any:
+    """A ``SqliteSaver`` over a read-only connection (the caller closes it)."""
     try:
         from langgraph.checkpoint.sqlite import SqliteSaver
     except ImportError:
@@ -99,16 +83,49 @@ def load_thread(path: Path, thread_id: str) -> list[BaseMessage]:
             "langgraph-checkpoint-sqlite (pip install "
             "'langchain-context-guard[sqlite]')"
         ) from None
-    threads = dict(list_threads(path))
-    if thread_id not in threads:
-        known = ", ".join(sorted(threads)) or "none"
+    return SqliteSaver(_connect(path))
+
+
+def _not_a_checkpointer(path: Path, exc: Exception) -> TranscriptError:
+    return TranscriptError(
+        f"{path.name}: not a LangGraph SQLite checkpoint database ({exc}); "
+        "expected a file written by langgraph.checkpoint.sqlite.SqliteSaver"
+    )
+
+
+def list_threads(path: Path) -> list[tuple[str, int]]:
+    """``(thread_id, checkpoints)`` of every thread in a SQLite checkpointer file.
+
+    Read through the checkpointer's own ``SqliteSaver.list``.
+    """
+    saver = _saver(path)
+    counts: dict[str, int] = {}
+    try:
+        with closing(saver.conn):
+            for item in saver.list(None):
+                conf = item.config["configurable"]
+                if conf.get("checkpoint_ns", "") == "":
+                    thread = str(conf["thread_id"])
+                    counts[thread] = counts.get(thread, 0) + 1
+    except sqlite3.Error as exc:
+        raise _not_a_checkpointer(path, exc) from None
+    return sorted(counts.items())
+
+
+def load_thread(path: Path, thread_id: str) -> list[BaseMessage]:
+    """The ``messages`` of the latest checkpoint of one thread (``get_tuple``)."""
+    saver = _saver(path)
+    try:
+        with closing(saver.conn):
+            found = saver.get_tuple({"configurable": {"thread_id": thread_id}})
+    except sqlite3.Error as exc:
+        raise _not_a_checkpointer(path, exc) from None
+    if found is None:
+        known = ", ".join(t for t, _ in list_threads(path)) or "none"
         raise TranscriptError(
             f"{path.name}: no thread {thread_id!r}; threads in this file: {known}"
         )
-    with closing(_connect(path)) as conn:
-        config = {"configurable": {"thread_id": thread_id}}
-        found = SqliteSaver(conn).get_tuple(config)  # type: ignore[arg-type]
-    values = found.checkpoint["channel_values"] if found else {}
+    values = found.checkpoint["channel_values"]
     messages = values.get("messages")
     if not isinstance(messages, list):
         raise TranscriptError(

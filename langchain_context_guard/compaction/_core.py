@@ -25,7 +25,7 @@ from ._plan import CompactionPlan, plan_compaction, rebuild
 from ._settings import CompactionSettings
 from ._summarizer import SummarizerClient
 from ._summary import Summary, summary_message
-from ._trigger import Limits, clauses, next_streak, resolve_limits
+from ._trigger import Limits, next_streak, resolve_limits
 
 __all__ = ["CompactionResult", "CompactorBase"]
 
@@ -65,17 +65,18 @@ class CompactorBase:
 
     def _limits(self, model: Any = None) -> Limits:
         window = self.guard.window(model).tokens
-        budget = self.guard.policy.budget(window)
+        budget = self.guard.budget(model)
         s = self.settings
         return resolve_limits(s.trigger, s.keep, window=window, budget=budget)
 
     def triggered(self, messages: Sequence[BaseMessage], *, model: Any = None) -> bool:
         """Whether the history has reached the trigger."""
-        trigger = clauses(self.settings.trigger)
-        if any(k == "messages" and len(messages) >= v for k, v in trigger):
-            return True
-        limit = self._limits(model).trigger_tokens
-        return limit is not None and self.tokens(messages) >= limit
+        limits = self._limits(model)
+        if not limits.clauses:
+            return False
+        needs_tokens = any(k == "tokens" for c in limits.clauses for k, _ in c)
+        tokens = self.tokens(messages) if needs_tokens else 0
+        return limits.reached(tokens, len(messages))
 
     def plan(
         self, messages: Sequence[BaseMessage], *, model: Any = None

@@ -1,5 +1,10 @@
 """``CompactionMiddleware``: LLM compaction for LangChain v1 ``create_agent``.
 
+Built like LangChain's ``SummarizationMiddleware``::
+
+    CompactionMiddleware(model="openai:gpt-4.1-mini", trigger=("fraction", 0.8),
+                         keep=("messages", 20))
+
 ``before_model`` rewrites the state with ``[system..., summary, kept tail]`` when
 the trigger is reached; when compaction fails, times out or is paused, state stays
 as it was and ``wrap_model_call`` fits that one call with the deterministic passes.
@@ -25,43 +30,112 @@ except ImportError as exc:  # pragma: no cover - exercised only without langchai
         "CompactionMiddleware needs the `langchain` package (create_agent). "
         'Install it with: pip install "langchain-context-guard[agents]"'
     ) from exc
+from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from ..engine._errors import ConfigError
 from ..engine._guard import ContextGuard
+from ..engine._policy import GuardPolicy
 from ._compactor import CompactionSettings, Compactor, make_recall_tool
+from ._summarizer import chat_model
+
+# LangChain's names whose meaning differs here, and what to use instead.
+_DIFFERENT = {
+    "summary_prompt": "CompactionMiddleware writes a sectioned summary with its own "
+    "prompt; pass instructions='...' to add what the summary must focus on",
+    "trim_tokens_to_summarize": "the summary prompt is capped in characters; pass "
+    "max_prompt_chars=... (the middle of a longer conversation is cut out)",
+}
+
+
+def _settings(base: CompactionSettings | None, given: dict[str, Any]) -> Any:
+    for name, instead in _DIFFERENT.items():
+        if name in given:
+            raise ConfigError(
+                f"CompactionMiddleware does not take {name!r}: {instead}.",
+                field=name,
+                hint=instead + ".",
+            )
+    if not given:
+        return base
+    current = base.model_dump(exclude_unset=True) if base is not None else {}
+    return CompactionSettings(**{**current, **given})
 
 
 class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Summarise old history before a model call, safely (see ``Compactor``).
 
     Args:
-        summarizer: Any LangChain chat model (or runnable/callable returning text)
-            that writes the summary.
-        settings: Trigger, keep, timeout and retries; defaults to
-            ``CompactionSettings()``.
-        guard: Counts tokens, resolves the window and provides the fallback
-            passes; defaults to ``ContextGuard()``.
+        model: The chat model whose window is managed and which writes the
+            summaries, or its name for ``init_chat_model``
+            (``"openai:gpt-4.1-mini"``), as in LangChain's
+            ``SummarizationMiddleware``. A runnable or a callable returning text
+            also works (then the window comes from ``guard``).
+        settings: A ready ``CompactionSettings``; keywords below override it.
+        trigger: When to compact, in LangChain's forms: ``("fraction", 0.8)``,
+            ``("tokens", N)``, ``("messages", n)``, a dict clause
+            ``{"tokens": 4000, "messages": 10}`` (all reached), or a list of
+            these (any reached). ``None``: never, as in LangChain. Default
+            ``"auto"``: the lower of 0.8 of the window and the budget.
+        keep: Newest history kept verbatim: ``("messages", 20)``,
+            ``("tokens", N)`` or ``("fraction", f)``.
+        token_counter: Counts tokens instead of tiktoken (a chat model, a
+            callable over messages, or a ``TokenCounter``).
+        summarizer: A different chat model (or name) to write the summaries;
+            ``model`` still gives the window.
+        guard: A ``ContextGuard`` or ``GuardPolicy``: counting, the window and
+            the fallback passes; by default built for ``model``.
         store: Archive for removed messages; defaults to the agent's store.
         fallback: Fit an over-budget call with ``guard.prepare`` (without
             touching state), e.g. after a failed compaction.
         recall: Also give the agent a ``recall`` tool over the archive.
+        **more: Any other ``CompactionSettings`` field (``timeout``,
+            ``retries``, ``instructions``, ``max_prompt_chars``, ``mode``, ...).
     """
 
     transformers = (InternalCallTransformer,)
 
     def __init__(
         self,
-        summarizer: Any,
+        model: Any = None,
         settings: CompactionSettings | None = None,
         *,
-        guard: ContextGuard | None = None,
+        trigger: Any = ...,
+        keep: Any = ...,
+        token_counter: Any = None,
+        summarizer: Any = None,
+        guard: ContextGuard | GuardPolicy | None = None,
         store: BaseStore | None = None,
         fallback: bool = True,
         recall: bool = False,
+        **more: Any,
     ) -> None:
         super().__init__()
-        self.compactor = Compactor(summarizer, settings, guard=guard, store=store)
+        if model is None and summarizer is None:
+            raise ConfigError(
+                "CompactionMiddleware needs a model to write the summaries.",
+                field="model",
+                hint='pass model="provider:model" or a chat model object.',
+            )
+        given = {"trigger": trigger, "keep": keep, **more}
+        given = {k: v for k, v in given.items() if v is not ...}
+        model = chat_model(model)
+        self.model = model
+        writer = chat_model(summarizer) if summarizer is not None else model
+        if not isinstance(guard, ContextGuard):
+            window = model if isinstance(model, BaseChatModel) else None
+            policy = guard or GuardPolicy()
+            guard = ContextGuard(policy, token_counter=token_counter, model=window)
+        elif token_counter is not None:
+            raise ConfigError(
+                "Got a ready ContextGuard and also token_counter.",
+                field="token_counter",
+                hint="set token_counter on the guard, or pass no guard.",
+            )
+        self.compactor = Compactor(
+            writer, _settings(settings, given), guard=guard, store=store
+        )
         self.fallback = fallback
         self.tools = [make_recall_tool(store)] if recall else []
 
@@ -91,7 +165,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         messages = list(request.messages)
         if request.system_message is not None:
             messages.insert(0, request.system_message)
-        budget = guard.policy.budget(guard.window(request.model).tokens)
+        budget = guard.budget(request.model)
         if not self.fallback or guard.count_tokens(messages) <= budget:
             return request
         fitted = guard.prepare(messages, tools=request.tools, model=request.model)

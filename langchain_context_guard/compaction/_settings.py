@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from ..engine._errors import ConfigError
 from ._plan import Mode
-from ._trigger import ContextSize
+from ._trigger import ContextSize, TriggerClause, clauses
 
 __all__ = ["CompactionSettings"]
 
@@ -22,11 +22,20 @@ class CompactionSettings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    trigger: ContextSize | list[ContextSize] | None = Field(
-        None,
-        description="Compact when any is reached: ('tokens', N), ('fraction', f) of "
-        "the window, ('messages', n). None: the lower of 0.8 of the window and "
-        "window - reserve_tokens.",
+    trigger: (
+        ContextSize
+        | TriggerClause
+        | list[ContextSize | TriggerClause]
+        | Literal["auto"]
+        | None
+    ) = Field(
+        "auto",
+        description="When to compact, in LangChain's forms: ('tokens', N), "
+        "('fraction', f) of the window, ('messages', n), a dict clause such as "
+        "{'tokens': 4000, 'messages': 10} (all reached), or a list (any reached). "
+        "'auto': the lower of 0.8 of the window and window - "
+        "reserve_tokens. None: never (as in LangChain); the "
+        "deterministic passes still fit each call.",
     )
     keep: ContextSize = Field(
         ("tokens", 20_000),
@@ -78,12 +87,14 @@ class CompactionSettings(BaseModel):
     @field_validator("trigger", "keep")
     @classmethod
     def _check_sizes(cls, value: Any) -> Any:
-        clauses = value if isinstance(value, list) else [] if value is None else [value]
-        for kind, size in clauses:
-            if kind == "fraction" and not 0 < size <= 1:
-                raise ValueError(f"a fraction must be in (0, 1], got {size}")
-            if kind != "fraction" and size <= 0:
-                raise ValueError(f"{kind} must be positive, got {size}")
+        for clause in clauses(value):
+            if not clause:
+                raise ValueError("a trigger clause needs at least one size")
+            for kind, size in clause.items():
+                if kind == "fraction" and not 0 < size <= 1:
+                    raise ValueError(f"a fraction must be in (0, 1], got {size}")
+                if kind != "fraction" and size <= 0:
+                    raise ValueError(f"{kind} must be positive, got {size}")
         return value
 
     def __init__(self, **data: Any) -> None:

@@ -1,9 +1,11 @@
 """Asking the summarizer: a checked answer within a deadline, or ``CompactionError``.
 
-Each call is retried with a doubling delay; a failed structured-output call falls
-back to plain text on the next attempt. The sync deadline runs the calls on a
-worker thread (which stops before its next attempt once the deadline passed); the
-async one cancels the call.
+Each call is retried with a doubling delay through ``Runnable.with_retry``
+(authentication, permission and bad-request errors are not retried); a failed
+structured-output call falls back to plain text. The sync deadline runs the
+calls on a worker thread (which stops before its next attempt once the deadline
+passed); the async one cancels the call. A model given by name
+(``"openai:gpt-4.1-mini"``) is built with LangChain's ``init_chat_model``.
 """
 
 from __future__ import annotations
@@ -17,13 +19,14 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
-from ..engine._errors import CompactionError
+from ..engine._errors import CompactionError, ConfigError, ContextGuardError
 from ..engine._messages import text_of
 from ._plan import CompactionPlan
 from ._summary import Summary, SummarySections, parse_sections
@@ -38,11 +41,38 @@ SUMMARIZER_TAGS = ("context_guard:summarizer", TAG_NOSTREAM)
 ``stream_mode="messages"``."""
 
 
+def chat_model(model: Any) -> Any:
+    """``model``, or the chat model a ``"provider:model"`` string names."""
+    if not isinstance(model, str):
+        return model
+    try:
+        from langchain.chat_models import init_chat_model
+    except ImportError:  # pragma: no cover - langchain is optional
+        raise ConfigError(
+            f"A model given by name ({model!r}) is built with LangChain's "
+            "init_chat_model, which needs the `langchain` package.",
+            field="model",
+            hint='pip install "langchain-context-guard[agents]", or pass a chat '
+            "model object.",
+        ) from None
+    try:
+        return init_chat_model(model)
+    except (ImportError, ValueError) as exc:
+        raise ConfigError(
+            f"Cannot build a chat model from {model!r}: {exc}",
+            field="model",
+            hint="install the provider's package (e.g. langchain-openai), set its "
+            "API key, or pass a chat model object.",
+        ) from exc
+
+
 class SummarizerClient:
     """Calls the user's summarizer (chat model, runnable or callable) for a plan."""
 
     def __init__(self, summarizer: Any, settings: CompactionSettings) -> None:
         self.settings = settings
+        summarizer = chat_model(summarizer)
+        self.model = summarizer
         self._runnable: Runnable[Any, Any] = (
             summarizer
             if isinstance(summarizer, Runnable)
@@ -90,17 +120,23 @@ class SummarizerClient:
 
     def _summarize(self, plan: CompactionPlan, stop: threading.Event) -> Summary:
         sections = (
-            self._ask(self._sections_prompt(plan), True, stop) if plan.history else None
+            self._ask(plan, self._sections_prompt(plan), True, stop)
+            if plan.history
+            else None
         )
-        turn = self._ask(self._turn_prompt(plan), False, stop) if plan.split else None
+        turn = (
+            self._ask(plan, self._turn_prompt(plan), False, stop)
+            if plan.split
+            else None
+        )
         return _assemble(plan, sections, turn)
 
     async def _asummarize(self, plan: CompactionPlan) -> Summary:
         jobs: list[Awaitable[Any]] = []
         if plan.history:
-            jobs.append(self._aask(self._sections_prompt(plan), True))
+            jobs.append(self._aask(plan, self._sections_prompt(plan), True))
         if plan.split:
-            jobs.append(self._aask(self._turn_prompt(plan), False))
+            jobs.append(self._aask(plan, self._turn_prompt(plan), False))
         out = list(await asyncio.gather(*jobs))
         sections = out.pop(0) if plan.history else None
         return _assemble(plan, sections, out[0] if plan.split else None)
@@ -120,8 +156,13 @@ class SummarizerClient:
             plan, max_chars=s.max_input_chars, max_total=s.max_prompt_chars
         )
 
-    def _config(self) -> RunnableConfig:
-        metadata: dict[str, Any] = {"context_guard": "summarizer"}
+    def _config(self, part: str, plan: CompactionPlan) -> RunnableConfig:
+        metadata: dict[str, Any] = {
+            "context_guard": "summarizer",
+            "context_guard_part": part,
+            "messages_summarized": len(plan.history),
+            "messages_kept": len(plan.kept),
+        }
         try:
             from langchain.agents.middleware.internal_call_transformer import (
                 internal_call_metadata,
@@ -136,46 +177,116 @@ class SummarizerClient:
             "run_name": "context_guard_summarizer",
         }
 
-    def _ask(
-        self, prompt: list[BaseMessage], sections: bool, stop: threading.Event
-    ) -> Any:
-        structured = sections and self._structured is not None
-        error: Exception | None = None
-        for attempt in range(self.settings.retries + 1):
-            if stop.is_set():
+    def _attempts(
+        self, sections: bool, stop: threading.Event | None
+    ) -> tuple[Runnable[Any, Any], list[int]]:
+        """The summarizer call with its retries, and a counter of attempts made.
+
+        ``Runnable.with_retry`` retries with a doubling delay; errors a retry
+        cannot fix (authentication, permission, bad request) are not retried. A
+        structured-output call is tried once, then plain text with the retries.
+        """
+        s = self.settings
+        made = [0]
+
+        def start(prompt: list[BaseMessage]) -> list[BaseMessage]:
+            if stop is not None and stop.is_set():
                 raise self._timeout_error()
-            try:
-                runnable = self._structured if structured else self._runnable
-                assert runnable is not None
-                return _check(runnable.invoke(prompt, self._config()), sections)
-            except Exception as exc:
-                error, structured = exc, False
-                if attempt < self.settings.retries:
-                    stop.wait(self.settings.retry_delay * 2**attempt)
-        raise self._failed(error)
+            made[0] += 1
+            return prompt
 
-    async def _aask(self, prompt: list[BaseMessage], sections: bool) -> Any:
-        structured = sections and self._structured is not None
-        error: Exception | None = None
-        for attempt in range(self.settings.retries + 1):
-            try:
-                runnable = self._structured if structured else self._runnable
-                assert runnable is not None
-                return _check(await runnable.ainvoke(prompt, self._config()), sections)
-            except Exception as exc:
-                error, structured = exc, False
-                if attempt < self.settings.retries:
-                    await asyncio.sleep(self.settings.retry_delay * 2**attempt)
-        raise self._failed(error)
+        def check(out: Any) -> Any:
+            return _check(out, sections)
 
-    def _failed(self, error: Exception | None) -> CompactionError:
-        tries = self.settings.retries + 1
+        def attempt(runnable: Runnable[Any, Any], tries: int) -> Runnable[Any, Any]:
+            chain = RunnableLambda(start) | runnable | RunnableLambda(check)
+            if tries <= 1:
+                return chain
+            return chain.with_retry(
+                retry_if_exception_type=retryable,
+                stop_after_attempt=tries,
+                wait_exponential_jitter=s.retry_delay > 0,
+                exponential_jitter_params={
+                    "initial": s.retry_delay,
+                    "exp_base": 2,
+                    "jitter": 0,
+                    "max": max(s.retry_delay, 60.0),
+                },
+            )
+
+        if sections and self._structured is not None:
+            first = attempt(self._structured, 1)
+            if s.retries == 0:
+                return first, made
+            rest = attempt(self._runnable, s.retries)
+            return first.with_fallbacks([rest]), made
+        return attempt(self._runnable, s.retries + 1), made
+
+    def _ask(
+        self,
+        plan: CompactionPlan,
+        prompt: list[BaseMessage],
+        sections: bool,
+        stop: threading.Event,
+    ) -> Any:
+        runnable, made = self._attempts(sections, stop)
+        try:
+            config = self._config("sections" if sections else "turn_prefix", plan)
+            return runnable.invoke(prompt, config)
+        except CompactionError:
+            raise
+        except Exception as exc:
+            raise self._failed(exc, made[0]) from None
+
+    async def _aask(
+        self, plan: CompactionPlan, prompt: list[BaseMessage], sections: bool
+    ) -> Any:
+        runnable, made = self._attempts(sections, None)
+        try:
+            config = self._config("sections" if sections else "turn_prefix", plan)
+            return await runnable.ainvoke(prompt, config)
+        except CompactionError:
+            raise
+        except Exception as exc:
+            raise self._failed(exc, made[0]) from None
+
+    def _failed(self, error: Exception, attempts: int) -> CompactionError:
+        why = "" if retryable(error) else " (not retried: a retry cannot fix it)"
         err = CompactionError(
-            f"The summarizer failed {tries} time(s); last error: {error!r}.",
+            f"The summarizer failed {attempts} time(s){why}; last error: {error!r}.",
             reason="summarizer_error",
         )
         err.__cause__ = error
         return err
+
+
+_NOT_RETRYABLE_STATUS = frozenset({400, 401, 403, 404, 422})
+_NOT_RETRYABLE_NAMES = frozenset(
+    {
+        "AuthenticationError",
+        "PermissionDeniedError",
+        "BadRequestError",
+        "NotFoundError",
+        "UnprocessableEntityError",
+    }
+)
+
+
+def retryable(error: BaseException) -> bool:
+    """Whether calling the summarizer again may succeed.
+
+    LangChain's ``ModelError`` says so itself (``is_retryable``); otherwise an
+    authentication, permission or bad-request error (by HTTP status or SDK class
+    name) is final, as are the library's own errors. Anything else is retried.
+    """
+    if not isinstance(error, Exception) or isinstance(error, ContextGuardError):
+        return False
+    if isinstance(error, ModelError):
+        return bool(error.is_retryable)
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int) and status in _NOT_RETRYABLE_STATUS:
+        return False
+    return not any(c.__name__ in _NOT_RETRYABLE_NAMES for c in type(error).__mro__)
 
 
 def _assemble(

@@ -14,12 +14,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from cachetools import LRUCache
+
 ContextSize = (
     tuple[Literal["tokens"], int]
     | tuple[Literal["fraction"], float]
     | tuple[Literal["messages"], int]
 )
-Trigger = ContextSize | list[ContextSize] | None
+TriggerClause = dict[Literal["tokens", "fraction", "messages"], float]
+"""LangChain's dict form: every size in one clause must be reached (AND)."""
+Trigger = (
+    ContextSize | TriggerClause | list[ContextSize | TriggerClause] | Literal["auto"]
+) | None
+"""When to compact. A list triggers when any item is reached (OR); ``"auto"`` is
+the lower of 0.8 of the window and the budget; ``None`` never triggers (as in
+LangChain's ``SummarizationMiddleware``)."""
 
 
 @dataclass(frozen=True)
@@ -30,29 +39,53 @@ class Limits:
     keep_tokens: int | None
     keep_messages: int | None
     budget: int
+    clauses: tuple[tuple[tuple[str, int], ...], ...] = ()
+    """Each clause as ``(kind, size)`` pairs, tokens resolved; all must be met."""
 
     @property
     def growth(self) -> int:
         """Tokens the history must grow by to end a pause."""
         return self.keep_tokens or self.budget // 4
 
+    def reached(self, tokens: int, messages: int) -> bool:
+        """Whether any clause has all its sizes reached."""
+        have = {"tokens": tokens, "messages": messages}
+        return any(
+            all(have[kind] >= size for kind, size in clause) for clause in self.clauses
+        )
 
-def clauses(trigger: Trigger) -> list[ContextSize]:
-    """The trigger as a list of sizes, any of which triggers."""
-    return trigger if isinstance(trigger, list) else [trigger] if trigger else []
+
+def clauses(trigger: Trigger) -> list[dict[str, float]]:
+    """The trigger as a list of AND clauses (``{kind: size}``), any of which fires."""
+    if trigger is None or trigger == "auto":
+        return []
+    items = trigger if isinstance(trigger, list) else [trigger]
+    out: list[dict[str, float]] = []
+    for item in items:
+        pairs = item.items() if isinstance(item, dict) else [item]
+        out.append({str(kind): size for kind, size in pairs})
+    return out
 
 
 def resolve_limits(
     trigger: Trigger, keep: ContextSize, *, window: int, budget: int
 ) -> Limits:
     """Token sizes for ``window``; keep is capped at half the token trigger."""
+    resolved = tuple(
+        tuple(
+            (
+                "messages" if kind == "messages" else "tokens",
+                int(size * window) if kind == "fraction" else int(size),
+            )
+            for kind, size in clause.items()
+        )
+        for clause in clauses(trigger)
+    )
+    if trigger == "auto":
+        resolved = ((("tokens", min(int(0.8 * window), budget)),),)
     token_triggers = [
-        int(v * window) if k == "fraction" else int(v)
-        for k, v in clauses(trigger)
-        if k != "messages"
+        n for clause in resolved for kind, n in clause if kind == "tokens"
     ]
-    if trigger is None:
-        token_triggers = [min(int(0.8 * window), budget)]
     trigger_tokens = min(token_triggers) if token_triggers else None
     kind, size = keep
     cap = (trigger_tokens or budget) // 2
@@ -60,7 +93,7 @@ def resolve_limits(
     if kind != "messages":
         keep_tokens = min(int(size * window) if kind == "fraction" else int(size), cap)
     keep_messages = int(size) if kind == "messages" else None
-    return Limits(trigger_tokens, keep_tokens, keep_messages, budget)
+    return Limits(trigger_tokens, keep_tokens, keep_messages, budget, resolved)
 
 
 def next_streak(prev: Mapping[str, Any] | None, *, before: int, growth: int) -> int:
@@ -104,9 +137,10 @@ def pause_reason(
 class FailureMemory:
     """Failed compactions in a row per thread, and the tokens at the last one."""
 
-    def __init__(self) -> None:
+    def __init__(self, maxsize: int = 4_096) -> None:
         self._lock = threading.Lock()
-        self._failures: dict[str, tuple[int, int]] = {}
+        # Bounded: a long-lived agent serves an unbounded number of threads.
+        self._failures: LRUCache[str, tuple[int, int]] = LRUCache(maxsize)
 
     def get(self, thread_id: str | None) -> tuple[int, int]:
         """``(failures in a row, tokens at the last)`` for a thread."""

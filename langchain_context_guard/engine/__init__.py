@@ -27,7 +27,7 @@ from ._events import GuardEvent, GuardReport, PrepareResult
 from ._guard import ContextGuard
 from ._hygiene import enforce_provider_hygiene
 from ._messages import MARKER_KEY
-from ._overflow import OverflowInfo, classify_overflow
+from ._overflow import OverflowInfo, classify_overflow, silent_overflow
 from ._policy import GuardPolicy
 from ._repair import repair_tool_pairs
 from ._sanitize import sanitize_messages
@@ -70,6 +70,7 @@ __all__ = [
     "enforce_provider_hygiene",
     "repair_tool_pairs",
     "sanitize_messages",
+    "silent_overflow",
     "strip_old_thinking",
     "trim_to_budget",
     "truncate_text",

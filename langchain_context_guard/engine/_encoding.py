@@ -17,6 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from ._window import base_model_name
+
 _O200K_PREFIXES = (
     "gpt-4o",
     "gpt-4.1",
@@ -38,7 +40,7 @@ class TokenizerFallbackWarning(UserWarning):
 
 def encoding_for_model(model: str | None) -> str:
     """The tiktoken encoding that fits a model name."""
-    name = (model or "").lower().rsplit("/", 1)[-1]
+    name = base_model_name(model)
     return "o200k_base" if name.startswith(_O200K_PREFIXES) else "cl100k_base"
 
 

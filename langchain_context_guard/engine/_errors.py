@@ -9,12 +9,17 @@
     ├── BudgetExceededError    the kept messages cannot fit the budget
     ├── CompactionError        a summary failed, timed out or did not shrink history
     └── ContextOverflowError   the provider still overflowed after every recovery step
+                               (and LangChain's ContextOverflowError)
 
 Every error carries its figures as attributes and a one-line ``hint`` that says
 what to do about it; ``str(error)`` ends with that hint.
 """
 
 from __future__ import annotations
+
+from langchain_core.exceptions import (
+    ContextOverflowError as LangChainContextOverflowError,
+)
 
 
 class ContextGuardError(Exception):
@@ -94,8 +99,13 @@ class CompactionError(ContextGuardError):
         )
 
 
-class ContextOverflowError(ContextGuardError):
-    """The provider rejected the context even after every recovery step."""
+class ContextOverflowError(ContextGuardError, LangChainContextOverflowError):
+    """The provider rejected the context even after every recovery step.
+
+    Also a ``langchain_core.exceptions.ContextOverflowError``, so code that
+    catches LangChain's overflow error (as langchain-openai and
+    langchain-anthropic raise it) catches this one too.
+    """
 
     def __init__(
         self,

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
 from operator import attrgetter
 from typing import Any
 
+from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
 from ._anchor import (
@@ -40,21 +40,21 @@ from ._stable import (
     open_results,
 )
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
-from ._window import WindowInfo, check_window, model_name, resolve_window
+from ._window import (
+    WindowInfo,
+    check_window,
+    model_name,
+    output_reserve,
+    resolve_window,
+)
 
 _diff_event = diff_event  # the name the recovery chain imports
 _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
 """Conversations whose last prompt a guard keeps (``stable_prefix``)."""
+_RATIO_MEMORY = 256
+"""Models whose count calibration a guard keeps."""
 _content = attrgetter("content")
-
-
-def _put(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
-    """Store ``value`` as the newest entry, dropping the oldest beyond ``limit``."""
-    table[key] = value
-    table.move_to_end(key)
-    while len(table) > limit:
-        table.popitem(last=False)
 
 
 class ContextGuard:
@@ -93,11 +93,11 @@ class ContextGuard:
         self._lock = threading.Lock()
         # Our count of each prompt this guard prepared, keyed by its last message:
         # the reply's usage then says exactly how the provider counted it.
-        self._sent: OrderedDict[tuple[Any, ...], tuple[int, bool]] = OrderedDict()
+        self._sent: LRUCache[tuple[Any, ...], tuple[int, bool]] = LRUCache(_SENT_MEMORY)
         self._record: Record | None = None
         # What was sent last, per conversation (keyed by its first message).
-        self._stables: OrderedDict[tuple[int | str, ...], Sent] = OrderedDict()
-        self._ratios: dict[str, float] = {}
+        self._stables: LRUCache[tuple[int | str, ...], Sent] = LRUCache(_STABLE_MEMORY)
+        self._ratios: LRUCache[str, float] = LRUCache(_RATIO_MEMORY)
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
 
     def window(self, model: Any = None) -> WindowInfo:
@@ -117,6 +117,21 @@ class ContextGuard:
             hard_min=self.policy.hard_min_tokens,
             warn_below=self.policy.warn_below_tokens,
         )
+
+    def budget(self, model: Any = None) -> int:
+        """Tokens the sent messages may use for ``model``: window minus reserve.
+
+        The reserve is ``policy.reserve_tokens``, unless the policy leaves it at
+        its default and the chat model sets ``max_tokens`` (what the reply may
+        take, and what Anthropic adds to the input when checking the window).
+        """
+        return self._budget(self.window(model).tokens, model)
+
+    def _budget(self, window: int, model: Any) -> int:
+        reserve = None
+        if "reserve_tokens" not in self.policy.model_fields_set:
+            reserve = output_reserve(model if model is not None else self.model, window)
+        return window - reserve if reserve is not None else self.policy.budget(window)
 
     def count_tokens(self, messages: Any, *, tools: Sequence[Any] | None = None) -> int:
         """Tokens of ``messages`` (and tool schemas) as the guard counts them."""
@@ -148,6 +163,8 @@ class ContextGuard:
             with self._lock:
                 sent = self._sent.get(key)
         name = policy.model or model_name(model or self.model) or ""
+        with self._lock:
+            carried = self._ratios.get(name)
         gauge, ratio = make_gauge(
             messages,
             usage_at=usage_at,
@@ -155,11 +172,12 @@ class ContextGuard:
             extra=extra,
             anchoring=anchoring,
             sent=sent,
-            carried=self._ratios.get(name),
+            carried=carried,
             margins=(policy.safety_margin, policy.uncalibrated_margin),
         )
         if ratio is not None:
-            self._ratios[name] = ratio
+            with self._lock:
+                self._ratios[name] = ratio
         return gauge
 
     def _tool_tokens(self, tools: Sequence[Any] | None) -> int:
@@ -185,7 +203,7 @@ class ContextGuard:
             return
         key = sent_key(original[-1], self.counter)
         with self._lock:
-            _put(self._sent, key, (sent_tokens, whole), _SENT_MEMORY)
+            self._sent[key] = (sent_tokens, whole)
 
     def prepare(
         self,
@@ -209,7 +227,7 @@ class ContextGuard:
         original = to_messages(messages)
         info = self.window(model)
         policy = self.policy
-        budget = policy.budget(info.tokens)
+        budget = self._budget(info.tokens, model)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
@@ -291,7 +309,7 @@ class ContextGuard:
             return
         key = conversation(sent.source)
         with self._lock:
-            _put(self._stables, key, sent, _STABLE_MEMORY)
+            self._stables[key] = sent
 
     def _prune(
         self,

@@ -1,4 +1,12 @@
-"""Detection of provider "context too long" errors."""
+"""Detection of provider "context too long" errors.
+
+``classify_overflow`` checks LangChain's own ``ContextOverflowError`` first
+(langchain-openai and langchain-anthropic raise it), then the texts providers
+send: OpenAI and Azure OpenAI, Anthropic, Bedrock, Vertex AI / Gemini, Mistral,
+Groq, xAI, Cerebras, Kimi, MiniMax, GitHub Copilot, OpenRouter, Ollama, vLLM,
+llama.cpp server and LM Studio. ``silent_overflow`` catches a provider that
+answers anyway: a reply whose reported input exceeds the window.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,8 @@ import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from cachetools import LRUCache
+
 try:
     from langchain_core.exceptions import ContextOverflowError
 except ImportError:  # pragma: no cover
@@ -14,7 +24,7 @@ except ImportError:  # pragma: no cover
 else:
     _NATIVE_OVERFLOW = (ContextOverflowError,)
 
-__all__ = ["LimitMemory", "OverflowInfo", "classify_overflow"]
+__all__ = ["LimitMemory", "OverflowInfo", "classify_overflow", "silent_overflow"]
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 _NUM = r"\d{1,3}(?:,\d{3})+(?!\d)|\d+"
@@ -36,6 +46,11 @@ _PROVIDER_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"context_length_exceeded|maximum context length is"
             r"|exceeds the context window|input tokens exceed the configured limit",
         ),
+        ("xai", r"maximum prompt length is \d+"),
+        ("copilot", r"model_max_prompt_tokens_exceeded|exceeds the limit of \d+"),
+        ("kimi", r"exceeded model token limit"),
+        ("minimax", r"context window exceeds limit"),
+        ("groq", r"reduce the length of the messages or completion"),
         ("gemini", r"input token count.{0,40}exceeds the maximum number of tokens"),
         ("bedrock", r"input is too long for requested model"),
         ("mistral", r"too large for model with [\d,]+ maximum context length"),
@@ -45,6 +60,12 @@ _PROVIDER_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = tuple(
             r"|context size has been exceeded",
         ),
         ("lmstudio", r"when context the overflows|greater than the context length"),
+        (
+            "ollama",
+            r"prompt is longer than the context length"
+            r"|input length exceeds the context length",
+        ),
+        ("cerebras", r"(?:^|\s)4(?:00|13) status code \(no body\)"),
         ("chinese-proxy", r"上下文过长|上下文超出|超出最大上下文"),
         (
             "generic",
@@ -68,6 +89,11 @@ _SIZE_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         rf"keep the first {_REQ} tokens.{{0,160}}?context length of only {_LIM}",
         rf"request \({_REQ} tokens\) exceeds the available context size \({_LIM}",
         rf"requested tokens \({_REQ}\) exceed context window of {_LIM}",
+        rf"maximum prompt length is {_LIM}.{{0,40}}?contains {_REQ} tokens",
+        rf"prompt token count of {_REQ} exceeds the limit of {_LIM}",
+        rf"exceeded model token limit: {_LIM} \(requested: {_REQ}\)",
+        rf"maximum context length is {_LIM} tokens.{{0,40}}?request has {_REQ} "
+        rf"input tokens(?: plus {_OUT} {_Q}max_tokens)?",
         rf"n_prompt_tokens{_Q}\s*[:=]\s*{_REQ}",
         rf"n_ctx{_Q}\s*[:=]\s*{_LIM}",
         rf"maximum context length is {_LIM}",
@@ -89,6 +115,8 @@ _STATUS_PATTERN = re.compile(
     _FLAGS,
 )
 _TOO_LARGE_PATTERN = re.compile(r"too large", _FLAGS)
+# A 413 with no body (Cerebras through the Python SDKs: "Error code: 413").
+_BARE_413 = re.compile(r"(?:error code:? )?413", _FLAGS)
 _EXCLUDED_STATUSES = frozenset({401, 402, 403, 429})
 _PAYLOAD_TOO_LARGE = 413
 _STATUS_ATTRS = ("status_code", "status", "http_status", "code")
@@ -122,6 +150,28 @@ def classify_overflow(error: BaseException) -> OverflowInfo | None:
     hint, message = matched or (None, next(_texts(native[0])) or repr(native[0]))
     requested, limit = _parse_sizes(texts)
     return OverflowInfo(hint, requested, limit, message)
+
+
+def silent_overflow(reply: object, window: int) -> OverflowInfo | None:
+    """An overflow the provider did not report as an error.
+
+    Some providers (z.ai, some OpenAI-compatible servers) answer a prompt larger
+    than the window; the reply's ``usage_metadata`` then reports more input tokens
+    than the window holds. ``None`` when the reply has no usage or fits.
+    """
+    usage = getattr(reply, "usage_metadata", None)
+    if not isinstance(usage, Mapping):
+        return None
+    tokens = usage.get("input_tokens")
+    if not isinstance(tokens, int) or tokens <= window:
+        return None
+    return OverflowInfo(
+        "silent",
+        tokens,
+        window,
+        f"the reply reports {tokens:,} input tokens, more than the "
+        f"{window:,}-token window: the provider accepted an overflowing prompt",
+    )
 
 
 def _walk(error: BaseException) -> Iterator[BaseException]:
@@ -192,7 +242,7 @@ def _match_provider(texts: list[str], statuses: set[int]) -> tuple[str, str] | N
                 return hint, text
     if _PAYLOAD_TOO_LARGE in statuses:
         for text in texts:
-            if _TOO_LARGE_PATTERN.search(text):
+            if _TOO_LARGE_PATTERN.search(text) or _BARE_413.fullmatch(text.strip()):
                 return "generic", text
     return None
 
@@ -222,10 +272,10 @@ def _to_int(digits: str) -> int:
 class LimitMemory:
     """Thread-safe record of the smallest context limit learned per model."""
 
-    def __init__(self) -> None:
-        """Create an empty memory."""
+    def __init__(self, maxsize: int = 1_024) -> None:
+        """Create an empty memory of at most ``maxsize`` models."""
         self._lock = threading.Lock()
-        self._limits: dict[str, int] = {}
+        self._limits: LRUCache[str, int] = LRUCache(maxsize)
 
     def learn(self, model: str, limit: int) -> None:
         """Record `limit` for `model`, keeping the smallest positive value seen."""

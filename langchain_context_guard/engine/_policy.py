@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -15,14 +14,8 @@ from pydantic import (
     ValidationError,
 )
 
+from ._env import ENV_PREFIX, LEGACY_ENV, parse_env, read_env, warn_unknown
 from ._errors import ConfigError
-
-_ENV_PREFIX = "CONTEXT_GUARD_"
-# Older deployments' variable names, still read.
-_LEGACY_ENV = {
-    "MAX_CONTEXT_TOKENS": "context_window",
-    "MAX_CHARS_PER_MESSAGE": "max_chars_per_message",
-}
 
 
 class GuardPolicy(BaseModel):
@@ -322,21 +315,33 @@ class GuardPolicy(BaseModel):
 
     @classmethod
     def from_env(
-        cls, environ: Mapping[str, str] | None = None, **overrides: Any
+        cls,
+        environ: Mapping[str, str] | None = None,
+        *,
+        env_file: str | Path | None = None,
+        **overrides: Any,
     ) -> GuardPolicy:
-        """Build from ``CONTEXT_GUARD_<FIELD>`` and ``MAX_CONTEXT_TOKENS`` & co."""
-        env = os.environ if environ is None else environ
+        """Build from ``CONTEXT_GUARD_<FIELD>`` and ``MAX_CONTEXT_TOKENS`` & co.
+
+        Read through pydantic-settings (names case-insensitive; ``env_file``
+        adds a ``.env`` file, the environment winning). Values are JSON when
+        they parse as JSON, else text. An unknown ``CONTEXT_GUARD_*`` name is
+        warned about once, with the closest setting.
+        """
+        fields = list(cls.model_fields)
+        values, names = read_env(fields, environ, env_file)
         data: dict[str, Any] = {}
         source: dict[str, str] = {}
-        for name, field in _LEGACY_ENV.items():
-            if env.get(name):
-                data[field] = env[name]
+        for name, field in LEGACY_ENV.items():
+            if values.get(name.lower()):
+                data[field] = values[name.lower()]
                 source[field] = name
         for name in cls.model_fields:
-            value = env.get(_ENV_PREFIX + name.upper())
+            value = values.get(name)
             if value:
-                data[name] = _parse_env(value)
-                source[name] = _ENV_PREFIX + name.upper()
+                data[name] = parse_env(value)
+                source[name] = ENV_PREFIX + name.upper()
+        warn_unknown(names, fields)
         data.update(overrides)
         try:
             return cls(**data)
@@ -345,7 +350,7 @@ class GuardPolicy(BaseModel):
             if var is None:
                 raise
             raise ConfigError(
-                f"Environment variable {var}={env[var]!r}: "
+                f"Environment variable {var}={values[exc.field or '']!r}: "
                 f"{str(exc).rsplit(' Fix: ', 1)[0]}",
                 field=exc.field,
                 hint=f"set {var} to a valid value or unset it.",
@@ -360,15 +365,6 @@ class GuardPolicy(BaseModel):
         if session_kind is not None and session_kind in self.history_limits:
             return self.history_limits[session_kind]
         return self.history_limit
-
-
-def _parse_env(value: str) -> Any:
-    import json
-
-    try:
-        return json.loads(value)
-    except ValueError:
-        return value
 
 
 def _config_error(exc: ValidationError) -> ConfigError:

@@ -30,6 +30,43 @@ KNOWN_WINDOWS: dict[str, int] = {
 }
 
 
+# ``init_chat_model``'s providers: "openai:gpt-4.1" names gpt-4.1 at openai.
+PROVIDERS = frozenset(
+    {
+        "anthropic",
+        "anthropic_bedrock",
+        "azure_ai",
+        "azure_openai",
+        "baseten",
+        "bedrock",
+        "bedrock_converse",
+        "bedrock_mantle_anthropic",
+        "bedrock_mantle_openai",
+        "cerebras",
+        "cohere",
+        "deepseek",
+        "fireworks",
+        "google_anthropic_vertex",
+        "google_genai",
+        "google_vertexai",
+        "groq",
+        "huggingface",
+        "ibm",
+        "langsmith",
+        "litellm",
+        "meta",
+        "mistralai",
+        "nvidia",
+        "ollama",
+        "openai",
+        "openrouter",
+        "perplexity",
+        "together",
+        "xai",
+    }
+)
+
+
 @dataclass(frozen=True)
 class WindowInfo:
     """A resolved context window, where it came from, and whether to warn."""
@@ -37,6 +74,23 @@ class WindowInfo:
     tokens: int
     source: WindowSource
     should_warn: bool = False
+
+
+def split_provider(name: str) -> tuple[str | None, str]:
+    """``"openai:gpt-4.1"`` -> ``("openai", "gpt-4.1")``; other names unchanged.
+
+    Only a known provider counts as a prefix (as in ``init_chat_model``), so
+    Ollama tags (``llama3:8b``) and Bedrock ids (``...-v1:0``) stay whole.
+    """
+    head, sep, tail = name.partition(":")
+    if sep and head.lower() in PROVIDERS and tail:
+        return head.lower(), tail
+    return None, name
+
+
+def base_model_name(name: str | None) -> str:
+    """The bare model name: no provider prefix, no ``org/`` path, lower case."""
+    return split_provider(name or "")[1].lower().rsplit("/", 1)[-1]
 
 
 def model_name(model: Any) -> str | None:
@@ -59,10 +113,29 @@ def _from_profile(model: Any) -> int | None:
     return None
 
 
+def output_reserve(model: Any, window: int) -> int | None:
+    """Tokens the model may write, from its ``max_tokens`` when set and sane.
+
+    Providers such as Anthropic reject a request whose input plus ``max_tokens``
+    exceeds the window, so that is what must stay free. ``None`` when the model
+    sets no limit (or one that leaves no room for input).
+    """
+    if model is None or isinstance(model, str):
+        return None
+    for attr in ("max_tokens", "max_output_tokens", "max_completion_tokens"):
+        try:
+            value = getattr(model, attr, None)
+        except Exception:
+            continue
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value if value < window else None
+    return None
+
+
 def _from_table(name: str | None) -> int | None:
     if not name:
         return None
-    key = name.lower().rsplit("/", 1)[-1]
+    key = base_model_name(name)
     for prefix in sorted(KNOWN_WINDOWS, key=len, reverse=True):
         if key.startswith(prefix):
             return KNOWN_WINDOWS[prefix]
