@@ -203,7 +203,8 @@ class ContextGuard:
         new unless one of its boundaries moved (``_stages``); the result is the
         same either way. Messages are taken as values: one edited in place must
         get a new ``content`` object to be seen as changed (as LangChain's
-        ``model_copy`` gives).
+        ``model_copy`` gives). A history with nothing to send once sanitised (only
+        empty messages) gives an empty list, on every call.
         """
         original = to_messages(messages)
         info = self.window(model)

@@ -155,3 +155,19 @@ def test_unknown_content_blocks_are_counted_not_fatal():
 def test_a_generator_is_accepted():
     out = _prepare(m for m in [HumanMessage("a"), AIMessage("b")])
     assert len(out.messages) == 2
+
+
+@pytest.mark.parametrize("stable_prefix", [True, False], ids=["stable", "plain"])
+@pytest.mark.parametrize(
+    "history",
+    [[HumanMessage("")], [SystemMessage("s"), HumanMessage("  ")], [AIMessage("")]],
+    ids=["empty-user", "blank-user", "empty-assistant"],
+)
+def test_a_history_that_sanitises_to_nothing_gives_nothing_every_time(
+    history, stable_prefix
+):
+    guard = ContextGuard(GuardPolicy(stable_prefix=stable_prefix))
+    first = guard.prepare(history).messages
+    assert guard.prepare(history).messages == first
+    assert guard.prepare([*history, AIMessage(" ")]).messages == first
+    assert all(not isinstance(m, (HumanMessage, AIMessage)) for m in first)
