@@ -600,6 +600,30 @@ def test_removed_messages_are_archived_and_recalled(store: Any) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("query", "needle"),
+    [
+        ("KeyError 'quux'", "KeyError 'quux' at line 9000"),
+        ("quux frobnicate", "frobnicate failed on quux"),
+    ],
+    ids=["phrase", "words"],
+)
+def test_recall_shows_the_passage_that_matched(query: str, needle: str) -> None:
+    store = InMemoryStore()
+    history = agent_history(12)
+    filler = "\n".join(f"line {i}: nothing to see" for i in range(8_000))
+    body = f"{filler}\n{needle}\n{filler}"
+    history[5] = history[5].model_copy(update={"content": body})
+    Compactor(ScriptedSummarizer(), settings(), guard=GUARD, store=store).compact(
+        history, thread_id="t"
+    )
+    tool = make_recall_tool(store, limit=1)
+    answer = tool.invoke({"query": query}, {"configurable": {"thread_id": "t"}})
+    assert needle in answer
+    assert len(answer) < 2_500  # the passage, not the whole 400k-character result
+    assert "characters " in answer and "... " in answer
+
+
 def test_a_previous_summary_is_archived_when_replaced() -> None:
     store = InMemoryStore()
     comp = Compactor(ScriptedSummarizer(), settings(), guard=GUARD, store=store)
