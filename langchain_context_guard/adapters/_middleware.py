@@ -73,6 +73,49 @@ def _structured_output_tools(response_format: Any) -> list[Any]:
     return [OutputToolBinding.from_schema_spec(spec).tool for spec in specs]
 
 
+class RequestInputs:
+    """What a model request sends that the budget must hold, the same on every path.
+
+    The system message and messages, and the tools: ``request.tools`` plus the
+    structured-output tools ``create_agent`` binds beside them. Every middleware
+    that sends a request to a model counts it this way (``ContextGuardMiddleware``,
+    the compaction fallback, overflow recovery).
+    """
+
+    def __init__(self) -> None:
+        self._schemas: tuple[Any, list[Any]] | None = None
+
+    def tools(self, request: ModelRequest[Any]) -> list[Any]:
+        """``request.tools`` and the structured-output tools bound beside them."""
+        response_format = request.response_format
+        if response_format is None:
+            return request.tools
+        cached = self._schemas
+        if cached is None or cached[0] is not response_format:
+            # The same tool objects each call keep the guard's tool count cached.
+            cached = (response_format, _structured_output_tools(response_format))
+            self._schemas = cached
+        return [*request.tools, *cached[1]]
+
+    @staticmethod
+    def messages(request: ModelRequest[Any]) -> list[BaseMessage]:
+        """The system message (if any) followed by the messages."""
+        head = [request.system_message] if request.system_message is not None else []
+        return [*head, *request.messages]
+
+    @staticmethod
+    def apply(request: ModelRequest[Any], kept: list[BaseMessage]) -> ModelRequest[Any]:
+        """``request`` sending ``kept`` (a leading system message as its system)."""
+        system = request.system_message
+        if system is not None and kept and isinstance(kept[0], SystemMessage):
+            system, kept = kept[0], kept[1:]
+        if system is request.system_message and same_list(request.messages, kept):
+            return request
+        return request.override(
+            messages=cast("list[AnyMessage]", kept), system_message=system
+        )
+
+
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Keeps every model call of a ``create_agent`` agent inside its window.
 
@@ -93,36 +136,18 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.guard = guard
         self.persist = persist
         self.model = model
-        self._schemas: tuple[Any, list[Any]] | None = None
+        self._request = RequestInputs()
 
     def _tools(self, request: ModelRequest[Any]) -> list[Any]:
-        """``request.tools`` and the structured-output tools bound beside them."""
-        response_format = request.response_format
-        if response_format is None:
-            return request.tools
-        cached = self._schemas
-        if cached is None or cached[0] is not response_format:
-            # The same tool objects each call keep the guard's tool count cached.
-            cached = (response_format, _structured_output_tools(response_format))
-            self._schemas = cached
-        return [*request.tools, *cached[1]]
+        return self._request.tools(request)
 
     def _inputs(self, request: ModelRequest[Any]) -> list[BaseMessage]:
-        head = [request.system_message] if request.system_message is not None else []
-        return [*head, *request.messages]
+        return RequestInputs.messages(request)
 
     def _apply(
         self, request: ModelRequest[Any], result: PrepareResult
     ) -> ModelRequest[Any]:
-        kept = result.messages
-        system = request.system_message
-        if system is not None and kept and isinstance(kept[0], SystemMessage):
-            system, kept = kept[0], kept[1:]
-        if system is request.system_message and same_list(request.messages, kept):
-            return request
-        return request.override(
-            messages=cast("list[AnyMessage]", kept), system_message=system
-        )
+        return RequestInputs.apply(request, result.messages)
 
     def wrap_model_call(
         self,

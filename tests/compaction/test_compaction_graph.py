@@ -327,3 +327,54 @@ async def test_create_agent_middleware_falls_back_when_compaction_fails(
     assert len(out["messages"]) == 1 + 2 * STEPS + 1
     budget = guard.policy.budget(guard.window().tokens)
     assert max(guard.count_tokens(r) for r in model.received) <= budget
+
+
+def _bulky_tools(n: int) -> list[Any]:
+    """``n`` tools whose schemas weigh ~550 tokens each (real agents' tools do)."""
+    from langchain_core.tools import StructuredTool
+
+    def make(k: int) -> Any:
+        def run(path: str, pattern: str = "", limit: int = 10) -> str:
+            return "ok"
+
+        doc = f"Tool {k}. " + " ".join(f"option{k}_{j} explained." for j in range(150))
+        return StructuredTool.from_function(run, name=f"tool_{k}", description=doc)
+
+    return [make(k) for k in range(n)]
+
+
+@pytest.mark.parametrize("response_format", [None, "tool"], ids=["tools", "+output"])
+def test_fallback_counts_the_tools_and_structured_output(
+    saver: SqliteSaver, response_format: Any
+) -> None:
+    from langchain.agents import create_agent
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel, Field
+
+    from langchain_context_guard.compaction._middleware import CompactionMiddleware
+
+    class Report(BaseModel):
+        """The final report (a long schema, as structured outputs often are)."""
+
+        summary: str = Field(description="What was found. " * 120)
+
+    guard = make_guard()
+    model = tool_calling_model(STEPS)
+    tools = [read_file, *_bulky_tools(6)]
+    middleware = CompactionMiddleware(
+        FailingSummarizer(), settings(retries=0), guard=guard
+    )
+    agent = create_agent(
+        model,
+        tools=tools,
+        system_prompt="You are a coding agent.",
+        middleware=[middleware],
+        checkpointer=saver,
+        response_format=ToolStrategy(Report) if response_format else None,
+    )
+    agent.invoke({"messages": [("user", "Fix the bug.")]}, _config())
+    bound = model.bound_tools
+    assert len(bound) == len(tools) + (1 if response_format else 0)
+    budget = guard.policy.budget(guard.window().tokens)
+    sent = [guard.count_tokens(r, tools=bound) for r in model.received]
+    assert max(sent) <= budget
