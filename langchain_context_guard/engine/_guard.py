@@ -17,7 +17,7 @@ from ._anchor import (
     scan_history,
     sent_key,
 )
-from ._errors import BudgetExceededError
+from ._errors import BudgetExceededError, ConfigError
 from ._events import (
     GuardEvent,
     GuardReport,
@@ -210,6 +210,13 @@ class ContextGuard:
         info = self.window(model)
         policy = self.policy
         budget = policy.budget(info.tokens)
+        if budget <= 0:
+            raise ConfigError(
+                f"GuardPolicy.reserve_tokens ({policy.reserve_tokens:,}) leaves "
+                f"nothing of the {info.tokens:,}-token window (from {info.source}).",
+                field="reserve_tokens",
+                hint="lower reserve_tokens below the model's window.",
+            )
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
