@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..engine._errors import ContextGuardError
-from ..replay._args import output_arg, positive_arg, window_arg
+from ..replay._args import OneLineParser, output_arg, positive_arg, window_arg
 from ..replay._transcripts import TranscriptError
 from ._options import CommandError, load_policy, warn_default_window
 
@@ -63,7 +63,7 @@ def _quiet_library_log() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand but ``replay``."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description="Keep an agent's message history inside its context window.",
         epilog="Settings: flags > --config YAML > CONTEXT_GUARD_* environment.",

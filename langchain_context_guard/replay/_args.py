@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
+from typing import NoReturn
 
 
 def window_arg(text: str) -> int:
@@ -62,3 +63,11 @@ def output_arg(text: str) -> Path:
             f"cannot write {path} (permission denied); choose another path"
         )
     return path
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line (exit 2), without the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        """Print ``prog: error: message`` and exit with code 2."""
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")

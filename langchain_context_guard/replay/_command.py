@@ -27,7 +27,7 @@ from langchain_core.messages import BaseMessage
 
 from ..engine._errors import ContextGuardError
 from ..engine._tokens import TiktokenCounter
-from ._args import output_arg, positive_arg, window_arg
+from ._args import OneLineParser, output_arg, positive_arg, window_arg
 from ._loop import WINDOWS, replay
 from ._metrics import (
     CACHE_RATE,
@@ -121,7 +121,7 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="context-guard replay",
         description="Replay agent transcripts call by call under a context window "
         "and compare what each strategy sends.",
