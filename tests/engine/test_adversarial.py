@@ -30,6 +30,8 @@ from langchain_context_guard import (
     GuardPolicy,
     TiktokenCounter,
 )
+from langchain_context_guard.engine._anchor import Gauge
+from langchain_context_guard.engine._tokens import REPLY_OVERHEAD
 from tests.engine._support import pairing_errors, snapshot
 
 EXAMPLES = 2_000
@@ -123,8 +125,29 @@ def histories(draw: Any) -> list[BaseMessage]:
     return out
 
 
+class Case:
+    """A history and a policy, with a short repr (a 200k-char result is not shown)."""
+
+    def __init__(self, history: list[BaseMessage], policy: GuardPolicy) -> None:
+        self.history, self.policy = history, policy
+
+    def __repr__(self) -> str:
+        def one(m: BaseMessage) -> str:
+            c = m.content
+            size = len(c) if isinstance(c, str) else f"list{len(c)}"
+            calls = [x["id"] for x in getattr(m, "tool_calls", None) or []]
+            bad = [x.get("id") for x in getattr(m, "invalid_tool_calls", None) or []]
+            ref = getattr(m, "tool_call_id", None)
+            return (
+                f"{type(m).__name__[:-7]}({size},{calls or ''}{bad or ''}{ref or ''})"
+            )
+
+        fields = {k: getattr(self.policy, k) for k in self.policy.model_fields_set}
+        return f"Case([{', '.join(map(one, self.history))}], {fields})"
+
+
 @st.composite
-def cases(draw: Any) -> tuple[list[BaseMessage], GuardPolicy]:
+def cases(draw: Any) -> Case:
     """A history and a policy whose budget lies close to the history's size."""
     history = draw(histories())
     size = ContextGuard(token_counter=COUNTER).count_tokens(history)
@@ -147,7 +170,7 @@ def cases(draw: Any) -> tuple[list[BaseMessage], GuardPolicy]:
         stable_prefix=draw(st.booleans()),
         max_tool_result_chars=draw(st.sampled_from([5_000, 50_000])),
     )
-    return history, policy
+    return Case(history, policy)
 
 
 def _least_kept(history: list[BaseMessage], policy: GuardPolicy) -> list[BaseMessage]:
@@ -174,10 +197,8 @@ def _text_of(message: BaseMessage) -> bool:
 
 @ADVERSARIAL
 @given(cases())
-def test_every_property_on_adversarial_histories(
-    case: tuple[list[BaseMessage], GuardPolicy],
-) -> None:
-    history, policy = case
+def test_every_property_on_adversarial_histories(case: Case) -> None:
+    history, policy = case.history, case.policy
     before = snapshot(history)
     guard = ContextGuard(policy, token_counter=COUNTER)
     try:
@@ -189,8 +210,9 @@ def test_every_property_on_adversarial_histories(
         # Raised only when no valid output exists: for a history ending with a
         # user message, even what can never be dropped is over the budget.
         if isinstance(history[-1], HumanMessage) and _text_of(history[-1]):
-            least = _least_kept(history, policy)
-            floor = ContextGuard(policy, token_counter=COUNTER).count_tokens(least)
+            body = sum(map(COUNTER.count_message, _least_kept(history, policy)))
+            gauge = Gauge(1.0, REPLY_OVERHEAD, margin=policy.uncalibrated_margin)
+            floor = gauge.planned(body, 0)  # what must fit, margin included
             assert floor > err.budget, (floor, err.budget)
         return
     out = result.messages
