@@ -326,7 +326,7 @@ def test_the_cut_never_moves_back_as_an_agent_history_grows(options):
     assert cuts[-1] > 2  # it did trim
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.sampled_from([40, 400, 2_000, 8_000, 30_000]), min_size=20, max_size=70
