@@ -386,3 +386,37 @@ def test_the_placeholder_put_first_is_budgeted(words):
     assert result.report.tokens_after <= result.report.budget
     again = ContextGuard(policy).prepare(result.messages)
     assert snapshot(again.messages) == snapshot(result.messages)
+
+
+def test_a_cut_forced_by_what_hygiene_adds_leaves_the_digest_its_room():
+    """Found by the adversarial properties: the plan kept all, the empty result's
+    placeholder text did not fit, the cut moved on without the digest's room."""
+    big = "x = compute(y)  # 200k\n" * 8_700
+    calls = [call("c0", n=0), call("c1", n=1)]
+    history = [
+        ToolMessage("alpha", tool_call_id="c1"),
+        HumanMessage(big, id="m1"),
+        AIMessage("alpha", id="m2"),
+        AIMessage("", tool_calls=calls, id="m3"),
+        ToolMessage("", tool_call_id="c0", id="r4"),
+    ]
+    for window in range(95_740, 95_760):
+        policy = GuardPolicy(
+            context_window=window,
+            reserve_tokens=0,
+            hard_min_tokens=0,
+            warn_below_tokens=0,
+            safety_margin=0,
+            uncalibrated_margin=0,
+            keep_first_user=False,
+            keep_recent_tool_results=0,
+            compress_batch=1,
+            trim_step=0,
+            max_tool_result_chars=5_000,
+            stable_prefix=False,
+        )
+        try:
+            report = ContextGuard(policy).prepare(history).report
+        except BudgetExceededError:
+            continue
+        assert report.tokens_after <= report.budget, window
