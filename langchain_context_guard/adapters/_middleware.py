@@ -133,6 +133,62 @@ def _checked(response: Result, report: GuardReport) -> Result:
     return response
 
 
+class RequestInputs:
+    """What a model request sends that the budget must hold, the same on every path.
+
+    The system message and messages, and the tools: ``request.tools`` plus the
+    structured-output tools ``create_agent`` binds beside them. Every middleware
+    that sends a request to a model counts it this way (``ContextGuardMiddleware``,
+    the compaction fallback, overflow recovery).
+    """
+
+    def __init__(self) -> None:
+        self._schemas: tuple[Any, list[Any]] | None = None
+
+    def tools(self, request: ModelRequest[Any]) -> list[Any]:
+        """``request.tools`` and the structured-output tools bound beside them."""
+        response_format = request.response_format
+        if response_format is None:
+            return request.tools
+        cached = self._schemas
+        if cached is None or cached[0] is not response_format:
+            # The same tool objects each call keep the guard's tool count cached.
+            cached = (response_format, _structured_output_tools(response_format))
+            self._schemas = cached
+        return [*request.tools, *cached[1]]
+
+    @staticmethod
+    def messages(request: ModelRequest[Any]) -> list[BaseMessage]:
+        """The system message (if any) followed by the messages."""
+        head = [request.system_message] if request.system_message is not None else []
+        return [*head, *request.messages]
+
+    @staticmethod
+    def apply(
+        request: ModelRequest[Any],
+        kept: list[BaseMessage],
+        *,
+        split_system: bool = False,
+    ) -> ModelRequest[Any]:
+        """``request`` sending ``kept`` (a leading system message as its system).
+
+        ``split_system``: also when the request had none (a marked system message
+        from the history then goes where the provider caches it).
+        """
+        system = request.system_message
+        if (
+            (system is not None or split_system)
+            and kept
+            and isinstance(kept[0], SystemMessage)
+        ):
+            system, kept = kept[0], kept[1:]
+        if system is request.system_message and same_list(request.messages, kept):
+            return request
+        return request.override(
+            messages=cast("list[AnyMessage]", kept), system_message=system
+        )
+
+
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Keeps every model call of a ``create_agent`` agent inside its window.
 
@@ -178,7 +234,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._guard = self._build(model)
         else:  # check the settings now; the guard itself waits for the model
             build_guard(guard, token_counter=token_counter, settings=settings)
-        self._schemas: tuple[Any, list[Any]] | None = None
+        self._request = RequestInputs()
 
     def _build(self, model: Any) -> ContextGuard:
         return build_guard(
@@ -207,20 +263,10 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self.model if self.model is not None else request.model
 
     def _tools(self, request: ModelRequest[Any]) -> list[Any]:
-        """``request.tools`` and the structured-output tools bound beside them."""
-        response_format = request.response_format
-        if response_format is None:
-            return request.tools
-        cached = self._schemas
-        if cached is None or cached[0] is not response_format:
-            # The same tool objects each call keep the guard's tool count cached.
-            cached = (response_format, _structured_output_tools(response_format))
-            self._schemas = cached
-        return [*request.tools, *cached[1]]
+        return self._request.tools(request)
 
     def _inputs(self, request: ModelRequest[Any]) -> list[BaseMessage]:
-        head = [request.system_message] if request.system_message is not None else []
-        return [*head, *request.messages]
+        return RequestInputs.messages(request)
 
     def _apply(
         self, request: ModelRequest[Any], result: PrepareResult
@@ -233,17 +279,8 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 result.report.reused,
                 control=control if isinstance(control, dict) else None,
             )
-        system = request.system_message
-        if (
-            (system is not None or self.cache_breakpoints)
-            and kept
-            and isinstance(kept[0], SystemMessage)
-        ):
-            system, kept = kept[0], kept[1:]
-        if system is request.system_message and same_list(request.messages, kept):
-            return request
-        return request.override(
-            messages=cast("list[AnyMessage]", kept), system_message=system
+        return RequestInputs.apply(
+            request, kept, split_system=bool(self.cache_breakpoints)
         )
 
     def wrap_model_call(

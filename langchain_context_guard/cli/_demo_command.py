@@ -6,6 +6,7 @@ import argparse
 import importlib.util
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -13,7 +14,7 @@ from typing import Any
 
 from ..engine._guard import ContextGuard
 from ._demo import FACT_FILE, CallRecord, DemoResult, run_demo
-from ._options import CommandError, load_policy
+from ._options import CommandError, load_policy, warn_default_window
 
 DEMO_DEFAULTS = {"context_window": 32_000, "reserve_tokens": 4_000}
 # (environment variable, provider package, init_chat_model spec)
@@ -68,6 +69,8 @@ def run_demo_command(ns: argparse.Namespace) -> int:
         raise CommandError(f"--db {db}: exists and is not a SQLite database")
     model, why = choose_model(ns.model)
     window = ContextGuard(policy, model=model).window()  # refuses tiny windows early
+    if ns.model not in {"auto", "scripted"}:
+        warn_default_window(ns.model, window.tokens, window.source)
     budget = policy.budget(window.tokens)
     quiet = bool(ns.json)
     print(why, file=sys.stderr if quiet else sys.stdout)
@@ -78,7 +81,12 @@ def run_demo_command(ns: argparse.Namespace) -> int:
         )
         print(f"task: up to {ns.steps} tool calls over a generated repository\n")
     on_call = None if quiet else _progress(budget)
-    result = run_demo(policy, steps=ns.steps, db=db, model=model, on_call=on_call)
+    try:
+        result = run_demo(policy, steps=ns.steps, db=db, model=model, on_call=on_call)
+    except (OSError, sqlite3.OperationalError) as exc:
+        raise CommandError(
+            f"--db {db}: cannot open ({exc}); choose a writable path"
+        ) from None
     print(json.dumps(result.to_dict(), indent=2) if quiet else report(result))
     return 0
 

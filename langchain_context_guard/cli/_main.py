@@ -16,8 +16,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..engine._errors import ContextGuardError
+from ..replay._args import OneLineParser, output_arg, positive_arg, window_arg
 from ..replay._transcripts import TranscriptError
-from ._options import CommandError, load_policy
+from ._options import CommandError, load_policy, warn_default_window
 
 PROG = "context-guard"
 EXIT_USAGE = 2
@@ -62,7 +63,7 @@ def _quiet_library_log() -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand but ``replay``."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog=PROG,
         description="Keep an agent's message history inside its context window.",
         epilog="Settings: flags > --config YAML > CONTEXT_GUARD_* environment.",
@@ -78,11 +79,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _policy_flags(demo)
     demo.add_argument(
-        "--steps", type=int, default=60, help="tool calls to make (default 60)"
+        "--steps", type=positive_arg, default=60, help="tool calls to make (default 60)"
     )
     demo.add_argument(
         "--db",
-        type=Path,
+        type=output_arg,
         default=Path("context-guard-demo.sqlite"),
         help="SQLite checkpoint file (default ./context-guard-demo.sqlite)",
     )
@@ -123,7 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _policy_flags(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--window", type=int, help="context window in tokens")
+    parser.add_argument(
+        "--window", type=window_arg, help="context window in tokens, e.g. 32k"
+    )
     parser.add_argument("--reserve", type=int, help="tokens reserved for the reply")
     parser.add_argument("--config", type=Path, help="YAML file of GuardPolicy settings")
 
@@ -142,6 +145,10 @@ def _run_inspect(ns: argparse.Namespace) -> int:
     path: Path = ns.path
     if not path.exists():
         raise CommandError(f"{path}: no such file")
+    if path.is_dir():
+        raise CommandError(
+            f"{path} is a folder; give a transcript file or a SQLite checkpoint DB"
+        )
     flags = {"context_window": ns.window, "reserve_tokens": ns.reserve}
     policy = load_policy(config=ns.config, flags={**flags, "model": ns.model})
     history = load_history(path, ns.thread)
@@ -150,6 +157,8 @@ def _run_inspect(ns: argparse.Namespace) -> int:
         return 0
     source = path.name if ns.thread is None else f"{path.name} thread {ns.thread}"
     guard = ContextGuard(policy, model=policy.model)  # a name also picks the window
+    info = guard.window()
+    warn_default_window(policy.model, info.tokens, info.source)
     analysis = analyse(guard, history)
     render = render_json if ns.json else render_text
     print(render(source, analysis, policy.reserve_tokens))

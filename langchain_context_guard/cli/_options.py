@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -9,7 +10,7 @@ from typing import Any
 from ..engine._errors import ConfigError
 from ..engine._policy import GuardPolicy
 
-__all__ = ["CommandError", "load_policy"]
+__all__ = ["CommandError", "load_policy", "warn_default_window"]
 
 
 class CommandError(Exception):
@@ -73,3 +74,14 @@ def _key_line(path: Path, field: str | None) -> int | None:
                     return int(key.start_mark.line) + 1
                 stack.append(value)
     return None
+
+
+def warn_default_window(name: str | None, tokens: int, source: str) -> None:
+    """Warn (the CLI prints it once) when a named model's window was not known."""
+    if name and source == "default":
+        warnings.warn(
+            f"--model {name}: no known context window; using the default "
+            f"{tokens:,} tokens (set --window to the model's window)",
+            UserWarning,
+            stacklevel=2,
+        )

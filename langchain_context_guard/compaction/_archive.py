@@ -6,6 +6,7 @@ the message id; ``recall_messages`` searches them.
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 
@@ -106,15 +107,55 @@ def recall_messages(
     return [item for _, item in ranked[:limit]]
 
 
+PASSAGE_CHARS = 2_000
+"""How much of each hit the recall tool shows: the passage that matched."""
+
+
+def matched_passage(text: str, query: str, width: int = PASSAGE_CHARS) -> str:
+    """The ``width`` characters of ``text`` where ``query`` matches best.
+
+    Where the exact phrase first occurs, else the stretch holding the most
+    distinct query words; the start otherwise. Cut ends are marked ``...`` and
+    the position is given, so the agent can ask for more.
+    """
+    if len(text) <= width:
+        return text
+    lower = text.lower()
+    phrase = query.lower().strip()
+    at = lower.find(phrase) if phrase else -1
+    if at < 0:
+        at = _densest(lower, set(re.findall(r"\w+", phrase)), width)
+    start = min(max(at - width // 4, 0), len(text) - width)
+    end = start + width
+    head = "... " if start else ""
+    tail = " ..." if end < len(text) else ""
+    where = f"(characters {start:,}-{end:,} of {len(text):,})\n"
+    return f"{where}{head}{text[start:end]}{tail}"
+
+
+def _densest(lower: str, words: set[str], width: int) -> int:
+    """Where a stretch of ``width`` characters starts that holds most ``words``."""
+    hits = sorted(
+        (m.start(), w)
+        for w in words
+        for m in itertools.islice(re.finditer(re.escape(w), lower), 500)
+    )
+    best, best_at = 0, 0
+    for i, (pos, _) in enumerate(hits):
+        seen = {w for p, w in hits[i:] if p < pos + width}
+        if len(seen) > best:
+            best, best_at = len(seen), pos
+    return best_at
+
+
 def format_hits(query: str, hits: Sequence[Item]) -> str:
-    """The hits as text for the model, each cut at 2,000 characters."""
+    """The hits as text for the model: of each, the passage that matched."""
     if not hits:
         return f"No archived message matches {query!r}."
     blocks = []
     for k, item in enumerate(hits, 1):
         v = item.value
-        text = str(v.get("text", ""))
-        text = text if len(text) <= 2_000 else text[:2_000] + " ..."
+        text = matched_passage(str(v.get("text", "")), query)
         blocks.append(
             f"[{k}] {v.get('type')} message {v.get('id') or item.key} "
             f"(removed by compaction #{v.get('compaction')})\n{text}"

@@ -34,6 +34,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
+from ..adapters._middleware import RequestInputs
 from ..engine._errors import ConfigError
 from ..engine._guard import ContextGuard
 from ..engine._policy import GuardPolicy
@@ -138,6 +139,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         self.fallback = fallback
         self.tools = [make_recall_tool(store)] if recall else []
+        self._request = RequestInputs()
 
     def _args(self, runtime: Runtime[Any]) -> dict[str, Any]:
         info = runtime.execution_info
@@ -161,16 +163,19 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return await self.compactor.aupdate(messages, **self._args(runtime))
 
     def _fit(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """The request within budget, counted as ``ContextGuardMiddleware`` counts.
+
+        The system message, the messages and every tool sent (structured output
+        included) count against the budget.
+        """
         guard = self.compactor.guard
-        messages = list(request.messages)
-        if request.system_message is not None:
-            messages.insert(0, request.system_message)
+        messages = RequestInputs.messages(request)
+        tools = self._request.tools(request)
         budget = guard.budget(request.model)
-        if not self.fallback or guard.count_tokens(messages) <= budget:
+        if not self.fallback or guard.count_tokens(messages, tools=tools) <= budget:
             return request
-        fitted = guard.prepare(messages, tools=request.tools, model=request.model)
-        kept = [m for m in fitted.messages if m is not request.system_message]
-        return request.override(messages=kept)  # type: ignore[arg-type]
+        fitted = guard.prepare(messages, tools=tools, model=request.model)
+        return RequestInputs.apply(request, fitted.messages)
 
     def wrap_model_call(
         self,

@@ -18,7 +18,7 @@ from ._anchor import (
     sent_key,
 )
 from ._depth import prune_share
-from ._errors import BudgetExceededError
+from ._errors import BudgetExceededError, ConfigError
 from ._events import (
     GuardEvent,
     GuardReport,
@@ -222,12 +222,20 @@ class ContextGuard:
         new unless one of its boundaries moved (``_stages``); the result is the
         same either way. Messages are taken as values: one edited in place must
         get a new ``content`` object to be seen as changed (as LangChain's
-        ``model_copy`` gives).
+        ``model_copy`` gives). A history with nothing to send once sanitised (only
+        empty messages) gives an empty list, on every call.
         """
         original = to_messages(messages)
         info = self.window(model)
         policy = self.policy
         budget = self._budget(info.tokens, model)
+        if budget <= 0:
+            raise ConfigError(
+                f"GuardPolicy.reserve_tokens ({policy.reserve_tokens:,}) leaves "
+                f"nothing of the {info.tokens:,}-token window (from {info.source}).",
+                field="reserve_tokens",
+                hint="lower reserve_tokens below the model's window.",
+            )
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)

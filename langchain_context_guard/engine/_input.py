@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from itertools import repeat
 from typing import Any
 
-from langchain_core.messages import BaseMessage, convert_to_messages
+from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
+from langchain_core.messages.tool import invalid_tool_call
 
 from ._errors import InvalidInputError
 
@@ -36,8 +38,14 @@ def to_messages(messages: Any) -> list[BaseMessage]:
             raise InvalidInputError(f"Message {i} is None.", index=i)
         if isinstance(item, dict) and item.get("content", "") is None:
             item = {**item, "content": ""}
+        bad: list[dict[str, Any]] = []
+        if isinstance(item, dict):
+            item, bad = _split_unreadable_calls(item)
         try:
-            out.extend(convert_to_messages([item]))
+            read = convert_to_messages([item])
+            if bad and read and isinstance(read[0], AIMessage):
+                read[0] = _with_invalid(read[0], bad)
+            out.extend(read)
         except (ValueError, KeyError, TypeError, NotImplementedError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
             raise InvalidInputError(
@@ -49,3 +57,50 @@ def to_messages(messages: Any) -> list[BaseMessage]:
 def _is_pair(value: tuple[Any, ...]) -> bool:
     """A bare ``(role, content)`` tuple passed where a list of messages belongs."""
     return len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
+
+
+def _split_unreadable_calls(
+    item: dict[str, Any],
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """An OpenAI-format message without its calls whose ``arguments`` are not JSON.
+
+    Returns the message and those calls; they become ``invalid_tool_calls``, which
+    ``sanitize_messages`` drops with an event (a model that wrote broken JSON
+    must not make the whole history unreadable).
+    """
+    calls = item.get("tool_calls")
+    if not isinstance(calls, list):
+        return item, []
+    bad = [c for c in calls if isinstance(c, dict) and not _readable(c)]
+    if not bad:
+        return item, []
+    return {**item, "tool_calls": [c for c in calls if c not in bad]}, bad
+
+
+def _readable(call: dict[str, Any]) -> bool:
+    function = call.get("function")
+    if not isinstance(function, dict):
+        return True  # not OpenAI's shape: convert_to_messages decides
+    arguments = function.get("arguments")
+    if not isinstance(arguments, str):
+        return True
+    try:
+        json.loads(arguments or "{}")
+    except ValueError:
+        return False
+    return True
+
+
+def _with_invalid(message: AIMessage, bad: list[dict[str, Any]]) -> AIMessage:
+    invalid = [
+        invalid_tool_call(
+            name=str(c["function"].get("name") or ""),
+            args=str(c["function"].get("arguments")),
+            id=str(c.get("id") or ""),
+            error="arguments are not valid JSON",
+        )
+        for c in bad
+    ]
+    return message.model_copy(
+        update={"invalid_tool_calls": [*message.invalid_tool_calls, *invalid]}
+    )

@@ -20,6 +20,7 @@ from ._anchor import Gauge, last_usage
 from ._compress import compress_message, compress_old_tool_results
 from ._digest import digest_step
 from ._events import EventKind
+from ._hygiene import history_start, tidy_message
 from ._passes import PASSES
 from ._policy import GuardPolicy
 from ._sanitize import clean_message
@@ -31,6 +32,7 @@ from ._stages import (
     extends_unchanged,
     hygiene_step,
     map_step,
+    opens_with_user,
     repair_step,
     strip_step,
 )
@@ -119,7 +121,7 @@ class Run:
             ),
             min(len(messages), len(original)),
         )
-        body = sum(map(self.setting.count, messages))
+        body = sum(map(self.setting.count, messages)) + self._lead_extra(messages)
         return self.setting.gauge.planned(body, intact)
 
     def run(self) -> list[BaseMessage]:
@@ -160,8 +162,29 @@ class Run:
 
     def _hygiene(self) -> None:
         prev, count = self._prev(), self.setting.count
-        grown = hygiene_step(self.source, count, prev) if prev is not None else None
-        self._add(grown or _full(hygiene_step(self.source, count)))
+        hygiene = partial(hygiene_step, opened=self._opened())
+        grown = hygiene(self.source, count, prev) if prev is not None else None
+        self._add(grown or _full(hygiene(self.source, count)))
+
+    def _opened(self) -> bool:
+        """Whether the history as repaired opens with a user message (or none)."""
+        return opens_with_user(self.steps[1].result)
+
+    def _lead_extra(self, messages: list[BaseMessage], start: int = 0) -> int:
+        """Tokens hygiene will add: the placeholder, and empty results from ``start``.
+
+        Budgeted before it runs, so what is sent stays within the budget.
+        """
+        count = self.setting.count
+        extra = 0
+        if self._opened() and not opens_with_user(messages):
+            extra += count(history_start())
+        for i in range(start, len(messages)):
+            m = messages[i]
+            if isinstance(m, ToolMessage) and not m.content:
+                new = tidy_message(m)
+                extra += count(new) - count(m) if new is not None else 0
+        return extra
 
     def _compress_pass(self) -> None:
         p = self.setting.policy
@@ -199,7 +222,9 @@ class Run:
             sizes = prev.state.sizes.grow(map(self._costs, truncated[start:]))
             step = grow_trim(prev, self.source, sizes, room=room, cut_room=cut_room)
             if step is not None:
-                body, intact = self.body + step.delta, min(self.intact, step.diff)
+                extra = self._lead_extra(step.result, len(prev.result))
+                body = self.body + step.delta + extra
+                intact = min(self.intact, step.diff)
                 limit = cut_budget if step.state.dropped else s.budget
                 if gauge.planned(body, intact) <= limit:
                     self._add(step)

@@ -256,11 +256,28 @@ class GuardPolicy(BaseModel):
     def _check_consistency(self) -> None:
         window = self.context_window
         if window is not None and self.reserve_tokens >= window:
+            if "reserve_tokens" not in self.model_fields_set:  # blame what was set
+                raise ConfigError(
+                    f"GuardPolicy.context_window ({window:,}) leaves no room: the "
+                    f"reply reserve (reserve_tokens, default {self.reserve_tokens:,}) "
+                    "is larger.",
+                    field="context_window",
+                    hint="set context_window to the model's real window "
+                    f"(at least {self.hard_min_tokens:,}), or set reserve_tokens too.",
+                )
             raise ConfigError(
                 f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) must be "
                 f"smaller than context_window ({window:,}).",
                 field="reserve_tokens",
                 hint="lower reserve_tokens or raise context_window.",
+            )
+        if window is None and self.reserve_tokens >= self.default_context_window:
+            raise ConfigError(
+                f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) leaves nothing "
+                f"of the default window ({self.default_context_window:,} tokens).",
+                field="reserve_tokens",
+                hint="set reserve_tokens to the longest reply expected (e.g. 8192), "
+                "or set context_window.",
             )
         if (
             self.truncate_head_chars + self.truncate_tail_chars

@@ -9,7 +9,13 @@ from typing import cast
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ._events import Edits
-from ._messages import MARKER_KEY, label, memo_rewrite, without_tool_calls
+from ._messages import (
+    MARKER_KEY,
+    is_empty,
+    label,
+    memo_rewrite,
+    without_tool_calls,
+)
 
 SYNTHETIC_RESULT = (
     "Error: no result is available for this tool call; it was lost or removed "
@@ -37,7 +43,10 @@ def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     assistant message, and adds a synthetic error result (``status="error"``, marked
     as made by the guard) after a call that has none. Afterwards every tool call is
     answered exactly once by the ToolMessages directly after it, and no ToolMessage
-    stands anywhere else. Run it last, after anything that removes messages.
+    stands anywhere else. ``invalid_tool_calls`` (which langchain-openai sends as
+    tool calls) are dropped, with their results, as ``sanitize_messages`` does; an
+    assistant message left with nothing to send goes too. Run it last, after
+    anything that removes messages.
     """
     out, edits, _, _ = repair_part(messages)
     if edits:
@@ -105,6 +114,7 @@ def repair_part(  # noqa: C901
     calls: set[str] = set()
     missing: set[str] = set()
     emitted: set[int] = set()
+    removed_invalid: list[str] = []
     last = prior.last
     is_open = prior.open
     for i in range(start, len(messages)):
@@ -112,6 +122,15 @@ def repair_part(  # noqa: C901
         if isinstance(message, ToolMessage):
             continue  # placed after its call below, or dropped as an orphan
         is_open = False
+        if isinstance(message, AIMessage) and message.invalid_tool_calls:
+            valid = _without_invalid(message)
+            if valid is None:
+                removed_invalid.append(label(message, i))
+                delta -= count(message)
+                continue
+            changed.append(label(valid, out_start + len(out)))
+            delta += count(valid) - count(message)
+            message = valid
         if not isinstance(message, AIMessage) or not message.tool_calls:
             out.append(message)
             last = i
@@ -145,7 +164,7 @@ def repair_part(  # noqa: C901
             delta += count(synthetic)
             out.append(synthetic)
         is_open = bool(lacking)
-    removed: list[str] = []
+    removed = removed_invalid
     orphans: set[str] = set()
     for i in range(start, len(messages)):
         m = messages[i]
@@ -162,6 +181,28 @@ def repair_part(  # noqa: C901
         is_open,
     )
     return out, Edits(tuple(changed), tuple(removed), tuple(added)), delta, state
+
+
+def _without_invalid(message: AIMessage) -> AIMessage | None:
+    """``message`` without its ``invalid_tool_calls`` (None: nothing left to send).
+
+    langchain-openai sends them as tool calls, which then need results; like
+    ``sanitize_messages``, the repair drops them (and so their results).
+    """
+
+    def build(m: AIMessage) -> BaseMessage:
+        valid = {c["id"] or "" for c in m.tool_calls}
+        bad = {c.get("id") or "" for c in m.invalid_tool_calls} - valid
+        cleaned = without_tool_calls(m, bad)
+        cleaned = cleaned.model_copy(update={"invalid_tool_calls": []})
+        return _DROPPED if is_empty(cleaned) else cleaned
+
+    new = memo_rewrite(message, "repair-invalid", build)
+    return None if new is _DROPPED else cast(AIMessage, new)
+
+
+_DROPPED = AIMessage("")
+"""Stands for "drop this message" in ``_without_invalid``'s cache."""
 
 
 def _without_repeats(

@@ -188,9 +188,9 @@ def _open_calls(out: list[BaseMessage], pending: set[str]) -> tuple[BaseMessage,
     mid-step); providers reject that, so the prompt gets the results the repair
     pass would add, but they are not kept: the real ones will follow.
     """
-    last = out[-1]
-    if not pending or not isinstance(last, AIMessage):
+    if not pending or not out or not isinstance(out[-1], AIMessage):
         return ()
+    last = out[-1]
     return tuple(
         synthetic_result(c["id"] or "", c["name"])
         for c in last.tool_calls

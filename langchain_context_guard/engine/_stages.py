@@ -270,6 +270,19 @@ class Reasoning:
         return max(self.last_user, 0) if self.open_turn else length
 
 
+def opens_with_user(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the first turn that hygiene keeps is a user message (or none)."""
+    lead = next(
+        (
+            m
+            for m in messages
+            if not isinstance(m, SystemMessage) and tidy_message(m) is not None
+        ),
+        None,
+    )
+    return lead is None or isinstance(lead, HumanMessage)
+
+
 def _scan_reasoning(
     source: list[BaseMessage], start: int, state: Reasoning
 ) -> Reasoning:
@@ -316,9 +329,18 @@ def strip_step(
 
 
 def hygiene_step(
-    source: list[BaseMessage], count: Counter, prev: Step | None = None
+    source: list[BaseMessage],
+    count: Counter,
+    prev: Step | None = None,
+    *,
+    opened: bool = True,
 ) -> Step | None:
-    """``enforce_provider_hygiene``; the state says a first turn exists."""
+    """``enforce_provider_hygiene``; the state says a first turn exists.
+
+    The placeholder user message goes first only when the history as given
+    ``opened`` with a user message that the passes removed: one that opens with
+    an assistant message is left as it came (nothing was removed there).
+    """
     if prev is not None:
         if not prev.state:  # no turn yet: new messages may need a placeholder
             return None
@@ -333,7 +355,7 @@ def hygiene_step(
         ),
         None,
     )
-    if lead is None or isinstance(source[lead], HumanMessage):
+    if lead is None or not opened or isinstance(source[lead], HumanMessage):
         return whole(
             "hygiene",
             source,

@@ -69,7 +69,8 @@ def droppable_units(
 
     Older turns go whole (a user message and everything answering it); the turn
     holding the kept first user message and the latest turn give up their
-    assistant + tool-result groups one at a time, and the latest group is kept.
+    assistant + tool-result groups one at a time, and the latest group after the
+    latest user message is kept.
     """
     keep = _protected(messages, keep_first_user)
     users = [i for i, m in enumerate(messages) if is_user(m)]
@@ -85,7 +86,10 @@ def droppable_units(
         )
         if split:
             groups = _groups(turn, messages)
-            units.extend(groups[:-1] if last_turn else groups)
+            # The latest step is kept; a message before the latest user message
+            # is not one (it may be an assistant message opening the history).
+            latest = last_turn and (not users or groups[-1][-1] > users[-1])
+            units.extend(groups[:-1] if latest else groups)
         else:
             units.append(turn)
     return units

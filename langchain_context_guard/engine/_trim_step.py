@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
@@ -79,15 +80,18 @@ def trim_step(
     more = cut is None
     if cut is None:
         cut = Cut(plan.units, len(plan.units))
-    kept, dropped, beyond = fit_cut(
-        source,
-        cut,
-        budget=budget,
-        measure=measure,
-        cost=cost,
-        window=window,
-        squeeze=squeeze,
+    fit = partial(
+        fit_cut, source, measure=measure, cost=cost, window=window, squeeze=squeeze
     )
+    kept, dropped, beyond = fit(cut, budget=budget)
+    if dropped and cut_room is not None and cut_budget not in (None, budget):
+        # The plan kept all, but what hygiene adds did not fit: a cut after all,
+        # so it leaves the digest its room too.
+        assert cut_budget is not None
+        planned = plan.cut(sizes, cut_room)
+        more, budget = more or planned is None, cut_budget
+        cut = planned or Cut(plan.units, len(plan.units))
+        kept, dropped, beyond = fit(cut, budget=budget)
     state = TrimState(plan, sizes, dropped, more or beyond)
     if kept is source:
         return Step("trim", source, source, NO_EDITS, 0, NONE, state)

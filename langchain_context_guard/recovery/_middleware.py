@@ -20,7 +20,7 @@ changed; only the retried request is.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 try:
     from langchain.agents.middleware import (
@@ -35,10 +35,11 @@ except ImportError as exc:  # pragma: no cover - exercised by a test
         'Install it with: pip install "langchain-context-guard[agents]"'
     ) from exc
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables.config import ensure_config
 from langgraph.errors import GraphBubbleUp
 
+from ..adapters._middleware import RequestInputs
 from ._chain import (
     RecoveryChain,
     overflow_info,
@@ -87,6 +88,7 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.chain = RecoveryChain.build(
             guard, compactor, acompactor, max_attempts, on_event
         )
+        self._request = RequestInputs()
 
     def wrap_model_call(
         self,
@@ -109,7 +111,7 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     info,
                     state,
                     model=request.model,
-                    tools=request.tools,
+                    tools=self._request.tools(request),
                     config=ensure_config(),
                 )
                 current, state = _retry(request, recovery), recovery.state
@@ -135,22 +137,15 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     info,
                     state,
                     model=request.model,
-                    tools=request.tools,
+                    tools=self._request.tools(request),
                     config=ensure_config(),
                 )
                 current, state = _retry(request, recovery), recovery.state
 
 
 def _inputs(request: ModelRequest[Any]) -> list[BaseMessage]:
-    head = [request.system_message] if request.system_message is not None else []
-    return [*head, *request.messages]
+    return RequestInputs.messages(request)
 
 
 def _retry(request: ModelRequest[Any], recovery: Recovery) -> ModelRequest[Any]:
-    kept = recovery.messages
-    system = request.system_message
-    if system is not None and kept and isinstance(kept[0], SystemMessage):
-        system, kept = kept[0], kept[1:]
-    return request.override(
-        messages=cast("list[AnyMessage]", kept), system_message=system
-    )
+    return RequestInputs.apply(request, recovery.messages)

@@ -27,6 +27,7 @@ from langchain_core.messages import BaseMessage
 
 from ..engine._errors import ContextGuardError
 from ..engine._tokens import TiktokenCounter
+from ._args import OneLineParser, output_arg, positive_arg, window_arg
 from ._loop import WINDOWS, replay
 from ._metrics import (
     CACHE_RATE,
@@ -121,20 +122,6 @@ def load_paths(paths: Sequence[str | Path]) -> dict[str, list[BaseMessage]]:
     return out
 
 
-def _window(text: str) -> int:
-    text = text.strip().lower()
-    scale = 1_000 if text.endswith("k") else 1
-    try:
-        value = int(float(text.removesuffix("k")) * scale)
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"invalid window {text!r}; expected tokens like 32000 or 32k"
-        ) from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"window must be positive, got {text!r}")
-    return value
-
-
 def _option(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -146,7 +133,7 @@ def _option(text: str) -> tuple[str, Any]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = OneLineParser(
         prog="context-guard replay",
         description="Replay agent transcripts call by call under a context window "
         "and compare what each strategy sends.",
@@ -160,7 +147,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument(
         "-w",
         "--window",
-        type=_window,
+        type=window_arg,
         action="append",
         help="context window in tokens, e.g. 32k (repeatable; default 16k 32k 128k)",
     )
@@ -182,16 +169,18 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="GuardPolicy setting for our guard, e.g. compress_trigger=0.5",
     )
-    p.add_argument("--limit", type=int, help="replay only the first N transcripts")
+    p.add_argument(
+        "--limit", type=positive_arg, help="replay only the first N transcripts"
+    )
     p.add_argument(
         "--recorded-usage",
         action="store_true",
         help="keep the recorded reply usage instead of the usage of what was sent",
     )
-    p.add_argument("--json", type=Path, help="write the results as JSON here")
+    p.add_argument("--json", type=output_arg, help="write the results as JSON here")
     p.add_argument(
         "--plot",
-        type=Path,
+        type=output_arg,
         default=Path("context-guard-replay.png"),
         help="write the PNG plot here (default: %(default)s)",
     )
@@ -208,7 +197,7 @@ def main_replay(argv: list[str] | None = None) -> int:
         paths = args.paths or [_shared_dir()]
         transcripts = load_paths(paths)
         if args.limit is not None:
-            transcripts = dict(list(transcripts.items())[: max(args.limit, 0)])
+            transcripts = dict(list(transcripts.items())[: args.limit])
         if not transcripts:
             raise TranscriptError(
                 f"no transcripts found in {', '.join(map(str, paths))}"
@@ -233,9 +222,25 @@ def main_replay(argv: list[str] | None = None) -> int:
         )
         return 2
     print(format_table(result))
+    try:
+        _write(args, argv, result)
+    except OSError as exc:
+        name = exc.filename or ""
+        flag = "--json" if str(name) == str(args.json) else "--plot"
+        print(
+            f"context-guard replay: error: {flag} {name}: cannot write "
+            f"({exc.strerror or exc}); choose another path",
+            file=err,
+        )
+        return 2
+    return 0
+
+
+def _write(args: argparse.Namespace, argv: list[str] | None, result: Any) -> None:
+    """Write the JSON results and the plot the flags ask for."""
+    err = sys.stderr
     if args.json is not None:
         data = {"command": "context-guard replay " + " ".join(argv or sys.argv[1:])}
-        args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps({**data, **result.to_dict()}, indent=1) + "\n")
         print(f"wrote {args.json}")
     if not args.no_plot:
@@ -247,7 +252,6 @@ def main_replay(argv: list[str] | None = None) -> int:
                 "(pip install 'langchain-context-guard[plot]')",
                 file=err,
             )
-    return 0
 
 
 def _shared_dir() -> Path:

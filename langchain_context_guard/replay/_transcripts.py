@@ -214,7 +214,7 @@ def _from_jsonl(text: str, name: str) -> list[BaseMessage]:
 def load_transcript(path: str | Path) -> list[BaseMessage]:
     """Load a transcript file, auto-detecting its format."""
     path = Path(path)
-    name = path.name
+    name = path.name or str(path)
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:

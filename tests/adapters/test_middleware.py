@@ -308,3 +308,19 @@ def test_an_agent_run_keeps_its_prompt_prefix_between_prunings(tmp_path: Path) -
     # is needed, and the steps in between re-send the previous prompt whole
     assert 8 <= pruned <= 20
     assert kept >= 20
+
+
+def test_a_small_window_is_warned_about_once_per_guard_and_window(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import logging
+
+    guard = ContextGuard(GuardPolicy(reserve_tokens=2_000))  # warns below 32k
+    model = ScriptedToolModel(steps=12, profile={"max_input_tokens": 16_000})
+    agent = _agent(guard, model, InMemorySaver())
+    with caplog.at_level(logging.DEBUG, logger="langchain_context_guard"):
+        agent.invoke({"messages": [("user", USER)]}, _config("w1"))
+        agent.invoke({"messages": [("user", "again")]}, _config("w2"))
+    warnings = [r for r in caplog.records if "below the recommended" in r.getMessage()]
+    assert len(model.received) == 2 * 13
+    assert len(warnings) == 1

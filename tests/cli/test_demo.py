@@ -133,7 +133,7 @@ def test_demo_reads_window_from_config_and_flags_win(
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("--steps", "0"), "--steps must be at least 1"),
+        (("--steps", "0"), "--steps: must be at least 1"),
         (("--window", "9000", "--reserve", "1000"), "below the minimum of 16,000"),
         (("--window", "20000", "--reserve", "30000"), "reserve"),
         (("--model", "nosuchprovider:some-model"), "--model nosuchprovider:some-model"),

@@ -172,7 +172,7 @@ class HangingSummarizer(ScriptedSummarizer):
         **kwargs: Any,
     ) -> ChatResult:
         self._started.set()
-        self._release.wait()
+        self._release.wait(timeout=300)  # a failed test must not hang the suite
         return super()._generate(messages, stop, run_manager)
 
     async def _agenerate(
@@ -188,9 +188,9 @@ class HangingSummarizer(ScriptedSummarizer):
         return super()._generate(messages, stop)
 
     def release_async(self) -> None:
-        """Let a blocked async call answer (call from the loop's thread)."""
-        if self._async_release is not None:
-            self._async_release.set()
+        """Let a blocked async call answer, now or when it starts (loop's thread)."""
+        self._async_release = self._async_release or asyncio.Event()
+        self._async_release.set()
 
 
 class State(TypedDict):

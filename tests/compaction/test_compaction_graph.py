@@ -40,6 +40,8 @@ from tests.compaction._support import (
 from tests.fakes import pairing_errors
 
 STEPS = 30
+WAIT = 120.0
+"""Seconds a test waits for an event before failing (never reached when it works)."""
 CHARS = 4_000
 
 
@@ -145,14 +147,14 @@ def test_run_cannot_finish_while_its_compaction_is_in_flight(
     with ThreadPoolExecutor(1) as pool:
         run = pool.submit(graph.invoke, start(), _config(), durability="sync")
         try:
-            assert summarizer.started.wait(timeout=30)
+            assert summarizer.started.wait(timeout=WAIT)
             assert not run.done()
             during = graph.get_state(_config())
             assert during.next == ("compact",)
             assert not any(is_summary(m) for m in during.values["messages"])
         finally:
             summarizer.release.set()
-        final = run.result(timeout=60)["messages"]
+        final = run.result(timeout=WAIT)["messages"]
     assert is_summary(final[1]) and final[-1].content == "All done."
 
 
@@ -164,14 +166,19 @@ async def test_async_run_waits_for_its_compaction(tmp_path: Path) -> None:
     async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.db")) as saver:
         graph = builder.compile(checkpointer=saver)
         task = asyncio.create_task(graph.ainvoke(start(), _config()))
-        for _ in range(100_000):
-            if summarizer.started.is_set() or task.done():
-                break
-            await asyncio.sleep(0)
-        assert summarizer.started.is_set()
-        assert not task.done()
-        summarizer.release_async()
-        final = (await task)["messages"]
+        # Wait on the event (or the run ending early), with a timeout: never on
+        # a count of loop turns, which a loaded machine can exhaust.
+        started = asyncio.ensure_future(
+            asyncio.to_thread(summarizer.started.wait, WAIT)
+        )
+        await asyncio.wait({task, started}, return_when=asyncio.FIRST_COMPLETED)
+        try:
+            assert await asyncio.wait_for(started, WAIT)
+            assert not task.done()
+        finally:
+            summarizer.started.set()  # ends the waiting thread on failure too
+            summarizer.release_async()
+        final = (await asyncio.wait_for(task, WAIT))["messages"]
     assert is_summary(final[1]) and final[-1].content == "All done."
 
 
@@ -327,3 +334,54 @@ async def test_create_agent_middleware_falls_back_when_compaction_fails(
     assert len(out["messages"]) == 1 + 2 * STEPS + 1
     budget = guard.policy.budget(guard.window().tokens)
     assert max(guard.count_tokens(r) for r in model.received) <= budget
+
+
+def _bulky_tools(n: int) -> list[Any]:
+    """``n`` tools whose schemas weigh ~550 tokens each (real agents' tools do)."""
+    from langchain_core.tools import StructuredTool
+
+    def make(k: int) -> Any:
+        def run(path: str, pattern: str = "", limit: int = 10) -> str:
+            return "ok"
+
+        doc = f"Tool {k}. " + " ".join(f"option{k}_{j} explained." for j in range(150))
+        return StructuredTool.from_function(run, name=f"tool_{k}", description=doc)
+
+    return [make(k) for k in range(n)]
+
+
+@pytest.mark.parametrize("response_format", [None, "tool"], ids=["tools", "+output"])
+def test_fallback_counts_the_tools_and_structured_output(
+    saver: SqliteSaver, response_format: Any
+) -> None:
+    from langchain.agents import create_agent
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel, Field
+
+    from langchain_context_guard.compaction._middleware import CompactionMiddleware
+
+    class Report(BaseModel):
+        """The final report (a long schema, as structured outputs often are)."""
+
+        summary: str = Field(description="What was found. " * 120)
+
+    guard = make_guard()
+    model = tool_calling_model(STEPS)
+    tools = [read_file, *_bulky_tools(6)]
+    middleware = CompactionMiddleware(
+        FailingSummarizer(), settings(retries=0), guard=guard
+    )
+    agent = create_agent(
+        model,
+        tools=tools,
+        system_prompt="You are a coding agent.",
+        middleware=[middleware],
+        checkpointer=saver,
+        response_format=ToolStrategy(Report) if response_format else None,
+    )
+    agent.invoke({"messages": [("user", "Fix the bug.")]}, _config())
+    bound = model.bound_tools
+    assert len(bound) == len(tools) + (1 if response_format else 0)
+    budget = guard.policy.budget(guard.window().tokens)
+    sent = [guard.count_tokens(r, tools=bound) for r in model.received]
+    assert max(sent) <= budget

@@ -156,3 +156,52 @@ def test_unknown_content_blocks_are_counted_not_fatal():
 def test_a_generator_is_accepted():
     out = _prepare(m for m in [HumanMessage("a"), AIMessage("b")])
     assert len(out.messages) == 2
+
+
+@pytest.mark.parametrize("stable_prefix", [True, False], ids=["stable", "plain"])
+@pytest.mark.parametrize(
+    "history",
+    [[HumanMessage("")], [SystemMessage("s"), HumanMessage("  ")], [AIMessage("")]],
+    ids=["empty-user", "blank-user", "empty-assistant"],
+)
+def test_a_history_that_sanitises_to_nothing_gives_nothing_every_time(
+    history, stable_prefix
+):
+    guard = ContextGuard(GuardPolicy(stable_prefix=stable_prefix))
+    first = guard.prepare(history).messages
+    assert guard.prepare(history).messages == first
+    assert guard.prepare([*history, AIMessage(" ")]).messages == first
+    assert all(not isinstance(m, (HumanMessage, AIMessage)) for m in first)
+
+
+def test_openai_call_with_unreadable_arguments_is_dropped_with_an_event():
+    history = [
+        {"role": "user", "content": "hi"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": "{not json"},
+                },
+                {
+                    "id": "c2",
+                    "type": "function",
+                    "function": {"name": "bash", "arguments": '{"cmd": "ls"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "lost"},
+        {"role": "tool", "tool_call_id": "c2", "content": "files"},
+    ]
+    result = _prepare(history)
+    calls = [c["id"] for m in result.messages for c in getattr(m, "tool_calls", [])]
+    assert calls == ["c2"]
+    assert [m.content for m in result.messages if isinstance(m, ToolMessage)] == [
+        "files"
+    ]
+    kinds = {e.kind for e in result.report.events}
+    assert {"sanitize", "repair"} <= kinds
+    assert_paired(result.messages)

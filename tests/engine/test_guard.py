@@ -5,9 +5,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langchain_context_guard import (
+    MARKER_KEY,
     BudgetExceededError,
     ContextGuard,
     GuardPolicy,
@@ -334,3 +341,82 @@ def test_usage_of_the_whole_history_is_told_from_usage_of_what_was_sent():
         lived.append(message)
     raw = sum(map(guard.counter.count_message, lived))
     assert raw * 1.09 <= guard.count_tokens(lived) <= raw * 1.11
+
+
+def test_an_assistant_message_before_the_only_user_message_can_be_dropped():
+    manual = AIMessage("manual page text " * 16_000, id="manual")  # ~50k tokens
+    history = [SystemMessage("s"), manual, HumanMessage("How do I reset it?")]
+    result = ContextGuard(GuardPolicy(context_window=32_000)).prepare(history)
+    assert not any(m is manual for m in result.messages)
+    assert result.messages[-1] is history[-1]
+    assert result.report.tokens_after <= result.report.budget
+
+
+def test_no_placeholder_when_nothing_was_removed():
+    history = [
+        SystemMessage("s"),
+        AIMessage("Hello, how can I help?"),
+        HumanMessage("q"),
+    ]
+    result = ContextGuard(GuardPolicy(context_window=32_000)).prepare(history)
+    assert result.messages == history
+    assert result.report.events == ()
+
+
+def _digest_first(words: int) -> list[BaseMessage]:
+    """A prepared history re-sent: a digest first, then a long step, then a question."""
+    digest = HumanMessage(
+        "notes " * 3_000, id="d", additional_kwargs={MARKER_KEY: {"kind": "digest"}}
+    )
+    step = AIMessage("answer " * words, id="a")
+    return [SystemMessage("s", id="sys"), digest, step, HumanMessage("q", id="q")]
+
+
+@pytest.mark.parametrize("words", range(13_950, 13_990, 3))
+def test_the_placeholder_put_first_is_budgeted(words):
+    policy = GuardPolicy(
+        context_window=16_000,
+        reserve_tokens=2_000,
+        safety_margin=0,
+        uncalibrated_margin=0,
+        digest=False,
+        stable_prefix=False,
+    )
+    result = ContextGuard(policy).prepare(_digest_first(words))
+    assert result.report.tokens_after <= result.report.budget
+    again = ContextGuard(policy).prepare(result.messages)
+    assert snapshot(again.messages) == snapshot(result.messages)
+
+
+def test_a_cut_forced_by_what_hygiene_adds_leaves_the_digest_its_room():
+    """Found by the adversarial properties: the plan kept all, the empty result's
+    placeholder text did not fit, the cut moved on without the digest's room."""
+    big = "x = compute(y)  # 200k\n" * 8_700
+    calls = [call("c0", n=0), call("c1", n=1)]
+    history = [
+        ToolMessage("alpha", tool_call_id="c1"),
+        HumanMessage(big, id="m1"),
+        AIMessage("alpha", id="m2"),
+        AIMessage("", tool_calls=calls, id="m3"),
+        ToolMessage("", tool_call_id="c0", id="r4"),
+    ]
+    for window in range(95_740, 95_760):
+        policy = GuardPolicy(
+            context_window=window,
+            reserve_tokens=0,
+            hard_min_tokens=0,
+            warn_below_tokens=0,
+            safety_margin=0,
+            uncalibrated_margin=0,
+            keep_first_user=False,
+            keep_recent_tool_results=0,
+            compress_batch=1,
+            trim_step=0,
+            max_tool_result_chars=5_000,
+            stable_prefix=False,
+        )
+        try:
+            report = ContextGuard(policy).prepare(history).report
+        except BudgetExceededError:
+            continue
+        assert report.tokens_after <= report.budget, window

@@ -647,7 +647,7 @@ def test_limit_memory_keeps_smallest() -> None:
 
 def test_limit_memory_concurrent_learning() -> None:
     memory = LimitMemory()
-    barrier = threading.Barrier(8)
+    barrier = threading.Barrier(8, timeout=120)  # a dead thread fails, never hangs
 
     def worker(offset: int) -> None:
         barrier.wait()

@@ -1,8 +1,9 @@
 import textwrap
 
 import pytest
+from langchain_core.messages import HumanMessage
 
-from langchain_context_guard import ConfigError, GuardPolicy
+from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
 
 SEED_000_YAML = """\
 # config.yaml
@@ -177,3 +178,39 @@ def test_yaml_config_error_inside_block_names_field(tmp_path):
     with pytest.raises(ConfigError) as info:
         GuardPolicy.from_yaml(path)
     assert info.value.field == "reserveTokens" or info.value.field == "reserve_tokens"
+
+
+def test_a_reserve_larger_than_any_window_is_refused_at_construction():
+    with pytest.raises(ConfigError, match=r"reserve_tokens \(999,999\)") as info:
+        GuardPolicy(reserve_tokens=999_999)
+    assert info.value.field == "reserve_tokens"
+
+
+def test_a_reserve_larger_than_the_resolved_window_names_the_reserve():
+    policy = GuardPolicy(reserve_tokens=50_000, hard_min_tokens=0)
+    guard = ContextGuard(policy, model="gpt-4")  # an 8k window
+    with pytest.raises(ConfigError, match="reserve_tokens") as info:
+        guard.prepare([HumanMessage("hi")])
+    assert "system prompt" not in str(info.value)
+
+
+def test_a_small_window_alone_blames_the_window_not_the_default_reserve():
+    with pytest.raises(ConfigError, match=r"context_window \(1,000\)") as info:
+        GuardPolicy(context_window=1_000)
+    assert info.value.field == "context_window"
+    with pytest.raises(ConfigError, match=r"reserve_tokens \(2,000\) must be"):
+        GuardPolicy(context_window=1_000, reserve_tokens=2_000)
+
+
+@pytest.mark.parametrize(
+    ("var", "suggestion"),
+    [
+        ("CONTEXT_GUARD_RESERVE_TOKEN", "CONTEXT_GUARD_RESERVE_TOKENS"),
+        ("CONTEXT_GUARD_CONTEXTWINDOW", "CONTEXT_GUARD_CONTEXT_WINDOW"),
+        ("CONTEXT_GUARD_NONSENSE_THING", "unset CONTEXT_GUARD_NONSENSE_THING"),
+    ],
+)
+def test_a_misspelled_environment_variable_is_an_error(var, suggestion):
+    with pytest.raises(ConfigError, match=var) as info:
+        GuardPolicy.from_env({var: "10", "CONTEXT_GUARD_OFFLINE": "1"})
+    assert suggestion in str(info.value)

@@ -134,3 +134,40 @@ def test_deterministic_and_idempotent():
 )
 def test_invariant_every_call_answered_once_directly_after_it(history):
     assert pairing_errors(repair_tool_pairs(history)) == []
+
+
+def _invalid(call_id: str = "bad", content: str = "") -> AIMessage:
+    return AIMessage(
+        content,
+        invalid_tool_calls=[
+            {
+                "type": "invalid_tool_call",
+                "id": call_id,
+                "name": "bash",
+                "args": "{not json",
+                "error": "bad JSON",
+            }
+        ],
+    )
+
+
+def test_invalid_tool_calls_are_dropped_with_their_results():
+    history = [
+        HumanMessage("q"),
+        _invalid(content="trying"),
+        result("bad", "an answer to a call that was never valid"),
+        ai(call("a")),
+        result("a"),
+    ]
+    out = repair_tool_pairs(history)
+    assert all(not getattr(m, "invalid_tool_calls", None) for m in out)
+    assert [m.content for m in out] == ["q", "trying", "", "ok"]
+    assert_paired(out)
+    assert repair_tool_pairs(out) is out
+
+
+def test_an_assistant_message_with_only_invalid_calls_is_dropped():
+    history = [HumanMessage("q"), _invalid(), AIMessage("answer")]
+    out = repair_tool_pairs(history)
+    assert [m.content for m in out] == ["q", "answer"]
+    assert history[1].invalid_tool_calls  # the input is untouched

@@ -279,7 +279,7 @@ def test_main_replay_writes_json_and_png(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     data = write_trajectories(tmp_path / "data")
-    out_json, out_png = tmp_path / "out" / "replay.json", tmp_path / "replay.png"
+    out_json, out_png = tmp_path / "replay.json", tmp_path / "replay.png"
     argv = [str(data), "-w", "16k", "-s", "none", "-s", "guard", "--quiet"]
     code = main_replay([*argv, "--json", str(out_json), "--plot", str(out_png)])
     assert code == 0

@@ -1,0 +1,98 @@
+"""Every user error ends with exit 2 and a line naming the flag or file and the fix."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.cli._support import openai_history, run, write_json
+
+REPLAY = ["replay", "-s", "guard", "-w", "32k", "-q"]
+
+
+@pytest.fixture
+def chat(tmp_path: Path) -> Path:
+    return write_json(tmp_path / "chat.json", openai_history(2))
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["inspect", "{tmp}"], ["is a folder", "give a transcript file"]),
+        (["inspect", "."], [". is a folder"]),
+        (
+            ["demo", "--model", "scripted", "--steps", "1", "--db", "{tmp}/no/x.db"],
+            ["--db", "does not exist", "create it first"],
+        ),
+        (["demo", "--steps", "0"], ["--steps", "at least 1"]),
+        ([*REPLAY, "--limit", "0", "{chat}"], ["--limit", "at least 1"]),
+        (
+            [*REPLAY, "--json", "{tmp}/no/r.json", "{chat}"],
+            ["--json", "does not exist"],
+        ),
+        ([*REPLAY, "--plot", "{tmp}/no/p.png", "{chat}"], ["--plot", "not exist"]),
+        ([*REPLAY, "--plot", "{tmp}", "{chat}"], ["--plot", "is a folder"]),
+        (
+            [*REPLAY, "--no-plot", "--json", "/proc/no-such/r.json", "{chat}"],
+            ["--json", "/proc/no-such", "choose another path"],
+        ),
+        ([*REPLAY, "--plot", "/proc/p.png", "{chat}"], ["--plot", "another path"]),
+        (["inspect", "--window", "32x", "{chat}"], ["--window", "32k"]),
+    ],
+    ids=[
+        "inspect-folder",
+        "inspect-dot",
+        "demo-db-folder",
+        "demo-steps",
+        "replay-limit",
+        "replay-json-folder",
+        "replay-plot-folder",
+        "replay-plot-is-dir",
+        "replay-json-unwritable",
+        "replay-plot-unwritable",
+        "inspect-window",
+    ],
+)
+def test_bad_input_is_one_named_line_with_exit_2(
+    argv: list[str],
+    expected: list[str],
+    tmp_path: Path,
+    chat: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    args = [a.format(tmp=tmp_path, chat=chat) for a in argv]
+    code, _, err = run(capsys, *args)
+    assert code == 2, err
+    assert "Traceback" not in err
+    last = err.strip().splitlines()[-1]
+    assert all(text in last for text in expected), last
+    assert not (tmp_path / "no").exists()  # no folder is created behind the user
+
+
+def test_windows_read_the_same_everywhere(
+    chat: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "inspect", "--window", "32k", chat)
+    assert code == 0 and "32,000" in out
+
+
+def test_an_unknown_model_says_the_window_is_a_default_once(
+    chat: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run(capsys, "inspect", "--model", "foo-unknown-9", chat)
+    assert code == 0
+    notes = [line for line in err.splitlines() if "foo-unknown-9" in line]
+    assert len(notes) == 1
+    assert "default 128,000 tokens" in notes[0] and "--window" in notes[0]
+
+
+def test_a_misspelled_environment_variable_is_named(
+    chat: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CONTEXT_GUARD_RESERVE_TOKEN", "1000")
+    code, _, err = run(capsys, "inspect", chat)
+    assert code == 2
+    line = err.strip().splitlines()[-1]
+    assert "CONTEXT_GUARD_RESERVE_TOKEN " in line
+    assert "CONTEXT_GUARD_RESERVE_TOKENS" in line

@@ -1,0 +1,235 @@
+"""``prepare`` under adversarial histories: the corners where bugs lived.
+
+Histories that open with an assistant message, empty and whitespace-only content,
+duplicated, blank and missing tool-call ids, orphan results, ``invalid_tool_calls``,
+thinking blocks in list content, 200k-character results; budgets drawn close to
+the history's own size; zero safety margins. One example checks every property:
+``prepare`` raises only ``BudgetExceededError`` and only when even the least it
+must keep is over; the output fits, pairs, and leaves the input unchanged; the
+same input gives the same output; preparing the output again changes nothing.
+2,000 examples (small histories, so the run takes about a minute).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langchain_context_guard import (
+    BudgetExceededError,
+    ContextGuard,
+    GuardPolicy,
+    TiktokenCounter,
+)
+from langchain_context_guard.engine._anchor import Gauge
+from langchain_context_guard.engine._tokens import REPLY_OVERHEAD
+from tests.engine._support import pairing_errors, snapshot
+
+EXAMPLES = 2_000
+ADVERSARIAL = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+COUNTER = TiktokenCounter()
+BIG = "x = compute(y)  # 200k\n" * 8_700  # ~200k characters, built once
+THINKING = {"type": "thinking", "thinking": "let me think " * 20, "signature": "c2ln"}
+WORDS = ["alpha", "beta", "gamma", "delta", "omega", "path/to/file.py", "Error:"]
+
+
+def _text(draw: Any) -> Any:
+    kind = draw(st.sampled_from(["words"] * 6 + ["empty", "blank", "big", "list"]))
+    if kind == "empty":
+        return ""
+    if kind == "blank":
+        return " \n\t "
+    if kind == "big":
+        return BIG
+    words = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=60)))
+    if kind == "list":
+        blocks: list[Any] = [{"type": "text", "text": words}]
+        if draw(st.booleans()):
+            blocks.insert(0, THINKING)
+        if draw(st.booleans()):
+            blocks.append({"type": "text", "text": ""})
+        return blocks
+    return words
+
+
+@st.composite
+def histories(draw: Any) -> list[BaseMessage]:
+    """Small adversarial histories (at most ~14 messages)."""
+    out: list[BaseMessage] = []
+    if draw(st.booleans()):
+        out.append(SystemMessage("You are an agent. " * draw(st.integers(1, 40))))
+    ids = ["c0", "c1", "c2", "c0", ""]  # repeats and a blank one
+    n = 0
+    for _ in range(draw(st.integers(1, 7))):
+        kind = draw(
+            st.sampled_from(["user", "ai", "ai", "call", "call", "result", "invalid"])
+        )
+        n += 1
+        mid = f"m{n}"
+        if kind == "user":
+            out.append(HumanMessage(_text(draw), id=mid))
+        elif kind == "ai":
+            out.append(AIMessage(_text(draw), id=mid))
+        elif kind == "call":
+            calls = [
+                {"id": draw(st.sampled_from(ids)), "name": "bash", "args": {"n": k}}
+                for k in range(draw(st.integers(1, 2)))
+            ]
+            content = _text(draw) if draw(st.booleans()) else ""
+            out.append(AIMessage(content, tool_calls=calls, id=mid))
+            for call in calls:
+                fate = draw(st.sampled_from(["ok", "ok", "ok", "missing", "twice"]))
+                if fate == "missing":
+                    continue
+                for _ in range(2 if fate == "twice" else 1):
+                    out.append(
+                        ToolMessage(_text(draw), tool_call_id=call["id"], id=f"r{n}")
+                    )
+                    n += 1
+        elif kind == "result":  # an orphan
+            out.append(
+                ToolMessage(_text(draw), tool_call_id=draw(st.sampled_from(ids)))
+            )
+        else:
+            out.append(
+                AIMessage(
+                    _text(draw) if draw(st.booleans()) else "",
+                    invalid_tool_calls=[
+                        {
+                            "type": "invalid_tool_call",
+                            "id": draw(st.sampled_from(ids)),
+                            "name": "bash",
+                            "args": "{broken",
+                            "error": "bad JSON",
+                        }
+                    ],
+                    id=mid,
+                )
+            )
+    if draw(st.booleans()):
+        out.append(HumanMessage(_text(draw), id="last"))
+    return out
+
+
+class Case:
+    """A history and a policy, with a short repr (a 200k-char result is not shown)."""
+
+    def __init__(self, history: list[BaseMessage], policy: GuardPolicy) -> None:
+        self.history, self.policy = history, policy
+
+    def __repr__(self) -> str:
+        def one(m: BaseMessage) -> str:
+            c = m.content
+            size = len(c) if isinstance(c, str) else f"list{len(c)}"
+            calls = [x["id"] for x in getattr(m, "tool_calls", None) or []]
+            bad = [x.get("id") for x in getattr(m, "invalid_tool_calls", None) or []]
+            ref = getattr(m, "tool_call_id", None)
+            return (
+                f"{type(m).__name__[:-7]}({size},{calls or ''}{bad or ''}{ref or ''})"
+            )
+
+        fields = {k: getattr(self.policy, k) for k in self.policy.model_fields_set}
+        return f"Case([{', '.join(map(one, self.history))}], {fields})"
+
+
+@st.composite
+def cases(draw: Any) -> Case:
+    """A history and a policy whose budget lies close to the history's size."""
+    history = draw(histories())
+    size = ContextGuard(token_counter=COUNTER).count_tokens(history)
+    reserve = draw(st.sampled_from([0, 100, 1_000]))
+    factor = draw(st.sampled_from([0.3, 0.7, 0.9, 0.97, 1.0, 1.03, 1.1, 2.0]))
+    window = max(int(size * factor) + reserve, reserve + 1, 200)
+    margin = draw(st.sampled_from([0.0, 0.0, 0.05]))
+    policy = GuardPolicy(
+        context_window=window,
+        reserve_tokens=reserve,
+        hard_min_tokens=0,
+        warn_below_tokens=0,
+        safety_margin=margin,
+        uncalibrated_margin=margin,
+        trim_step=draw(st.sampled_from([0.0, 0.15])),
+        keep_first_user=draw(st.booleans()),
+        keep_recent_tool_results=draw(st.sampled_from([0, 3])),
+        compress_batch=draw(st.sampled_from([1, 8])),
+        digest=draw(st.booleans()),
+        stable_prefix=draw(st.booleans()),
+        max_tool_result_chars=draw(st.sampled_from([5_000, 50_000])),
+    )
+    return Case(history, policy)
+
+
+def _least_kept(history: list[BaseMessage], policy: GuardPolicy) -> list[BaseMessage]:
+    """What ``prepare`` may never drop from a history ending with a user message.
+
+    The system messages, the first user message (``keep_first_user``) and the
+    last one; everything else can go.
+    """
+    system = [m for m in history if isinstance(m, SystemMessage)]
+    users = [m for m in history if isinstance(m, HumanMessage) and _text_of(m)]
+    kept = users[:1] if policy.keep_first_user else []
+    return [*system, *kept, *(m for m in users[-1:] if m not in kept)]
+
+
+def _text_of(message: BaseMessage) -> bool:
+    content = message.content
+    if isinstance(content, str):
+        return bool(content.strip())
+    return any(
+        not isinstance(b, dict) or b.get("type") != "text" or str(b.get("text")).strip()
+        for b in content
+    )
+
+
+@ADVERSARIAL
+@given(cases())
+def test_every_property_on_adversarial_histories(case: Case) -> None:
+    history, policy = case.history, case.policy
+    before = snapshot(history)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    try:
+        result = guard.prepare(history)
+    except BudgetExceededError as err:
+        event("raised BudgetExceededError")
+        assert snapshot(history) == before
+        assert err.tokens > err.budget
+        # Raised only when no valid output exists: for a history ending with a
+        # user message, even what can never be dropped is over the budget.
+        if isinstance(history[-1], HumanMessage) and _text_of(history[-1]):
+            body = sum(map(COUNTER.count_message, _least_kept(history, policy)))
+            gauge = Gauge(1.0, REPLY_OVERHEAD, margin=policy.uncalibrated_margin)
+            floor = gauge.planned(body, 0)  # what must fit, margin included
+            assert floor > err.budget, (floor, err.budget)
+        return
+    out = result.messages
+    report = result.report
+    event("trimmed" if len(out) < len(history) else "kept whole or grew")
+    assert snapshot(history) == before  # input unchanged
+    assert report.tokens_after <= report.budget  # within budget
+    fresh = ContextGuard(policy, token_counter=COUNTER)
+    assert fresh.count_tokens(out) <= report.budget
+    assert pairing_errors(out) == []  # valid pairing
+    for m in out:
+        assert not getattr(m, "invalid_tool_calls", None)
+        assert all(c["id"] for c in getattr(m, "tool_calls", None) or [])
+    # Same input, same output (a fresh guard, and this guard again).
+    again = ContextGuard(policy, token_counter=COUNTER).prepare(history)
+    assert snapshot(again.messages) == snapshot(out)
+    assert snapshot(guard.prepare(history).messages) == snapshot(out)
+    # prepare(prepare(x)) == prepare(x)
+    twice = ContextGuard(policy, token_counter=COUNTER).prepare(out)
+    assert snapshot(twice.messages) == snapshot(out)
