@@ -12,7 +12,14 @@ The structured-output schemas of ``response_format`` count as well: with a tool
 strategy ``create_agent`` binds them as extra tools that are not in
 ``request.tools``.
 The agent's state is left untouched unless ``persist=True``, which also rewrites
-the stored history in ``before_model``.
+the stored history in ``before_model``; without it the middleware defines no
+``before_model`` (``create_agent`` adds a graph node, so a superstep and a
+checkpoint per model call, for each middleware class that defines one).
+
+Many workers: each reply carries the guard's tiny ``export_state`` record in
+its ``response_metadata`` (``_handover``), and each call first gives the
+history's records back to ``restore_state``, so any process, or one restarted
+mid-thread, sends the prompt the first would have.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMe
 from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
+from ..engine._handover import STATE_KEY
 from ..engine._messages import same_list
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
@@ -86,6 +94,14 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             history is fit to; defaults to the guard's own model or policy.
     """
 
+    def __new__(
+        cls, guard: ContextGuard, *, persist: bool = False, model: Any = None
+    ) -> ContextGuardMiddleware:
+        """With ``persist``, a subclass: the only one with ``before_model``."""
+        if persist and cls is ContextGuardMiddleware:
+            cls = _PersistingMiddleware
+        return super().__new__(cls)
+
     def __init__(
         self, guard: ContextGuard, *, persist: bool = False, model: Any = None
     ) -> None:
@@ -107,9 +123,36 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._schemas = cached
         return [*request.tools, *cached[1]]
 
+    @property
+    def name(self) -> str:
+        """``ContextGuardMiddleware``, whichever mode (names the graph's nodes)."""
+        return "ContextGuardMiddleware"
+
     def _inputs(self, request: ModelRequest[Any]) -> list[BaseMessage]:
         head = [request.system_message] if request.system_message is not None else []
         return [*head, *request.messages]
+
+    def _restore(self, inputs: list[BaseMessage], request: ModelRequest[Any]) -> None:
+        """Give the history's handover records back to the guard."""
+        states = {
+            i: m.response_metadata[STATE_KEY]
+            for i, m in enumerate(inputs)
+            if isinstance(m, AIMessage) and STATE_KEY in m.response_metadata
+        }
+        if states:
+            self.guard.restore_state(
+                inputs, states, tools=self._tools(request), model=request.model
+            )
+
+    def _prepare(self, request: ModelRequest[Any]) -> tuple[PrepareResult, Any]:
+        """Restore, prune, and the record to keep with the reply."""
+        inputs = self._inputs(request)
+        if not self.persist:
+            self._restore(inputs, request)
+        result = self.guard.prepare(
+            inputs, tools=self._tools(request), model=request.model
+        )
+        return result, None if self.persist else self.guard.export_state(inputs)
 
     def _apply(
         self, request: ModelRequest[Any], result: PrepareResult
@@ -130,11 +173,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Result:
         """Prune the request, then call the model."""
-        result = self.guard.prepare(
-            self._inputs(request), tools=self._tools(request), model=request.model
-        )
+        result, state = self._prepare(request)
         emit(result.report, source="middleware")
-        return handler(self._apply(request, result))
+        return _stamp(handler(self._apply(request, result)), state)
 
     async def awrap_model_call(
         self,
@@ -142,22 +183,30 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Result:
         """Async ``wrap_model_call``; the counting runs in an executor."""
-        result = await run_in_executor(
-            None,
-            self.guard.prepare,
-            self._inputs(request),
-            tools=self._tools(request),
-            model=request.model,
-        )
+        result, state = await run_in_executor(None, self._prepare, request)
         await aemit(result.report, source="middleware")
-        return await handler(self._apply(request, result))
+        return _stamp(await handler(self._apply(request, result)), state)
+
+
+def _stamp(response: Result, state: dict[str, Any] | None) -> Result:
+    """Keep the handover record in the reply's ``response_metadata``."""
+    if not state:
+        return response
+    messages = response.result if isinstance(response, ModelResponse) else [response]
+    for message in messages:
+        if isinstance(message, AIMessage):
+            message.response_metadata[STATE_KEY] = state
+            break
+    return response
+
+
+class _PersistingMiddleware(ContextGuardMiddleware):
+    """``ContextGuardMiddleware(persist=True)``: also rewrites the stored history."""
 
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """With ``persist=True``, rewrite the stored history to what fits."""
-        if not self.persist:
-            return None
+        """Rewrite the stored history to what fits."""
         messages = list(state["messages"])
         result = self.guard.prepare(messages, model=self.model)
         emit(result.report, source="middleware.before_model")
@@ -167,8 +216,6 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async ``before_model``."""
-        if not self.persist:
-            return None
         messages = list(state["messages"])
         result = await run_in_executor(
             None, self.guard.prepare, messages, model=self.model

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from operator import attrgetter
 from typing import Any
@@ -26,6 +26,7 @@ from ._events import (
     log_event,
     pass_event,
 )
+from ._handover import latest_base, put_bounded, sent_counts
 from ._input import to_messages
 from ._overflow import LimitMemory
 from ._pipeline import Record, Run, Setting
@@ -46,14 +47,6 @@ _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
 """Conversations whose last prompt a guard keeps (``stable_prefix``)."""
 _content = attrgetter("content")
-
-
-def _put(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
-    """Store ``value`` as the newest entry, dropping the oldest beyond ``limit``."""
-    table[key] = value
-    table.move_to_end(key)
-    while len(table) > limit:
-        table.popitem(last=False)
 
 
 class ContextGuard:
@@ -184,7 +177,7 @@ class ContextGuard:
             return
         key = sent_key(original[-1], self.counter)
         with self._lock:
-            _put(self._sent, key, (sent_tokens, whole), _SENT_MEMORY)
+            put_bounded(self._sent, key, (sent_tokens, whole), _SENT_MEMORY)
 
     def prepare(
         self,
@@ -278,6 +271,49 @@ class ContextGuard:
         self._keep_sent(Sent.of(key, original, kept, body))
         return PrepareResult(list(current), report)
 
+    def export_state(self, messages: Any) -> dict[str, Any]:
+        """After ``prepare(messages)``: what another process needs (``_handover``)."""
+        original = to_messages(messages)
+        with self._lock:
+            hit = (
+                self._sent.get(sent_key(original[-1], self.counter))
+                if original
+                else None
+            )
+            sent = self._stables.get(conversation(original)) if original else None
+        state: dict[str, Any] = {} if hit is None else {"sent": list(hit)}
+        if sent is not None and len(sent.source) == len(original):
+            state["base"] = sent.base
+        return state
+
+    def restore_state(
+        self,
+        messages: Any,
+        states: Mapping[int, Mapping[str, Any]],
+        *,
+        tools: Sequence[Any] | None = None,
+        model: Any = None,
+    ) -> None:
+        """Take back ``export_state`` records, by index of their reply in ``messages``.
+
+        ``tools`` and ``model`` as given to ``prepare`` (``_handover``).
+        """
+        original = to_messages(messages)
+        counts = sent_counts(original, states, lambda m: sent_key(m, self.counter))
+        with self._lock:
+            for key, value in counts:
+                self._sent.setdefault(key, value)
+        latest = latest_base(states) if self.policy.stable_prefix else None
+        if latest is None:
+            return
+        last, base = latest
+        mine = self._last_sent(original)
+        if mine and mine.base == base and mine.tail(original[:last]) is not None:
+            return
+        with self._lock:
+            self._stables.pop(conversation(original), None)
+        self.prepare(original[:base], tools=tools, model=model)
+
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
         if not original or not self.policy.enabled:
             return None
@@ -289,7 +325,7 @@ class ContextGuard:
             return
         key = conversation(sent.source)
         with self._lock:
-            _put(self._stables, key, sent, _STABLE_MEMORY)
+            put_bounded(self._stables, key, sent, _STABLE_MEMORY)
 
     def _prune(
         self,
