@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from ._langgraph import guard_node, pre_model_hook
+    from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
     from ._runnable import GuardRunnable, as_runnable
 
@@ -19,6 +19,7 @@ __getattr__ = lazy_getattr(
     __name__,
     {
         "ContextGuardMiddleware": "._middleware",
+        "GuardedAgentState": "._langgraph",
         "GuardRunnable": "._runnable",
         "as_runnable": "._runnable",
         "guard_node": "._langgraph",
@@ -29,6 +30,7 @@ __getattr__ = lazy_getattr(
 __all__ = [
     "ContextGuardMiddleware",
     "GuardRunnable",
+    "GuardedAgentState",
     "as_runnable",
     "guard_node",
     "pre_model_hook",

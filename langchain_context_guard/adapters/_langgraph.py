@@ -10,17 +10,30 @@ By default the hook returns ``{"llm_input_messages": [...]}``: the model gets th
 guarded copy and the stored history is never changed (seed 001's
 ``transformContext``). ``mode="persist"`` rewrites the state instead, with
 ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` followed by the kept messages.
+
+``llm_input_messages`` is a channel of the graph: its value (the pruned copy of
+the history) is written to every checkpoint and doubles their size. Give the
+agent ``state_schema=GuardedAgentState``, whose ``llm_input_messages`` is an
+``UntrackedValue`` that LangGraph never checkpoints.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    SystemMessage,
+)
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
+from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.prebuilt.chat_agent_executor import AgentState
+from typing_extensions import NotRequired
 
 from ..engine._errors import ConfigError, InvalidInputError
 from ..engine._messages import same_list
@@ -33,6 +46,16 @@ if TYPE_CHECKING:
 HookMode = Literal["llm_input", "persist"]
 Update = dict[str, Any]
 Writer = Callable[[Sequence[BaseMessage], list[BaseMessage]], Update]
+
+
+class GuardedAgentState(AgentState):
+    """``create_react_agent``'s state with an uncheckpointed ``llm_input_messages``.
+
+    Pass it as ``state_schema`` with the default ``llm_input`` hook: the pruned
+    copy reaches the model but is never written to a checkpoint.
+    """
+
+    llm_input_messages: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
 
 
 def _read(state: Any, key: str) -> list[BaseMessage]:
