@@ -54,9 +54,12 @@ from .engine import (
 if TYPE_CHECKING:
     from .adapters import (
         ContextGuardMiddleware,
+        GuardedAgentState,
         GuardRunnable,
+        ResultArchive,
         as_runnable,
         guard_node,
+        make_result_reader,
         pre_model_hook,
     )
     from .compaction import (
@@ -81,8 +84,11 @@ _LAZY = {
         (
             "ContextGuardMiddleware",
             "GuardRunnable",
+            "GuardedAgentState",
+            "ResultArchive",
             "as_runnable",
             "guard_node",
+            "make_result_reader",
             "pre_model_hook",
         ),
         ".adapters",
@@ -130,11 +136,13 @@ __all__ = [
     "GuardPolicy",
     "GuardReport",
     "GuardRunnable",
+    "GuardedAgentState",
     "InvalidInputError",
     "OverflowInfo",
     "OverflowRecoveryMiddleware",
     "OverflowRecoveryRunnable",
     "PrepareResult",
+    "ResultArchive",
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerFallbackWarning",
@@ -152,6 +160,7 @@ __all__ = [
     "enforce_provider_hygiene",
     "guard_node",
     "make_recall_tool",
+    "make_result_reader",
     "pre_model_hook",
     "repair_tool_pairs",
     "sanitize_messages",

@@ -13,6 +13,7 @@ from .._lazy import lazy_getattr
 if TYPE_CHECKING:
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
+    from ._results import ResultArchive, make_result_reader, read_result
     from ._runnable import GuardRunnable, as_runnable
 
 __getattr__ = lazy_getattr(
@@ -22,8 +23,11 @@ __getattr__ = lazy_getattr(
         "GuardedAgentState": "._langgraph",
         "GuardRunnable": "._runnable",
         "as_runnable": "._runnable",
+        "ResultArchive": "._results",
         "guard_node": "._langgraph",
+        "make_result_reader": "._results",
         "pre_model_hook": "._langgraph",
+        "read_result": "._results",
     },
 )
 
@@ -31,7 +35,10 @@ __all__ = [
     "ContextGuardMiddleware",
     "GuardRunnable",
     "GuardedAgentState",
+    "ResultArchive",
     "as_runnable",
     "guard_node",
+    "make_result_reader",
     "pre_model_hook",
+    "read_result",
 ]

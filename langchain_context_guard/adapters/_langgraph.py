@@ -38,6 +38,7 @@ from typing_extensions import NotRequired
 from ..engine._errors import ConfigError, InvalidInputError
 from ..engine._messages import same_list
 from ._callbacks import aemit, emit
+from ._results import ResultArchive
 
 if TYPE_CHECKING:
     from ..engine._events import PrepareResult
@@ -93,6 +94,7 @@ def _node(
     tools: Sequence[Any] | None,
     model: Any,
     source: str,
+    archive: ResultArchive | None = None,
 ) -> RunnableLambda[Any, Update]:
     system = (
         SystemMessage(system_prompt)
@@ -108,17 +110,22 @@ def _node(
             kept = kept[1:]
         return write(messages, kept)
 
+    def prepare(messages: list[BaseMessage], config: RunnableConfig) -> PrepareResult:
+        inputs = [*head, *messages]
+        result = guard.prepare(inputs, tools=tool_list, model=model)
+        if archive is not None:
+            archive.save(inputs, result.messages, config)
+        return result
+
     def func(state: Any, config: RunnableConfig) -> Update:
         messages = _read(state, messages_key)
-        result = guard.prepare([*head, *messages], tools=tool_list, model=model)
+        result = prepare(messages, config)
         emit(result.report, source=source, config=config)
         return finish(messages, result)
 
     async def afunc(state: Any, config: RunnableConfig) -> Update:
         messages = _read(state, messages_key)
-        result = await run_in_executor(
-            config, guard.prepare, [*head, *messages], tools=tool_list, model=model
-        )
+        result = await run_in_executor(config, prepare, messages, config)
         await aemit(result.report, source=source, config=config)
         return finish(messages, result)
 
@@ -133,6 +140,7 @@ def pre_model_hook(
     system_prompt: str | SystemMessage | None = None,
     tools: Sequence[Any] | None = None,
     model: Any = None,
+    archive: ResultArchive | None = None,
 ) -> RunnableLambda[Any, Update]:
     """A ``pre_model_hook`` for ``langgraph.prebuilt.create_react_agent``.
 
@@ -145,6 +153,8 @@ def pre_model_hook(
             pass it so it counts against the budget.
         tools: The tools bound to the model; their schemas count against the budget.
         model: The chat model (or name) whose context window applies.
+        archive: Write the full text of every tool result the guard shortens
+            to a store (``_results``); pair it with ``make_result_reader()``.
 
     Returns:
         A runnable node, sync and async.
@@ -166,6 +176,7 @@ def pre_model_hook(
         tools=tools,
         model=model,
         source="pre_model_hook",
+        archive=archive,
     )
 
 

@@ -54,6 +54,7 @@ from ..engine._handover import STATE_KEY
 from ..engine._messages import same_list
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
+from ._results import ResultArchive
 
 if TYPE_CHECKING:
     from ..engine._events import PrepareResult
@@ -92,10 +93,17 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             pruned exactly in ``wrap_model_call``.
         model: With ``persist``, the chat model (or name) whose window the stored
             history is fit to; defaults to the guard's own model or policy.
+        archive: Write the full text of every tool result the guard shortens
+            to a store (``_results``); pair it with ``make_result_reader()``.
     """
 
     def __new__(
-        cls, guard: ContextGuard, *, persist: bool = False, model: Any = None
+        cls,
+        guard: ContextGuard,
+        *,
+        persist: bool = False,
+        model: Any = None,
+        archive: ResultArchive | None = None,
     ) -> ContextGuardMiddleware:
         """With ``persist``, a subclass: the only one with ``before_model``."""
         if persist and cls is ContextGuardMiddleware:
@@ -103,10 +111,16 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return super().__new__(cls)
 
     def __init__(
-        self, guard: ContextGuard, *, persist: bool = False, model: Any = None
+        self,
+        guard: ContextGuard,
+        *,
+        persist: bool = False,
+        model: Any = None,
+        archive: ResultArchive | None = None,
     ) -> None:
         super().__init__()
         self.guard = guard
+        self.archive = archive
         self.persist = persist
         self.model = model
         self._schemas: tuple[Any, list[Any]] | None = None
@@ -152,6 +166,8 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result = self.guard.prepare(
             inputs, tools=self._tools(request), model=request.model
         )
+        if self.archive is not None:
+            self.archive.save(inputs, result.messages, None)
         return result, None if self.persist else self.guard.export_state(inputs)
 
     def _apply(
