@@ -94,6 +94,13 @@ class ResultArchive:
         store = self.target()
         if store is None:
             return 0
+        if self.ttl_minutes is not None and not store.supports_ttl:
+            raise ConfigError(
+                f"ResultArchive(ttl_minutes={self.ttl_minutes}) needs a store with "
+                f"TTL support; {type(store).__name__} has none. Use PostgresStore "
+                "or SqliteStore, or drop ttl_minutes (max_chars caps the size).",
+                field="ttl_minutes",
+            )
         thread = _thread_id(config)
         namespace = result_namespace(thread)
         written = 0

@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 from langchain.agents import create_agent
+from langchain_core.messages import SystemMessage
 from langgraph.prebuilt import create_react_agent
 
 from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard.adapters._langgraph import pre_model_hook
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
+from langchain_context_guard.adapters._results import ResultArchive, cut_results
 from langchain_context_guard.compaction._compactor import (
     Compactor,
     archive_namespace,
@@ -24,6 +26,8 @@ from tests.adapters._support import (
     check_model_input,
     full_length,
 )
+from tests.adapters._support import make_guard as adapter_guard
+from tests.adapters.test_results import check_read_back, run_agent
 from tests.compaction._support import (
     Agent,
     ScriptedSummarizer,
@@ -127,3 +131,15 @@ def test_compaction_branch_on_postgres_archives_and_recalls(pg_url: str) -> None
     live = {m.id for m in final}
     assert {"sys", "task"} | {f"ai-{k}" for k in range(STEPS)} <= keys | live
     assert "0000: def handler_0" in answer
+
+
+def test_agent_reads_back_a_truncated_result_from_postgres_store(pg_url: str) -> None:
+    with postgres(pg_url) as (_saver, store):
+        model, out = run_agent(store)
+        check_read_back(model, out, store)
+        # the same prompt again (a retry in another process) writes nothing new
+        history = [SystemMessage(SYSTEM), *out["messages"][:3]]  # task, c0, result
+        after = adapter_guard().prepare(history).messages
+        assert cut_results(history, after)  # the guard shortens it again...
+        config: Any = {"configurable": {"thread_id": "t"}}
+        assert ResultArchive(store).save(history, after, config) == 0  # ...no write
