@@ -16,6 +16,7 @@ Run:  python benchmarks/bench_load.py [--workers 8 --threads 50 --steps 100]
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -46,14 +47,10 @@ def main() -> None:
         server.stop()
     guard_ms = [s.guard_seconds * 1e3 for s in steps]
     step_ms = [s.step_seconds * 1e3 for s in steps]
+    order = sorted(steps, key=lambda s: (s.thread, s.n))
     handed = sum(
-        1
-        for t in {s.thread for s in steps}
-        for a, b in zip(
-            sorted((s for s in steps if s.thread == t), key=lambda s: s.n),
-            sorted((s for s in steps if s.thread == t), key=lambda s: s.n)[1:],
-        )
-        if a.worker != b.worker
+        a.thread == b.thread and a.worker != b.worker
+        for a, b in itertools.pairwise(order)
     )
     result = {
         "workers": args.workers,
