@@ -168,7 +168,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         )
         if self.archive is not None:
             self.archive.save(inputs, result.messages, None)
-        return result, None if self.persist else self.guard.export_state(inputs)
+        return result, None if self.persist else self.guard.export_state(
+            inputs, model=request.model
+        )
 
     def _apply(
         self, request: ModelRequest[Any], result: PrepareResult

@@ -22,8 +22,42 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from ._stable import Sent
+
 STATE_KEY = "context_guard"
 """Where the adapters keep the record in a reply's ``response_metadata``."""
+
+
+def record(
+    sent: tuple[int, bool] | None, base: int | None, ratio: float | None
+) -> dict[str, Any]:
+    """The JSON record of one prepared prompt (keys only for what is known).
+
+    ``ratio`` is the provider/our count ratio the guard carries after it: it
+    decides between readings of the next reply's usage (``_anchor.make_gauge``).
+    """
+    state: dict[str, Any] = {}
+    if sent is not None:
+        state["sent"] = [sent[0], sent[1]]
+    if base is not None:
+        state["base"] = base
+    if ratio is not None:
+        state["ratio"] = ratio
+    return state
+
+
+def ratio_before(states: Mapping[int, Mapping[str, Any]], at: int) -> float | None:
+    """The ratio carried after the last recorded prompt before index ``at``."""
+    prior = max((i for i in states if i < at), default=None)
+    return None if prior is None else states[prior].get("ratio")
+
+
+def set_ratio(ratios: dict[str, float], name: str, ratio: float | None) -> None:
+    """Carry ``ratio`` for ``name`` (or none)."""
+    if ratio is None:
+        ratios.pop(name, None)
+    else:
+        ratios[name] = float(ratio)
 
 
 def sent_counts(
@@ -47,6 +81,13 @@ def latest_base(states: Mapping[int, Mapping[str, Any]]) -> tuple[int, int] | No
     if not isinstance(base, int) or not 0 < base <= last:
         return None
     return last, base
+
+
+def stale(mine: Sent | None, original: list[BaseMessage], last: int, base: int) -> bool:
+    """Whether the prompt a guard holds is not the one the records describe."""
+    if mine is None or mine.base != base:
+        return True
+    return mine.tail(original[:last]) is None
 
 
 def put_bounded(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
