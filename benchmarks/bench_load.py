@@ -63,8 +63,17 @@ def main() -> None:
         "bad_pairs": sum(s.bad_pairs for s in steps),
         "history_problems": problems,
         "steps_handed_to_another_worker": handed,
+        "steps_that_rebuilt_the_prompt": sum(s.rebuilt for s in steps),
         "guard_ms_p50": round(percentile(guard_ms, 0.5), 2),
         "guard_ms_p99": round(percentile(guard_ms, 0.99), 2),
+        "guard_ms_p50_no_rebuild": round(
+            percentile(
+                [g for g, s in zip(guard_ms, steps, strict=True) if not s.rebuilt]
+                or [0.0],
+                0.5,
+            ),
+            2,
+        ),
         "step_ms_p50": round(percentile(step_ms, 0.5), 1),
         "step_ms_p99": round(percentile(step_ms, 0.99), 1),
     }

@@ -25,6 +25,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import tool
 
+from langchain_context_guard import ContextGuard
 from tests.adapters._support import RESERVE, SYSTEM, WINDOW, big_output
 
 TASK = "Investigate the failing test and fix it."
@@ -60,6 +61,34 @@ class Step:
     step_seconds: float
     over_budget: bool
     bad_pairs: int
+    rebuilt: bool = False
+    """The worker rebuilt the thread's last prompt (it did not hold it)."""
+
+
+class TimedGuard(ContextGuard):
+    """Adds up the time in the guard (a rebuild's prepare counted once)."""
+
+    seconds = 0.0
+    rebuilds = 0
+    depth = 0
+
+    def _timed(self, call: Any, *args: Any, **kw: Any) -> Any:
+        TimedGuard.depth += 1
+        start = time.perf_counter()
+        try:
+            return call(*args, **kw)
+        finally:
+            TimedGuard.depth -= 1
+            if TimedGuard.depth == 0:
+                TimedGuard.seconds += time.perf_counter() - start
+
+    def prepare(self, messages: Any, **kw: Any) -> Any:
+        if TimedGuard.depth:
+            TimedGuard.rebuilds += 1
+        return self._timed(super().prepare, messages, **kw)
+
+    def restore_state(self, messages: Any, states: Any, **kw: Any) -> None:
+        self._timed(super().restore_state, messages, states, **kw)
 
 
 def _call_number(messages: list[BaseMessage]) -> int:
@@ -72,7 +101,7 @@ def _worker(
 ) -> None:  # pragma: no cover - runs in a child process
     from langchain.agents import create_agent
 
-    from langchain_context_guard import ContextGuard, GuardPolicy
+    from langchain_context_guard import GuardPolicy
     from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
     from tests.fakes import ScriptedChatModel, pairing_errors
     from tests.postgres._support import postgres
@@ -83,23 +112,6 @@ def _worker(
     def run_command(i: int) -> str:
         """Run shell command number i of the task."""
         return outputs[i % len(outputs)]
-
-    class TimedGuard(ContextGuard):
-        seconds = 0.0
-
-        def prepare(self, messages: Any, **kw: Any) -> Any:
-            start = time.perf_counter()
-            try:
-                return super().prepare(messages, **kw)
-            finally:
-                TimedGuard.seconds += time.perf_counter() - start
-
-        def restore_state(self, messages: Any, states: Any, **kw: Any) -> None:
-            start = time.perf_counter()
-            try:
-                super().restore_state(messages, states, **kw)
-            finally:
-                TimedGuard.seconds += time.perf_counter() - start
 
     guard = TimedGuard(GuardPolicy(reserve_tokens=RESERVE, warn_below_tokens=16_000))
     checks: list[tuple[bool, int]] = []
@@ -158,6 +170,7 @@ def _worker(
             config: Any = {"configurable": {"thread_id": thread}, "recursion_limit": 50}
             start = time.perf_counter()
             TimedGuard.seconds = 0.0
+            TimedGuard.rebuilds = 0
             checks.clear()
             agent.invoke({"messages": [("user", TASK)]} if n == 0 else None, config)
             took = time.perf_counter() - start
