@@ -178,7 +178,9 @@ def _worker(
             bad = sum(c[1] for c in checks)
             if len(checks) != 1:
                 bad += 1_000  # one model call per step, always
-            results.put(Step(thread, worker, n, TimedGuard.seconds, took, over, bad))
+            rebuilt = TimedGuard.rebuilds > 0
+            seconds = TimedGuard.seconds
+            results.put(Step(thread, worker, n, seconds, took, over, bad, rebuilt))
 
 
 def run_load(
