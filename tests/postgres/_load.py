@@ -150,7 +150,7 @@ def _worker(
             )
 
     model = Model(profile={"max_input_tokens": WINDOW})
-    with postgres(url) as (saver, store):
+    with postgres(url, setup=False) as (saver, store):
         agent = create_agent(
             model,
             [run_command],
@@ -187,6 +187,10 @@ def run_load(
     url: str, *, workers: int, threads: int, steps: int
 ) -> tuple[list[Step], float]:
     """Serve ``threads`` x ``steps`` steps with ``workers`` processes; wall time."""
+    from tests.postgres._support import postgres
+
+    with postgres(url):  # set up once, before the workers share the database
+        pass
     ctx = mp.get_context("spawn")
     tasks: Any = ctx.Queue()
     results: Any = ctx.Queue()

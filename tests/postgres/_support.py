@@ -12,14 +12,21 @@ from langgraph.store.postgres import AsyncPostgresStore, PostgresStore
 
 
 @contextmanager
-def postgres(url: str) -> Iterator[tuple[PostgresSaver, PostgresStore]]:
-    """A set-up ``PostgresSaver`` and ``PostgresStore`` on ``url``."""
+def postgres(
+    url: str, *, setup: bool = True
+) -> Iterator[tuple[PostgresSaver, PostgresStore]]:
+    """A ``PostgresSaver`` and ``PostgresStore`` on ``url``, set up unless told.
+
+    Set up once before starting processes that share the database: concurrent
+    ``setup()`` calls race on the migration tables.
+    """
     with (
         PostgresSaver.from_conn_string(url) as saver,
         PostgresStore.from_conn_string(url) as store,
     ):
-        saver.setup()
-        store.setup()
+        if setup:
+            saver.setup()
+            store.setup()
         yield saver, store
 
 
