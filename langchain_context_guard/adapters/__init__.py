@@ -13,27 +13,36 @@ from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._cache_control import mark_cache_breakpoints
-    from ._langgraph import guard_node, pre_model_hook
+    from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
+    from ._results import ResultArchive, make_result_reader, read_result
     from ._runnable import GuardRunnable, as_runnable
 
 __getattr__ = lazy_getattr(
     __name__,
     {
         "ContextGuardMiddleware": "._middleware",
+        "GuardedAgentState": "._langgraph",
         "GuardRunnable": "._runnable",
         "as_runnable": "._runnable",
+        "ResultArchive": "._results",
         "guard_node": "._langgraph",
+        "make_result_reader": "._results",
         "mark_cache_breakpoints": "._cache_control",
         "pre_model_hook": "._langgraph",
+        "read_result": "._results",
     },
 )
 
 __all__ = [
     "ContextGuardMiddleware",
     "GuardRunnable",
+    "GuardedAgentState",
+    "ResultArchive",
     "as_runnable",
     "guard_node",
+    "make_result_reader",
     "mark_cache_breakpoints",
     "pre_model_hook",
+    "read_result",
 ]

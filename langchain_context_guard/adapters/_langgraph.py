@@ -10,21 +10,35 @@ By default the hook returns ``{"llm_input_messages": [...]}``: the model gets th
 guarded copy and the stored history is never changed (the
 model sees a transformed copy). ``mode="persist"`` rewrites the state instead, with
 ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` followed by the kept messages.
+
+``llm_input_messages`` is a channel of the graph: its value (the pruned copy of
+the history) is written to every checkpoint and doubles their size. Give the
+agent ``state_schema=GuardedAgentState``, whose ``llm_input_messages`` is an
+``UntrackedValue`` that LangGraph never checkpoints.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from langchain_core.messages import BaseMessage, RemoveMessage, SystemMessage
+from langchain_core.messages import (
+    AnyMessage,
+    BaseMessage,
+    RemoveMessage,
+    SystemMessage,
+)
 from langchain_core.runnables import RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
+from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
+from langgraph.prebuilt.chat_agent_executor import AgentState
+from typing_extensions import NotRequired
 
 from ..engine._errors import ConfigError, InvalidInputError
 from ..engine._messages import same_list
 from ._callbacks import aemit, emit
+from ._results import ResultArchive
 
 if TYPE_CHECKING:
     from ..engine._events import PrepareResult
@@ -33,6 +47,16 @@ if TYPE_CHECKING:
 HookMode = Literal["llm_input", "persist"]
 Update = dict[str, Any]
 Writer = Callable[[Sequence[BaseMessage], list[BaseMessage]], Update]
+
+
+class GuardedAgentState(AgentState):
+    """``create_react_agent``'s state with an uncheckpointed ``llm_input_messages``.
+
+    Pass it as ``state_schema`` with the default ``llm_input`` hook: the pruned
+    copy reaches the model but is never written to a checkpoint.
+    """
+
+    llm_input_messages: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
 
 
 def _read(state: Any, key: str) -> list[BaseMessage]:
@@ -70,6 +94,7 @@ def _node(
     tools: Sequence[Any] | None,
     model: Any,
     source: str,
+    archive: ResultArchive | None = None,
 ) -> RunnableLambda[Any, Update]:
     system = (
         SystemMessage(system_prompt)
@@ -85,17 +110,22 @@ def _node(
             kept = kept[1:]
         return write(messages, kept)
 
+    def prepare(messages: list[BaseMessage], config: RunnableConfig) -> PrepareResult:
+        inputs = [*head, *messages]
+        result = guard.prepare(inputs, tools=tool_list, model=model)
+        if archive is not None:
+            archive.save(inputs, result.messages, config)
+        return result
+
     def func(state: Any, config: RunnableConfig) -> Update:
         messages = _read(state, messages_key)
-        result = guard.prepare([*head, *messages], tools=tool_list, model=model)
+        result = prepare(messages, config)
         emit(result.report, source=source, config=config)
         return finish(messages, result)
 
     async def afunc(state: Any, config: RunnableConfig) -> Update:
         messages = _read(state, messages_key)
-        result = await run_in_executor(
-            config, guard.prepare, [*head, *messages], tools=tool_list, model=model
-        )
+        result = await run_in_executor(config, prepare, messages, config)
         await aemit(result.report, source=source, config=config)
         return finish(messages, result)
 
@@ -110,6 +140,7 @@ def pre_model_hook(
     system_prompt: str | SystemMessage | None = None,
     tools: Sequence[Any] | None = None,
     model: Any = None,
+    archive: ResultArchive | None = None,
 ) -> RunnableLambda[Any, Update]:
     """A ``pre_model_hook`` for ``langgraph.prebuilt.create_react_agent``.
 
@@ -122,6 +153,8 @@ def pre_model_hook(
             pass it so it counts against the budget.
         tools: The tools bound to the model; their schemas count against the budget.
         model: The chat model (or name) whose context window applies.
+        archive: Write the full text of every tool result the guard shortens
+            to a store (``_results``); pair it with ``make_result_reader()``.
 
     Returns:
         A runnable node, sync and async.
@@ -143,6 +176,7 @@ def pre_model_hook(
         tools=tools,
         model=model,
         source="pre_model_hook",
+        archive=archive,
     )
 
 

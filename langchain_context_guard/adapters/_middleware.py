@@ -18,14 +18,22 @@ The structured-output schemas of ``response_format`` count as well: with a tool
 strategy ``create_agent`` binds them as extra tools that are not in
 ``request.tools``.
 The agent's state is left untouched unless ``persist=True``, which also rewrites
-the stored history in ``before_model``.
+the stored history in ``before_model``; without it the middleware defines no
+``before_model`` (``create_agent`` adds a graph node, so a superstep and a
+checkpoint per model call, for each middleware class that defines one).
+
+Many workers: each reply carries the guard's tiny ``export_state`` record in
+its ``response_metadata`` (``engine._handover``), and each call first gives the
+history's records back to ``restore_state``, so any process, or one restarted
+mid-thread, sends the prompt the first would have. ``archive`` writes the full
+text of every tool result the guard shortens to a store (``_results``).
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 try:
     from langchain.agents.middleware import (
@@ -34,159 +42,27 @@ try:
         ModelRequest,
         ModelResponse,
     )
-    from langchain.agents.structured_output import (
-        AutoStrategy,
-        OutputToolBinding,
-        ProviderStrategy,
-        ToolStrategy,
-    )
 except ImportError as exc:  # pragma: no cover - exercised by a test
     raise ImportError(
         "ContextGuardMiddleware needs LangChain v1 agents (langchain>=1.0). "
         'Install it with: pip install "langchain-context-guard[agents]"'
     ) from exc
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
-from ..engine._errors import ConfigError
-from ..engine._guard import ContextGuard
-from ..engine._messages import same_list
-from ..engine._overflow import silent_overflow
-from ..engine._policy import GuardPolicy
+from ..engine._handover import STATE_KEY
 from ._cache_control import mark_cache_breakpoints
-from ._callbacks import aemit, emit, logger
+from ._callbacks import aemit, emit
 from ._langgraph import rewrite
+from ._requests import RequestInputs, Result, _checked, build_guard
+from ._results import ResultArchive
 
 if TYPE_CHECKING:
-    from ..engine._events import GuardReport, PrepareResult
-
-Result = ModelResponse[Any] | AIMessage
-
-
-def _structured_output_tools(response_format: Any) -> list[Any]:
-    """The structured-output schemas a ``response_format`` sends, as tool specs.
-
-    A ``ToolStrategy`` gives the tools ``create_agent`` binds for it (built the
-    same way, from its possibly narrowed ``schema_specs``). An ``AutoStrategy``
-    or a bare schema is counted as that tool strategy: it is what is bound unless
-    the model has native structured output, which sends the same schema. A
-    ``ProviderStrategy`` gives its ``response_format`` payload.
-    """
-    if isinstance(response_format, ProviderStrategy):
-        return [response_format.to_model_kwargs()["response_format"]]
-    if isinstance(response_format, AutoStrategy):
-        response_format = ToolStrategy(schema=response_format.schema)
-    elif not isinstance(response_format, ToolStrategy):
-        response_format = ToolStrategy(schema=response_format)
-    specs = response_format.schema_specs
-    return [OutputToolBinding.from_schema_spec(spec).tool for spec in specs]
-
-
-def build_guard(
-    guard: ContextGuard | GuardPolicy | None,
-    *,
-    model: Any = None,
-    token_counter: Any = None,
-    settings: dict[str, Any],
-) -> ContextGuard:
-    """A ``ContextGuard`` from what a middleware was given.
-
-    A ready guard is used as is (settings and a counter then belong to it); a
-    policy is updated with ``settings``; nothing gives ``GuardPolicy(**settings)``.
-    """
-    if isinstance(guard, ContextGuard):
-        if settings or token_counter is not None:
-            given = ", ".join(sorted(settings) or ["token_counter"])
-            raise ConfigError(
-                f"Got a ready ContextGuard and also {given}.",
-                field=next(iter(sorted(settings)), "token_counter"),
-                hint="set them on the guard (ContextGuard(GuardPolicy(...), "
-                "token_counter=...)) or pass no guard.",
-            )
-        return guard
-    if guard is not None and not isinstance(guard, GuardPolicy):
-        raise ConfigError(
-            f"guard must be a ContextGuard or a GuardPolicy, got "
-            f"{type(guard).__name__}.",
-            field="guard",
-            hint="pass ContextGuard(...), GuardPolicy(...), or settings as keywords.",
-        )
-    base = guard.model_dump(exclude_unset=True) if guard is not None else {}
-    policy = GuardPolicy(**{**base, **settings})
-    return ContextGuard(policy, token_counter=token_counter, model=model)
-
-
-def _checked(response: Result, report: GuardReport) -> Result:
-    """Warn when the reply reports more input than the window (silent overflow)."""
-    messages = getattr(response, "result", None) or [response]
-    found = silent_overflow(messages[-1], report.context_window)
-    if found is not None:
-        logger.warning(
-            "Context guard: %s (window %s from %s); the provider may have cut the "
-            "prompt. Set context_window to the model's real window.",
-            found.message,
-            f"{report.context_window:,}",
-            report.window_source,
-        )
-    return response
-
-
-class RequestInputs:
-    """What a model request sends that the budget must hold, the same on every path.
-
-    The system message and messages, and the tools: ``request.tools`` plus the
-    structured-output tools ``create_agent`` binds beside them. Every middleware
-    that sends a request to a model counts it this way (``ContextGuardMiddleware``,
-    the compaction fallback, overflow recovery).
-    """
-
-    def __init__(self) -> None:
-        self._schemas: tuple[Any, list[Any]] | None = None
-
-    def tools(self, request: ModelRequest[Any]) -> list[Any]:
-        """``request.tools`` and the structured-output tools bound beside them."""
-        response_format = request.response_format
-        if response_format is None:
-            return request.tools
-        cached = self._schemas
-        if cached is None or cached[0] is not response_format:
-            # The same tool objects each call keep the guard's tool count cached.
-            cached = (response_format, _structured_output_tools(response_format))
-            self._schemas = cached
-        return [*request.tools, *cached[1]]
-
-    @staticmethod
-    def messages(request: ModelRequest[Any]) -> list[BaseMessage]:
-        """The system message (if any) followed by the messages."""
-        head = [request.system_message] if request.system_message is not None else []
-        return [*head, *request.messages]
-
-    @staticmethod
-    def apply(
-        request: ModelRequest[Any],
-        kept: list[BaseMessage],
-        *,
-        split_system: bool = False,
-    ) -> ModelRequest[Any]:
-        """``request`` sending ``kept`` (a leading system message as its system).
-
-        ``split_system``: also when the request had none (a marked system message
-        from the history then goes where the provider caches it).
-        """
-        system = request.system_message
-        if (
-            (system is not None or split_system)
-            and kept
-            and isinstance(kept[0], SystemMessage)
-        ):
-            system, kept = kept[0], kept[1:]
-        if system is request.system_message and same_list(request.messages, kept):
-            return request
-        return request.override(
-            messages=cast("list[AnyMessage]", kept), system_message=system
-        )
+    from ..engine._events import PrepareResult
+    from ..engine._guard import ContextGuard
+    from ..engine._policy import GuardPolicy
 
 
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -204,12 +80,20 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the kept messages). The
             state holds no system prompt or tools, so each model call is still
             pruned exactly in ``wrap_model_call``.
+        archive: Write the full text of every tool result the guard shortens
+            to a store (``ResultArchive``); pair it with ``make_result_reader()``.
         cache_breakpoints: Mark the stable prefix with Anthropic ``cache_control``
             breakpoints (``mark_cache_breakpoints``): True for five-minute
             entries, or the ``cache_control`` dict to use. For Anthropic models.
         **settings: Any ``GuardPolicy`` field, e.g. ``context_window=200_000``
             or ``reserve_tokens=4_000``.
     """
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> ContextGuardMiddleware:
+        """With ``persist``, a subclass: the only one with ``before_model``."""
+        if kwargs.get("persist") and cls is ContextGuardMiddleware:
+            cls = _PersistingMiddleware
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -218,10 +102,12 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         model: Any = None,
         token_counter: Any = None,
         persist: bool = False,
+        archive: ResultArchive | None = None,
         cache_breakpoints: bool | dict[str, Any] = False,
         **settings: Any,
     ) -> None:
         super().__init__()
+        self.archive = archive
         self.persist = persist
         self.model = model
         self.cache_breakpoints = cache_breakpoints
@@ -243,6 +129,11 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             token_counter=self._counter,
             settings=self._settings,
         )
+
+    @property
+    def name(self) -> str:
+        """``ContextGuardMiddleware``, whichever mode (names the graph's nodes)."""
+        return "ContextGuardMiddleware"
 
     @property
     def guard(self) -> ContextGuard:
@@ -268,6 +159,35 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _inputs(self, request: ModelRequest[Any]) -> list[BaseMessage]:
         return RequestInputs.messages(request)
 
+    def _restore(
+        self, guard: ContextGuard, inputs: list[BaseMessage], request: ModelRequest[Any]
+    ) -> None:
+        """Give the history's handover records back to the guard."""
+        states = {
+            i: m.response_metadata[STATE_KEY]
+            for i, m in enumerate(inputs)
+            if isinstance(m, AIMessage) and STATE_KEY in m.response_metadata
+        }
+        if states:
+            guard.restore_state(
+                inputs, states, tools=self._tools(request), model=self._model(request)
+            )
+
+    def _prepare(
+        self, request: ModelRequest[Any]
+    ) -> tuple[PrepareResult, dict[str, Any] | None]:
+        """Restore, prune, archive; and the record to keep with the reply."""
+        model = self._model(request)
+        guard = self._guard_for(model)
+        inputs = self._inputs(request)
+        if not self.persist:
+            self._restore(guard, inputs, request)
+        result = guard.prepare(inputs, tools=self._tools(request), model=model)
+        if self.archive is not None:
+            self.archive.save(inputs, result.messages, None)
+        state = None if self.persist else guard.export_state(inputs, model=model)
+        return result, state
+
     def _apply(
         self, request: ModelRequest[Any], result: PrepareResult
     ) -> ModelRequest[Any]:
@@ -289,12 +209,10 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> Result:
         """Prune the request, then call the model."""
-        model = self._model(request)
-        result = self._guard_for(model).prepare(
-            self._inputs(request), tools=self._tools(request), model=model
-        )
+        result, state = self._prepare(request)
         emit(result.report, source="middleware")
-        return _checked(handler(self._apply(request, result)), result.report)
+        response = handler(self._apply(request, result))
+        return _stamp(_checked(response, result.report), state)
 
     async def awrap_model_call(
         self,
@@ -302,24 +220,31 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> Result:
         """Async ``wrap_model_call``; the counting runs in an executor."""
-        model = self._model(request)
-        result = await run_in_executor(
-            None,
-            self._guard_for(model).prepare,
-            self._inputs(request),
-            tools=self._tools(request),
-            model=model,
-        )
+        result, state = await run_in_executor(None, self._prepare, request)
         await aemit(result.report, source="middleware")
         response = await handler(self._apply(request, result))
-        return _checked(response, result.report)
+        return _stamp(_checked(response, result.report), state)
+
+
+def _stamp(response: Result, state: dict[str, Any] | None) -> Result:
+    """Keep the handover record in the reply's ``response_metadata``."""
+    if not state:
+        return response
+    messages = response.result if isinstance(response, ModelResponse) else [response]
+    for message in messages:
+        if isinstance(message, AIMessage):
+            message.response_metadata[STATE_KEY] = state
+            break
+    return response
+
+
+class _PersistingMiddleware(ContextGuardMiddleware):
+    """``ContextGuardMiddleware(persist=True)``: also rewrites the stored history."""
 
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """With ``persist=True``, rewrite the stored history to what fits."""
-        if not self.persist:
-            return None
+        """Rewrite the stored history to what fits."""
         messages = list(state["messages"])
         result = self.guard.prepare(messages, model=self.model)
         emit(result.report, source="middleware.before_model")
@@ -329,8 +254,6 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async ``before_model``."""
-        if not self.persist:
-            return None
         messages = list(state["messages"])
         result = await run_in_executor(
             None, self.guard.prepare, messages, model=self.model

@@ -34,7 +34,7 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from ..adapters._middleware import RequestInputs
+from ..adapters._requests import RequestInputs
 from ..engine._errors import ConfigError
 from ..engine._guard import ContextGuard
 from ..engine._policy import GuardPolicy

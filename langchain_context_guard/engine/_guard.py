@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from operator import attrgetter
 from typing import Any
@@ -26,6 +26,14 @@ from ._events import (
     diff_event,
     log_event,
     pass_event,
+)
+from ._handover import (
+    latest_base,
+    ratio_before,
+    record,
+    sent_counts,
+    set_ratio,
+    stale,
 )
 from ._input import to_messages
 from ._overflow import LimitMemory
@@ -162,7 +170,7 @@ class ContextGuard:
             key = sent_key(messages[usage_at - 1], self.counter)
             with self._lock:
                 sent = self._sent.get(key)
-        name = policy.model or model_name(model or self.model) or ""
+        name = self._name(model)
         with self._lock:
             carried = self._ratios.get(name)
         gauge, ratio = make_gauge(
@@ -305,6 +313,42 @@ class ContextGuard:
         body = run.body - sum(map(count, current[len(kept) :]))
         self._keep_sent(Sent.of(key, original, kept, body))
         return PrepareResult(list(current), report)
+
+    def export_state(self, messages: Any, *, model: Any = None) -> dict[str, Any]:
+        """After ``prepare(messages)``: what another process needs (``_handover``)."""
+        original = to_messages(messages)
+        with self._lock:
+            hit = original and self._sent.get(sent_key(original[-1], self.counter))
+            sent = original and self._stables.get(conversation(original))
+        base = sent.base if sent and len(sent.source) == len(original) else None
+        return record(hit or None, base, self._ratios.get(self._name(model)))
+
+    def restore_state(
+        self,
+        messages: Any,
+        states: Mapping[int, Mapping[str, Any]],
+        *,
+        tools: Sequence[Any] | None = None,
+        model: Any = None,
+    ) -> None:
+        """Take back ``export_state`` records by their reply's index (``_handover``)."""
+        original = to_messages(messages)
+        counts = sent_counts(original, states, lambda m: sent_key(m, self.counter))
+        with self._lock:
+            for key, value in counts:
+                self._sent.setdefault(key, value)
+        name, last = self._name(model), max(states, default=0)
+        latest = latest_base(states) if self.policy.stable_prefix else None
+        if latest and stale(self._last_sent(original), original, *latest):
+            with self._lock:
+                self._stables.pop(conversation(original), None)
+            set_ratio(self._ratios, name, ratio_before(states, latest[1]))
+            self.prepare(original[: latest[1]], tools=tools, model=model)
+        if last:
+            set_ratio(self._ratios, name, states[last].get("ratio"))
+
+    def _name(self, model: Any) -> str:
+        return self.policy.model or model_name(model or self.model) or ""
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
         if not original or not self.policy.enabled:

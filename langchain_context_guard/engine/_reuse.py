@@ -131,5 +131,5 @@ def reuse_prompt(
         PrepareResult(list(out), report),
         body + gauge.extra,
         whole,
-        Sent.of(stable.key, original, kept, appended.body),
+        Sent.of(stable.key, original, kept, appended.body, stable.base),
     )

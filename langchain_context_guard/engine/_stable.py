@@ -53,6 +53,8 @@ class Sent:
     body: int
     """Our (unscaled) count of ``output``."""
     pending: frozenset[str]
+    base: int = 0
+    """Length of the history last pruned afresh; ``output`` extends that prompt."""
 
     @classmethod
     def of(
@@ -61,10 +63,12 @@ class Sent:
         source: list[BaseMessage],
         output: list[BaseMessage],
         body: int,
+        base: int | None = None,
     ) -> Sent:
-        """The record of one call."""
+        """The record of one call (``base`` defaults to a fresh prune's)."""
         contents = list(map(_content, source))
-        return cls(key, source, contents, output, body, pending_calls(output))
+        at = len(source) if base is None else base
+        return cls(key, source, contents, output, body, pending_calls(output), at)
 
     def tail(self, history: list[BaseMessage]) -> list[BaseMessage] | None:
         """The messages ``history`` adds to this call's history or to its output.

@@ -39,7 +39,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables.config import ensure_config
 from langgraph.errors import GraphBubbleUp
 
-from ..adapters._middleware import RequestInputs
+from ..adapters._requests import RequestInputs
 from ._chain import (
     RecoveryChain,
     overflow_info,

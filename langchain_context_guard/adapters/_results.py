@@ -1,0 +1,226 @@
+"""Nothing lost: the full text of tool results the guard cut, kept in a store.
+
+The truncation and compression passes shorten tool results to fit the window.
+With a ``ResultArchive`` on an adapter (``ContextGuardMiddleware(archive=...)``,
+``pre_model_hook(archive=...)``), the adapter compares what it gave the guard
+with what the guard returned, by ``tool_call_id``, and writes the full text of
+every result that came back shorter to a LangGraph store: namespace
+``("context_guard", "tool_results", <thread_id>)``, key the tool call id, value
+the text and its SHA-256. A result already there with the same digest is not
+written again (retries and the same prompt re-sent write nothing), so the
+engine stays pure and the cost is one store read per newly cut result.
+
+``make_result_reader`` gives the agent a ``read_tool_result`` tool, paged by
+lines or characters: the marker in a cut result says how much was cut, and the
+result's own ``tool_call_id`` is the key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool, StructuredTool
+from langgraph.store.base import BaseStore
+
+from ..engine._errors import ConfigError
+from ..engine._messages import text_of
+
+NAMESPACE = ("context_guard", "tool_results")
+_SEEN_MEMORY = 65_536
+
+
+def result_namespace(thread_id: str | None) -> tuple[str, ...]:
+    """The store namespace of one thread's archived tool results."""
+    return (*NAMESPACE, thread_id or "default")
+
+
+@dataclass
+class ResultArchive:
+    """Where the full text of cut tool results goes.
+
+    Args:
+        store: The store to write to; None uses the graph's store
+            (``compile(store=...)``, ``create_agent(store=...)``).
+        ttl_minutes: Time to live of each archived result, for stores that
+            support TTL (``PostgresStore``, ``SqliteStore``, ``InMemoryStore``
+            with a TTL config); None keeps them.
+        max_chars: Archive at most this many characters of one result (its head);
+            None archives all of it.
+    """
+
+    store: BaseStore | None = None
+    ttl_minutes: float | None = None
+    max_chars: int | None = None
+    _seen: OrderedDict[tuple[str, str, str], None] = field(
+        default_factory=OrderedDict, repr=False
+    )
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.max_chars is not None and self.max_chars <= 0:
+            raise ConfigError(
+                f"ResultArchive max_chars must be positive, got {self.max_chars}.",
+                field="max_chars",
+            )
+
+    def target(self) -> BaseStore | None:
+        """The configured store, else the running graph's."""
+        if self.store is not None:
+            return self.store
+        from langgraph.config import get_store
+
+        try:
+            return get_store()
+        except (RuntimeError, KeyError, AttributeError):
+            return None
+
+    def save(
+        self,
+        before: Sequence[BaseMessage],
+        after: Sequence[BaseMessage],
+        config: RunnableConfig | None,
+    ) -> int:
+        """Archive the results ``after`` holds shorter than ``before``; count saved."""
+        cut = cut_results(before, after)
+        if not cut:
+            return 0
+        store = self.target()
+        if store is None:
+            return 0
+        if self.ttl_minutes is not None and not store.supports_ttl:
+            raise ConfigError(
+                f"ResultArchive(ttl_minutes={self.ttl_minutes}) needs a store with "
+                f"TTL support; {type(store).__name__} has none. Use PostgresStore "
+                "or SqliteStore, or drop ttl_minutes (max_chars caps the size).",
+                field="ttl_minutes",
+            )
+        thread = _thread_id(config)
+        namespace = result_namespace(thread)
+        written = 0
+        for call_id, text in cut.items():
+            if self.max_chars is not None:
+                text = text[: self.max_chars]
+            digest = hashlib.sha256(text.encode()).hexdigest()
+            seen = (namespace[-1], call_id, digest)
+            with self._lock:
+                if seen in self._seen:
+                    continue
+            old = store.get(namespace, call_id)
+            if old is None or old.value.get("sha256") != digest:
+                value = {"text": text, "sha256": digest, "chars": len(text)}
+                if self.ttl_minutes is None:
+                    store.put(namespace, call_id, value)
+                else:
+                    store.put(namespace, call_id, value, ttl=self.ttl_minutes)
+                written += 1
+            with self._lock:
+                self._seen[seen] = None
+                while len(self._seen) > _SEEN_MEMORY:
+                    self._seen.popitem(last=False)
+        return written
+
+
+def cut_results(
+    before: Sequence[BaseMessage], after: Sequence[BaseMessage]
+) -> dict[str, str]:
+    """Full text of each tool result that ``after`` holds shorter than ``before``."""
+    sent = {
+        m.tool_call_id: m
+        for m in after
+        if isinstance(m, ToolMessage) and m.tool_call_id
+    }
+    out: dict[str, str] = {}
+    for message in before:
+        if not isinstance(message, ToolMessage):
+            continue
+        new = sent.get(message.tool_call_id)
+        if new is None or new is message or new.content is message.content:
+            continue
+        full = text_of(message.content)
+        if len(text_of(new.content)) < len(full):
+            out[message.tool_call_id] = full
+    return out
+
+
+def _thread_id(config: RunnableConfig | None) -> str | None:
+    if config is None:
+        from langgraph.config import get_config
+
+        try:
+            config = get_config()
+        except RuntimeError:
+            return None
+    value = (config.get("configurable") or {}).get("thread_id")
+    return None if value is None else str(value)
+
+
+def read_result(
+    store: BaseStore,
+    thread_id: str | None,
+    tool_call_id: str,
+    *,
+    offset: int = 0,
+    limit: int = 200,
+    unit: Literal["lines", "chars"] = "lines",
+) -> str:
+    """One page of an archived result, with where it is in the whole."""
+    item = store.get(result_namespace(thread_id), tool_call_id)
+    if item is None:
+        return (
+            f"No archived result for tool_call_id {tool_call_id!r} in this "
+            "conversation (only results the context guard shortened are archived)."
+        )
+    text = str(item.value.get("text", ""))
+    offset, limit = max(offset, 0), max(limit, 1)
+    if unit == "chars":
+        page = text[offset : offset + limit]
+        end = offset + len(page)
+        return f"[characters {offset}-{end} of {len(text)}]\n{page}"
+    lines = text.split("\n")
+    page_lines = lines[offset : offset + limit]
+    end = offset + len(page_lines)
+    return f"[lines {offset}-{end} of {len(lines)}]\n" + "\n".join(page_lines)
+
+
+def make_result_reader(
+    store: BaseStore | None = None, *, name: str = "read_tool_result"
+) -> BaseTool:
+    """The ``read_tool_result`` tool: read back a result the guard shortened.
+
+    Without ``store``, the graph's store is used.
+    """
+
+    def read(
+        tool_call_id: str,
+        config: RunnableConfig,
+        offset: int = 0,
+        limit: int = 200,
+        unit: Literal["lines", "chars"] = "lines",
+    ) -> str:
+        target = ResultArchive(store).target()
+        if target is None:
+            return "No result archive is configured for this conversation."
+        return read_result(
+            target,
+            _thread_id(config),
+            tool_call_id,
+            offset=offset,
+            limit=limit,
+            unit=unit,
+        )
+
+    return StructuredTool.from_function(
+        read,
+        name=name,
+        description="Read the full text of an earlier tool result that the context "
+        "guard truncated or compressed (its text says how much was cut). Give the "
+        "result's tool_call_id; page with offset and limit, in lines (default) or "
+        "chars.",
+    )

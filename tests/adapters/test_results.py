@@ -1,0 +1,157 @@
+"""Nothing lost: tool results the guard shortens are archived and read back."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
+from langgraph.store.sqlite import SqliteStore
+
+from langchain_context_guard import ConfigError
+from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
+from langchain_context_guard.adapters._results import (
+    ResultArchive,
+    cut_results,
+    make_result_reader,
+    read_result,
+    result_namespace,
+)
+from tests.adapters._support import (
+    SYSTEM,
+    WINDOW,
+    big_output,
+    long_history,
+    make_guard,
+    read_chunk,
+)
+from tests.fakes import ScriptedChatModel, pairing_errors
+
+READS = 10
+FIRST = 5  # chunk 5 is ~60 KB: truncated as soon as it is read
+MIDDLE = 500  # a line of it that truncation cuts out
+
+
+class ReadBackModel(ScriptedChatModel):
+    """Reads ``READS`` chunks, then reads back lines of the first one, then answers."""
+
+    n: int = 0
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ReadBackModel:
+        return self
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        n, self.n = self.n, self.n + 1
+        if n < READS:
+            call = {"name": "read_chunk", "args": {"k": FIRST + n}, "id": f"c{n}"}
+        elif n == READS:
+            args = {"tool_call_id": "c0", "offset": MIDDLE, "limit": 5}
+            call = {"name": "read_tool_result", "args": args, "id": "back"}
+        else:
+            return AIMessage("Done.", id="final")
+        return AIMessage("", tool_calls=[call], id=f"ai{n}")
+
+
+def run_agent(store: BaseStore, thread: str = "t") -> tuple[ReadBackModel, Any]:
+    model = ReadBackModel(profile={"max_input_tokens": WINDOW})
+    guard = make_guard()
+    agent = create_agent(
+        model,
+        [read_chunk, make_result_reader()],
+        system_prompt=SYSTEM,
+        middleware=[ContextGuardMiddleware(guard, archive=ResultArchive())],
+        checkpointer=InMemorySaver(),
+        store=store,
+    )
+    config: Any = {"configurable": {"thread_id": thread}, "recursion_limit": 200}
+    out = agent.invoke({"messages": [("user", "Read the chunks.")]}, config)
+    return model, out
+
+
+def check_read_back(model: ReadBackModel, out: Any, store: BaseStore) -> None:
+    wanted = big_output(FIRST).split("\n")[MIDDLE]
+    # the model never saw that line of the first result (truncated)...
+    seen = [
+        str(m.content)
+        for prompt in model.received
+        for m in prompt
+        if isinstance(m, ToolMessage) and m.tool_call_id == "c0"
+    ]
+    assert seen and all(wanted not in text for text in seen)
+    assert "characters truncated" in seen[0]
+    last = model.received[-1]
+    # ...and read it back from the archive
+    back = next(m for m in out["messages"] if getattr(m, "tool_call_id", "") == "back")
+    assert wanted in str(back.content)
+    assert str(back.content).startswith(f"[lines {MIDDLE}-{MIDDLE + 5} of ")
+    assert pairing_errors(last) == []
+    item = store.get(result_namespace("t"), "c0")
+    assert item is not None and item.value["text"] == big_output(FIRST)
+
+
+@pytest.fixture
+def sqlite_store() -> Iterator[SqliteStore]:
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn)
+    store.setup()
+    yield store
+    conn.close()
+
+
+def test_agent_reads_back_a_truncated_result_in_memory() -> None:
+    store = InMemoryStore()
+    model, out = run_agent(store)
+    check_read_back(model, out, store)
+
+
+def test_agent_reads_back_a_truncated_result_on_sqlite(
+    sqlite_store: SqliteStore,
+) -> None:
+    model, out = run_agent(sqlite_store)
+    check_read_back(model, out, sqlite_store)
+
+
+def test_a_retry_writes_nothing_new() -> None:
+    history = long_history(12)
+    guard = make_guard()
+    after = guard.prepare(history).messages
+    cut = cut_results(history, after)
+    assert cut and all(len(t) > 10_000 for t in cut.values())
+    store = InMemoryStore()
+    config: Any = {"configurable": {"thread_id": "x"}}
+    assert ResultArchive(store).save(history, after, config) == len(cut)
+    assert ResultArchive(store).save(history, after, config) == 0  # another process
+    archive = ResultArchive(store)
+    assert archive.save(history, after, config) == 0
+    assert archive.save(history, after, config) == 0  # remembered, no store read
+    assert store.search(result_namespace("x"), limit=100)[0].value["sha256"]
+
+
+def test_paging_by_characters_and_the_size_cap() -> None:
+    history = long_history(12)
+    after = make_guard().prepare(history).messages
+    store = InMemoryStore()
+    config: Any = {"configurable": {"thread_id": "y"}}
+    ResultArchive(store, max_chars=1_000).save(history, after, config)
+    call_id = next(iter(cut_results(history, after)))
+    page = read_result(store, "y", call_id, offset=990, limit=50, unit="chars")
+    assert page.startswith("[characters 990-1000 of 1000]")
+    assert "No archived result" in read_result(store, "y", "nope")
+    with pytest.raises(ConfigError, match="TTL"):
+        ResultArchive(store, ttl_minutes=5).save(history, after, config)
+    with pytest.raises(ConfigError):
+        ResultArchive(max_chars=0)
+
+
+def test_ttl_on_sqlite(sqlite_store: SqliteStore) -> None:
+    history = long_history(12)
+    after = make_guard().prepare(history).messages
+    config: Any = {"configurable": {"thread_id": "z"}}
+    written = ResultArchive(sqlite_store, ttl_minutes=30).save(history, after, config)
+    assert written == len(cut_results(history, after)) > 0

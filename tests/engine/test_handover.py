@@ -1,0 +1,95 @@
+"""export_state / restore_state: another guard sends the prompt this one would."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langchain_context_guard import ContextGuard, GuardPolicy
+
+POLICY = GuardPolicy(
+    context_window=20_000, reserve_tokens=3_000, warn_below_tokens=16_000
+)
+
+
+def _history(steps: int) -> list[BaseMessage]:
+    history: list[BaseMessage] = [
+        SystemMessage("You are terse.", id="sys"),
+        HumanMessage("Go.", id="u"),
+    ]
+    for k in range(steps):
+        call = {"name": "read", "args": {"k": k}, "id": f"c{k}"}
+        usage: Any = {
+            "input_tokens": 500 * k + 40,
+            "output_tokens": 5,
+            "total_tokens": 0,
+        }
+        history.append(
+            AIMessage("", tool_calls=[call], id=f"a{k}", usage_metadata=usage)
+        )
+        text = f"{k}: line\n" * (900 + 97 * k % 700)
+        history.append(ToolMessage(text, tool_call_id=f"c{k}", id=f"t{k}"))
+    return history
+
+
+def _small_step(history: list[BaseMessage]) -> list[BaseMessage]:
+    call = {"name": "read", "args": {}, "id": "x"}
+    return [
+        *history,
+        AIMessage("", tool_calls=[call], id="ax"),
+        ToolMessage("done", tool_call_id="x", id="tx"),
+    ]
+
+
+def _serve(guard: ContextGuard, history: list[BaseMessage]) -> dict[int, Any]:
+    """Every step of ``history`` through ``guard``; the records by reply index."""
+    records: dict[int, Any] = {}
+    for n in range(4, len(history) + 1, 2):
+        guard.prepare(history[:n])
+        records[n] = guard.export_state(history[:n])
+    return records
+
+
+def test_a_fresh_guard_sends_the_same_prompt_after_restore() -> None:
+    served = _history(15)
+    history = _small_step(served)
+    one = ContextGuard(POLICY)
+    records = _serve(one, served)
+    bases = {r["base"] for r in records.values()}
+    assert len(bases) >= 3  # several prunings, so there is something to hand over
+    other = ContextGuard(POLICY)
+    other.restore_state(history, records)
+    assert other.prepare(history).messages == one.prepare(history).messages
+    # without the records a fresh guard prunes afresh: another prompt
+    assert (
+        ContextGuard(POLICY).prepare(history).messages != one.prepare(history).messages
+    )
+
+
+def test_a_stale_guard_follows_a_pruning_made_elsewhere() -> None:
+    served = _history(15)
+    history = _small_step(served)
+    one = ContextGuard(POLICY)
+    records = _serve(one, served)
+    stale = ContextGuard(POLICY)  # served the first steps only
+    _serve(stale, history[:8])
+    stale.restore_state(history, records)
+    assert stale.prepare(history).messages == one.prepare(history).messages
+
+
+def test_records_are_small_and_json() -> None:
+    import json
+
+    records = _serve(ContextGuard(POLICY), _history(10))
+    for record in records.values():
+        assert set(record) <= {"base", "sent", "ratio"}
+        assert len(json.dumps(record)) < 80
+    assert ContextGuard(POLICY).export_state([]) == {}
+    ContextGuard(POLICY).restore_state(_history(2), {})  # nothing to do
