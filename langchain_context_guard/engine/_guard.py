@@ -95,7 +95,7 @@ class ContextGuard:
         self._sent: OrderedDict[tuple[Any, ...], tuple[int, bool]] = OrderedDict()
         self._record: Record | None = None
         # What was sent last, per conversation (keyed by its first message).
-        self._stables: OrderedDict[tuple[int | str, ...], Sent] = OrderedDict()
+        self._stables: OrderedDict[tuple[Any, ...], Sent] = OrderedDict()
         self._ratios: dict[str, float] = {}
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
 

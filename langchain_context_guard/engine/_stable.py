@@ -24,6 +24,7 @@ from ._events import EventKind
 from ._messages import label, marker
 from ._repair import synthetic_result
 from ._stages import extends_unchanged
+from ._tokens import content_key
 
 Each = Callable[[BaseMessage], BaseMessage | None]
 _content = attrgetter("content")
@@ -198,13 +199,15 @@ def _open_calls(out: list[BaseMessage], pending: set[str]) -> tuple[BaseMessage,
     )
 
 
-def conversation(messages: list[BaseMessage]) -> tuple[int | str, ...]:
+def conversation(messages: list[BaseMessage]) -> tuple[Any, ...]:
     """Which conversation a history is, for ``stable_prefix``.
 
-    Its first two messages (by id, else as objects): a shared system prompt,
-    then its own first message.
+    Its first two messages (a shared system prompt, then its own first message)
+    by value: id, type and a hash of what they hold. A history rebuilt on every
+    call (a prompt template makes a new id-less system message each time, a
+    checkpoint gives equal copies) is the same conversation as the same objects.
     """
-    return tuple(m.id or id(m) for m in messages[:2])
+    return tuple((m.id, content_key(m)) for m in messages[:2])
 
 
 def held(gauge: Gauge, body: int, intact: int) -> int:

@@ -142,7 +142,7 @@ class TiktokenCounter:
             and hit[2] is tool_calls
         ):
             return hit[3]
-        key = _content_key(message)
+        key = content_key(message)
         count = self._by_key.get(key)
         with self._lock:
             if count is None:
@@ -199,7 +199,7 @@ class TiktokenCounter:
         return total
 
 
-def _content_key(message: BaseMessage) -> tuple[Any, ...]:
+def content_key(message: BaseMessage) -> tuple[Any, ...]:
     """What a message's count depends on, hashed (for equal rebuilt messages)."""
     content = message.content
     content_key: Any = (
@@ -234,7 +234,7 @@ class CallableCounter:
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens of one message, cached by content."""
-        key = _content_key(message)
+        key = content_key(message)
         count = self._cache.get(key)
         if count is None:
             count = int(self._func([message]))

@@ -264,6 +264,6 @@ def shared_trajectory_dir() -> Path | None:
     if env:
         candidate = Path(env).expanduser()
     else:
-        repo_root = Path(__file__).resolve().parent.parent
+        repo_root = Path(__file__).resolve().parents[2]
         candidate = repo_root.parent / "shared" / "data" / "swe-trajectories"
     return candidate if candidate.is_dir() else None
