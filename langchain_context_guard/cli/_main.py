@@ -15,9 +15,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..engine._errors import ContextGuardError
-from ..replay._transcripts import TranscriptError
-from ._options import CommandError, load_policy
+# The engine and the replay loaders import on use: ``--help`` stays instant.
 
 PROG = "context-guard"
 EXIT_USAGE = 2
@@ -45,12 +43,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         for w in {str(w.message): w for w in caught}.values():
             print(f"{PROG}: note: {w.message}", file=sys.stderr)
         return code
-    except (ContextGuardError, TranscriptError, CommandError) as exc:
+    except Exception as exc:
+        if not _user_error(exc):
+            raise
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+
+
+def _user_error(exc: Exception) -> bool:
+    """Whether ``exc`` is an expected failure (bad file, flag or setting)."""
+    from ..engine._errors import ContextGuardError
+    from ..replay._transcripts import TranscriptError
+    from ._options import CommandError
+
+    return isinstance(exc, ContextGuardError | TranscriptError | CommandError)
 
 
 def _quiet_library_log() -> None:
@@ -138,6 +147,7 @@ def _run_inspect(ns: argparse.Namespace) -> int:
         render_text,
         render_threads,
     )
+    from ._options import CommandError, load_policy
 
     path: Path = ns.path
     if not path.exists():
@@ -157,6 +167,8 @@ def _run_inspect(ns: argparse.Namespace) -> int:
 
 
 def _run_demo(ns: argparse.Namespace) -> int:
+    from ._options import CommandError
+
     try:
         import langchain.agents  # noqa: F401
         import langgraph.checkpoint.sqlite  # noqa: F401
@@ -171,6 +183,8 @@ def _run_demo(ns: argparse.Namespace) -> int:
 
 
 def _run_replay(argv: list[str]) -> int:
+    from ._options import CommandError
+
     try:
         from ..replay._command import main_replay
     except ImportError as exc:
