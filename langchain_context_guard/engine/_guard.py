@@ -6,7 +6,6 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import replace
-from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -17,7 +16,7 @@ from ._anchor import (
     scan_history,
     sent_key,
 )
-from ._errors import BudgetExceededError
+from ._errors import BudgetExceededError, InvalidInputError
 from ._events import (
     GuardEvent,
     GuardReport,
@@ -38,6 +37,7 @@ from ._stable import (
     held,
     open_results,
 )
+from ._stages import extends_unchanged, recent_contents
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import WindowInfo, check_window, model_name, resolve_window
 
@@ -45,7 +45,6 @@ _diff_event = diff_event  # the name the recovery chain imports
 _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
 """Conversations whose last prompt a guard keeps (``stable_prefix``)."""
-_content = attrgetter("content")
 
 
 def _put(table: OrderedDict[Any, Any], key: Any, value: Any, limit: int) -> None:
@@ -98,6 +97,7 @@ class ContextGuard:
         self._stables: OrderedDict[tuple[Any, ...], Sent] = OrderedDict()
         self._ratios: dict[str, float] = {}
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
+        self._input: list[BaseMessage] = []
 
     def window(self, model: Any = None) -> WindowInfo:
         """Resolve and check the context window (seed 004's pre-flight guard)."""
@@ -205,7 +205,7 @@ class ContextGuard:
         get a new ``content`` object to be seen as changed (as LangChain's
         ``model_copy`` gives).
         """
-        original = to_messages(messages)
+        original = self._read(messages)
         info = self.window(model)
         policy = self.policy
         budget = policy.budget(info.tokens)
@@ -278,6 +278,24 @@ class ContextGuard:
         self._keep_sent(Sent.of(key, original, kept, body))
         return PrepareResult(list(current), report)
 
+    def _read(self, messages: Any) -> list[BaseMessage]:
+        """``to_messages``, reading only what follows the previous call's history.
+
+        A list that extends the last one read (``extends_unchanged``) only has
+        its new items checked and converted.
+        """
+        last = self._input
+        if not (isinstance(messages, list) and extends_unchanged(messages, last, ())):
+            self._input = original = to_messages(messages)
+            return original
+        n = len(last)
+        try:
+            new = to_messages(messages[n:])
+        except InvalidInputError:
+            return to_messages(messages)  # its error names the right index
+        self._input = original = [*messages[:n], *new]
+        return original
+
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
         if not original or not self.policy.enabled:
             return None
@@ -344,7 +362,7 @@ class ContextGuard:
                 raise
             return None
         if run.steps and not run.steps[1].state.open:
-            contents = list(map(_content, original))
+            contents = recent_contents(original)
             self._record = Record(key, original, contents, *scan, tuple(run.steps))
         return run
 

@@ -280,7 +280,10 @@ class Record:
     steps: tuple[Step, ...]
 
     def grows(self, messages: list[BaseMessage]) -> bool:
-        """Whether ``messages`` starts with this history, unchanged."""
+        """Whether ``messages`` starts with this history, unchanged.
+
+        ``contents``: those of its last messages (``_stages.recent_contents``).
+        """
         return extends_unchanged(messages, self.original, self.contents)
 
     def measure(

@@ -28,7 +28,7 @@ from ._messages import is_user, label
 from ._pipeline import truncator
 from ._policy import GuardPolicy
 from ._sanitize import clean_message
-from ._stable import Each, Sent, append, common_prefix, held
+from ._stable import Each, Sent, append, held
 from ._tokens import TokenCounter
 from ._window import WindowInfo
 
@@ -85,7 +85,7 @@ def reuse_prompt(
     body = appended.body + sum(map(count, closing))
     if turn_limit is not None and sum(map(is_user, out)) > turn_limit:
         return None  # the oldest turn must go: prune afresh
-    intact = common_prefix(out, original, identical=True)
+    intact = stable.intact_after(out, original)
     if held(gauge, body, intact) > budget:
         return None
     before = gauge.tokens(whole_body, len(original))
@@ -131,5 +131,5 @@ def reuse_prompt(
         PrepareResult(list(out), report),
         body + gauge.extra,
         whole,
-        Sent.of(stable.key, original, kept, appended.body),
+        Sent.of(stable.key, original, kept, appended.body, min(intact, len(kept))),
     )

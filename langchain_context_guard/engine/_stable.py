@@ -23,7 +23,7 @@ from ._anchor import Gauge
 from ._events import EventKind
 from ._messages import label, marker
 from ._repair import synthetic_result
-from ._stages import extends_unchanged
+from ._stages import extends_unchanged, recent_contents
 from ._tokens import content_key
 
 Each = Callable[[BaseMessage], BaseMessage | None]
@@ -50,10 +50,13 @@ class Sent:
     key: tuple[Any, ...]
     source: list[BaseMessage]
     contents: list[Any]
+    """Content objects of ``source``'s last messages (``recent_contents``)."""
     output: list[BaseMessage]
     body: int
     """Our (unscaled) count of ``output``."""
     pending: frozenset[str]
+    intact: int
+    """How many of ``output``'s first messages are ``source``'s very objects."""
 
     @classmethod
     def of(
@@ -62,10 +65,13 @@ class Sent:
         source: list[BaseMessage],
         output: list[BaseMessage],
         body: int,
+        intact: int | None = None,
     ) -> Sent:
-        """The record of one call."""
-        contents = list(map(_content, source))
-        return cls(key, source, contents, output, body, pending_calls(output))
+        """The record of one call (``intact`` counted when not given)."""
+        if intact is None:
+            intact = common_prefix(output, source, identical=True)
+        contents = recent_contents(source)
+        return cls(key, source, contents, output, body, pending_calls(output), intact)
 
     def tail(self, history: list[BaseMessage]) -> list[BaseMessage] | None:
         """The messages ``history`` adds to this call's history or to its output.
@@ -85,6 +91,20 @@ class Sent:
         if len(history) >= m and all(map(_same, history[:m], self.output)):
             return history[m:]
         return None
+
+    def intact_after(self, out: list[BaseMessage], history: list[BaseMessage]) -> int:
+        """``common_prefix(out, history, identical=True)``, from where it may move.
+
+        For ``out`` extending ``output`` and ``history`` extending ``source`` or
+        ``output`` (``tail``): the shared prefix can only go on from ``intact``.
+        """
+        i = min(self.intact, len(out), len(history))
+        if i and out[i - 1] is not history[i - 1]:
+            return common_prefix(out, history, identical=True)
+        n = min(len(out), len(history))
+        while i < n and out[i] is history[i]:
+            i += 1
+        return i
 
 
 def _same(a: BaseMessage, b: BaseMessage) -> bool:

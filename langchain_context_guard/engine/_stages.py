@@ -64,15 +64,40 @@ def extends(longer: Sequence[BaseMessage], shorter: Sequence[BaseMessage]) -> bo
     return len(longer) >= len(shorter) and all(map(is_, longer, shorter))
 
 
+RECHECKED = 2_048
+"""How many of a kept history's last messages are checked for an edit in place."""
+
+
+def recent_contents(messages: Sequence[BaseMessage]) -> list[Any]:
+    """Content objects of the last ``RECHECKED`` messages (``extends_unchanged``)."""
+    return list(map(_content, messages[-RECHECKED:]))
+
+
 def extends_unchanged(
     longer: Sequence[BaseMessage],
     shorter: Sequence[BaseMessage],
     contents: Sequence[Any],
 ) -> bool:
-    """``extends``, and those objects still hold ``contents`` (not edited in place)."""
-    return extends(longer, shorter) and all(
-        map(is_, map(_content, longer[: len(shorter)]), contents)
-    )
+    """Whether ``longer`` starts with the messages of ``shorter``, unchanged.
+
+    Its first and last must be the very objects, the others the same or equal
+    ones (compared at C speed: an equal copy is the same message), and the last
+    ``len(contents)`` must still hold those content objects (``recent_contents``:
+    not edited in place; an older message is replaced, not edited, as LangGraph's
+    ``add_messages`` does).
+    """
+    n = len(shorter)
+    if len(longer) < n:
+        return False
+    if not n:
+        return True
+    if longer[0] is not shorter[0] or longer[n - 1] is not shorter[n - 1]:
+        return False
+    head = longer if len(longer) == n else longer[:n]
+    if head != shorter:
+        return False
+    k = n - len(contents)
+    return all(map(is_, map(_content, longer[k:n]), contents))
 
 
 def first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:
