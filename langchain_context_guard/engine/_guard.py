@@ -27,7 +27,7 @@ from ._events import (
 )
 from ._input import to_messages
 from ._overflow import LimitMemory
-from ._pipeline import Record, Run, Setting
+from ._pipeline import Known, Record, Run, Setting
 from ._policy import GuardPolicy
 from ._reuse import Limits, reuse_prompt
 from ._stable import (
@@ -37,7 +37,7 @@ from ._stable import (
     held,
     open_results,
 )
-from ._stages import extends_unchanged, recent_contents
+from ._stages import extends_unchanged, more_contents, recent_contents
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import WindowInfo, check_window, model_name, resolve_window
 
@@ -97,7 +97,7 @@ class ContextGuard:
         self._stables: OrderedDict[tuple[Any, ...], Sent] = OrderedDict()
         self._ratios: dict[str, float] = {}
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
-        self._input: list[BaseMessage] = []
+        self._last = Known([], [], 0, -1, 0)
 
     def window(self, model: Any = None) -> WindowInfo:
         """Resolve and check the context window (seed 004's pre-flight guard)."""
@@ -205,21 +205,26 @@ class ContextGuard:
         get a new ``content`` object to be seen as changed (as LangChain's
         ``model_copy`` gives).
         """
-        original = self._read(messages)
+        original, known = self._read(messages)
+        count = self.counter.count_message
+        if known is None:
+            scan = scan_history(original, count)
+            base: list[BaseMessage] | None = None
+        else:
+            scan = known.grow(original, count)
+            base = known.messages
+        if known is None:
+            contents = recent_contents(original)
+        else:
+            contents = more_contents(known.contents, original[len(known.messages) :])
+        self._last = Known(original, contents, *scan)
+        body, usage_at, usage_body = scan
         info = self.window(model)
         policy = self.policy
         budget = policy.budget(info.tokens)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
-        record = self._record
-        if record is not None and not record.grows(original):
-            record = None
-        count = self.counter.count_message
-        if record is None:
-            body, usage_at, usage_body = scan_history(original, count)
-        else:
-            body, usage_at, usage_body = record.measure(original, count)
         gauge = self._gauge(original, usage_at, usage_body, extra, model)
         events: list[GuardEvent] = []
         if info.should_warn:
@@ -230,7 +235,7 @@ class ContextGuard:
                 stable,
                 original,
                 body,
-                Limits(gauge, budget, turn_limit, info),
+                Limits(gauge, budget, turn_limit, info, base, contents),
                 self.policy,
                 self.counter,
                 events,
@@ -239,6 +244,9 @@ class ContextGuard:
                 self._remember(original, reused.sent_tokens, reused.whole)
                 self._keep_sent(reused.sent)
                 return reused.result
+        record = self._record
+        if record is not None and not record.grows(original, base):
+            record = None
         cap = (
             min(int(policy.digest_share * budget), policy.digest_max_tokens)
             if policy.digest
@@ -278,23 +286,26 @@ class ContextGuard:
         self._keep_sent(Sent.of(key, original, kept, body))
         return PrepareResult(list(current), report)
 
-    def _read(self, messages: Any) -> list[BaseMessage]:
+    def _read(self, messages: Any) -> tuple[list[BaseMessage], Known | None]:
         """``to_messages``, reading only what follows the previous call's history.
 
         A list that extends the last one read (``extends_unchanged``) only has
-        its new items checked and converted.
+        its new items checked and converted; that one is returned as well.
         """
-        last = self._input
-        if not (isinstance(messages, list) and extends_unchanged(messages, last, ())):
-            self._input = original = to_messages(messages)
-            return original
-        n = len(last)
+        last = self._last
+        if not (
+            isinstance(messages, list)
+            and extends_unchanged(messages, last.messages, last.contents)
+        ):
+            return to_messages(messages), None
+        n = len(last.messages)
         try:
             new = to_messages(messages[n:])
         except InvalidInputError:
-            return to_messages(messages)  # its error names the right index
-        self._input = original = [*messages[:n], *new]
-        return original
+            return to_messages(messages), None  # its error names the right index
+        original = messages[:n]
+        original.extend(new)
+        return original, last
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
         if not original or not self.policy.enabled:

@@ -10,6 +10,7 @@ and the guard prunes afresh (``_stable`` holds the pieces).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -41,6 +42,10 @@ class Limits:
     budget: int
     turn_limit: int | None
     info: WindowInfo
+    base: list[BaseMessage] | None = None
+    """A history the call's history is known to extend (``Sent.tail``)."""
+    contents: list[Any] | None = None
+    """The call's history's ``recent_contents``, when known."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ def reuse_prompt(
     """
     gauge, budget, turn_limit = limits.gauge, limits.budget, limits.turn_limit
     info = limits.info
-    tail = stable.tail(original)
+    tail = stable.tail(original, limits.base)
     if tail is None:
         return None
     count = counter.count_message
@@ -131,5 +136,12 @@ def reuse_prompt(
         PrepareResult(list(out), report),
         body + gauge.extra,
         whole,
-        Sent.of(stable.key, original, kept, appended.body, min(intact, len(kept))),
+        Sent.of(
+            stable.key,
+            original,
+            kept,
+            appended.body,
+            min(intact, len(kept)),
+            limits.contents,
+        ),
     )

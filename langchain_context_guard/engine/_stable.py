@@ -66,23 +66,30 @@ class Sent:
         output: list[BaseMessage],
         body: int,
         intact: int | None = None,
+        contents: list[Any] | None = None,
     ) -> Sent:
-        """The record of one call (``intact`` counted when not given)."""
+        """The record of one call (``intact``, ``contents`` found when not given)."""
         if intact is None:
             intact = common_prefix(output, source, identical=True)
-        contents = recent_contents(source)
+        if contents is None:
+            contents = recent_contents(source)
         return cls(key, source, contents, output, body, pending_calls(output), intact)
 
-    def tail(self, history: list[BaseMessage]) -> list[BaseMessage] | None:
+    def tail(
+        self, history: list[BaseMessage], base: list[BaseMessage] | None = None
+    ) -> list[BaseMessage] | None:
         """The messages ``history`` adds to this call's history or to its output.
 
         ``history`` may extend the history this call was given (the caller kept
         its own state) or what it sent (the caller stored the output, as the
         adapters' persist modes do); None when it extends neither. The same
         objects are recognised at C speed; equal ones (a history rebuilt from a
-        checkpoint) by comparing them.
+        checkpoint) by comparing them. ``base``: a history ``history`` is known
+        to extend unchanged.
         """
         n = len(self.source)
+        if base is self.source:
+            return history[n:]
         if extends_unchanged(history, self.source, self.contents):
             return history[n:]
         if len(history) >= n and all(map(_same, history[:n], self.source)):

@@ -73,6 +73,11 @@ def recent_contents(messages: Sequence[BaseMessage]) -> list[Any]:
     return list(map(_content, messages[-RECHECKED:]))
 
 
+def more_contents(contents: list[Any], new: Sequence[BaseMessage]) -> list[Any]:
+    """``recent_contents`` of a history grown by ``new``, from its ``contents``."""
+    return [*contents, *map(_content, new)][-RECHECKED:]
+
+
 def extends_unchanged(
     longer: Sequence[BaseMessage],
     shorter: Sequence[BaseMessage],
@@ -94,10 +99,12 @@ def extends_unchanged(
     if longer[0] is not shorter[0] or longer[n - 1] is not shorter[n - 1]:
         return False
     head = longer if len(longer) == n else longer[:n]
-    if head != shorter:
-        return False
-    k = n - len(contents)
-    return all(map(is_, map(_content, longer[k:n]), contents))
+    return head == shorter and unedited(longer, n, contents)
+
+
+def unedited(messages: Sequence[BaseMessage], n: int, contents: Sequence[Any]) -> bool:
+    """Whether the messages before ``n`` still hold ``contents`` (the last ones)."""
+    return all(map(is_, map(_content, messages[n - len(contents) : n]), contents))
 
 
 def first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:
