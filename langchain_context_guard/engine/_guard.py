@@ -36,6 +36,7 @@ from ._stable import (
     conversation,
     held,
     open_results,
+    same_message,
 )
 from ._stages import extends_unchanged, more_contents, recent_contents
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
@@ -205,7 +206,7 @@ class ContextGuard:
         get a new ``content`` object to be seen as changed (as LangChain's
         ``model_copy`` gives).
         """
-        original, known = self._read(messages)
+        original, known, rebuilt = self._read(messages)
         count = self.counter.count_message
         if known is None:
             scan = scan_history(original, count)
@@ -213,7 +214,7 @@ class ContextGuard:
         else:
             scan = known.grow(original, count)
             base = known.messages
-        if known is None:
+        if known is None or rebuilt:
             contents = recent_contents(original)
         else:
             contents = more_contents(known.contents, original[len(known.messages) :])
@@ -245,7 +246,7 @@ class ContextGuard:
                 self._keep_sent(reused.sent)
                 return reused.result
         record = self._record
-        if record is not None and not record.grows(original, base):
+        if record is not None and not record.grows(original, None if rebuilt else base):
             record = None
         cap = (
             min(int(policy.digest_share * budget), policy.digest_max_tokens)
@@ -286,26 +287,30 @@ class ContextGuard:
         self._keep_sent(Sent.of(key, original, kept, body))
         return PrepareResult(list(current), report)
 
-    def _read(self, messages: Any) -> tuple[list[BaseMessage], Known | None]:
+    def _read(self, messages: Any) -> tuple[list[BaseMessage], Known | None, bool]:
         """``to_messages``, reading only what follows the previous call's history.
 
-        A list that extends the last one read (``extends_unchanged``) only has
-        its new items checked and converted; that one is returned as well.
+        A list that extends the last one read (``extends_unchanged``), or an
+        equal copy of it (rebuilt from a checkpoint), only has its new items
+        checked, converted and later counted; that one is returned as well, and
+        whether this one is a rebuilt copy.
         """
         last = self._last
-        if not (
-            isinstance(messages, list)
-            and extends_unchanged(messages, last.messages, last.contents)
-        ):
-            return to_messages(messages), None
         n = len(last.messages)
+        if not isinstance(messages, list) or len(messages) < n or not n:
+            return to_messages(messages), None, False
+        rebuilt = False
+        if not extends_unchanged(messages, last.messages, last.contents):
+            if not all(map(same_message, messages[:n], last.messages)):
+                return to_messages(messages), None, False
+            rebuilt = True
         try:
             new = to_messages(messages[n:])
-        except InvalidInputError:
-            return to_messages(messages), None  # its error names the right index
+        except InvalidInputError:  # its error names the right index
+            return to_messages(messages), None, False
         original = messages[:n]
         original.extend(new)
-        return original, last
+        return original, last, rebuilt
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
         if not original or not self.policy.enabled:

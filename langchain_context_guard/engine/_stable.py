@@ -92,10 +92,10 @@ class Sent:
             return history[n:]
         if extends_unchanged(history, self.source, self.contents):
             return history[n:]
-        if len(history) >= n and all(map(_same, history[:n], self.source)):
+        if len(history) >= n and all(map(same_message, history[:n], self.source)):
             return history[n:]
         m = len(self.output)
-        if len(history) >= m and all(map(_same, history[:m], self.output)):
+        if len(history) >= m and all(map(same_message, history[:m], self.output)):
             return history[m:]
         return None
 
@@ -114,8 +114,14 @@ class Sent:
         return i
 
 
-def _same(a: BaseMessage, b: BaseMessage) -> bool:
-    return a is b or (a.id == b.id and type(a) is type(b) and a == b)
+def same_message(a: BaseMessage, b: BaseMessage) -> bool:
+    """The same message, or an equal copy (pydantic's ``==`` without its overhead)."""
+    return a is b or (
+        type(a) is type(b)
+        and a.id == b.id
+        and a.__dict__ == b.__dict__
+        and (a.__pydantic_extra__ or {}) == (b.__pydantic_extra__ or {})
+    )
 
 
 @dataclass(frozen=True)
