@@ -59,6 +59,10 @@ TARGETS = {
 }
 
 
+PRUNING = frozenset({"trim", "compress", "digest", "strip_thinking"})
+"""Events of a call that ran the passes over the history (a pruning call)."""
+
+
 def pct(values: Sequence[float], q: float) -> float:
     """Nearest-rank percentile (q in 0..100)."""
     ordered = sorted(values)
@@ -94,7 +98,10 @@ def grow_pool(pool: list[BaseMessage], n: int) -> list[BaseMessage]:
         for m in body:
             if len(out) >= n:
                 break
+            # A new tail makes every text new: no count comes from the cache.
             update: dict[str, Any] = {"id": f"r{r}-{m.id}"}
+            if isinstance(m.content, str):
+                update["content"] = f"{m.content}\n[pass {r}]"
             if isinstance(m, AIMessage):
                 update["tool_calls"] = [
                     {**c, "id": f"r{r}-{c['id']}"} for c in m.tool_calls
@@ -179,8 +186,8 @@ def warm(
         if rebuilt:
             history = messages_from_dict(messages_to_dict(history))
         result, c, w = timed(lambda h=history: guard.prepare(h))
-        reused = any(e.kind == "reuse" for e in result.report.events)
-        kind = "reuse" if reused or result.report.reused else "prune"
+        pruned = any(e.kind in PRUNING for e in result.report.events)
+        kind = "prune" if pruned else "reuse"
         times[kind][0].append(c)
         times[kind][1].append(w)
     return {k: stats(*v) for k, v in times.items()}
