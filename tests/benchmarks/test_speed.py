@@ -27,7 +27,7 @@ def test_every_measure_runs_and_reaches_the_table() -> None:
         assert row["warm"]["reuse"]["n"] + row["warm"]["prune"]["n"] == 30
         assert row["cold"]["prepare"]["p50"] > 0
     assert results["sizes"]["60"]["rebuilt"]["reuse"]["n"] > 0
-    assert results["sizes"]["120"]["warm"]["prune"]["n"] > 0
+    assert results["sizes"]["120"]["warm_32k"]["prune"]["n"] > 0
     assert "trim_messages + count_tokens_approximately" in text
     assert "a pruning call" in text
     assert results["memory"]["one_guard_mb"] > 0
