@@ -202,9 +202,11 @@ class ContextGuard:
         estimates otherwise (see ``_anchor``). When ``messages`` extends the
         history of this guard's previous call, each pass only looks at what is
         new unless one of its boundaries moved (``_stages``); the result is the
-        same either way. Messages are taken as values: one edited in place must
-        get a new ``content`` object to be seen as changed (as LangChain's
-        ``model_copy`` gives).
+        same either way. Messages are taken as values: an equal copy is the same
+        message, and one edited in place must get a new ``content`` object to be
+        seen as changed, within the last 2,048 messages of the previous call's
+        history (``_stages.RECHECKED``); replace an older one (LangChain's
+        ``model_copy``, LangGraph's ``add_messages`` by id).
         """
         original, known, rebuilt = self._read(messages)
         count = self.counter.count_message
