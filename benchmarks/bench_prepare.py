@@ -575,7 +575,22 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--profile", action="store_true", help="also cProfile the warm path"
     )
+    parser.add_argument(
+        "--sizes",
+        help="comma-separated history sizes: the speed table at every size "
+        "(p50/p90/p99/max, ratio to trim_messages; see _speed.py)",
+    )
+    parser.add_argument("--calls", type=int, default=120, help="warm calls per size")
+    parser.add_argument(
+        "--rebuilt-max", type=int, default=1_000, help="largest rebuilt size"
+    )
+    parser.add_argument(
+        "--conversations", type=int, default=200, help="for the memory bound"
+    )
     args = parser.parse_args(argv)
+    if args.sizes:
+        speed_table(args)
+        return
     # The guard logs every event; keep the console readable (the records are
     # still created, so their cost stays in the timings).
     logging.getLogger("langchain_context_guard").addHandler(logging.NullHandler())
@@ -592,6 +607,25 @@ def main(argv: Sequence[str] | None = None) -> None:
         prof.write_text(text)
         print(text[:6000])
         print(f"wrote {prof}")
+
+
+def speed_table(args: argparse.Namespace) -> None:
+    """``--sizes``: the speed table at every size, printed and saved."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import _speed
+
+    logging.getLogger("langchain_context_guard").addHandler(logging.NullHandler())
+    logging.getLogger("langchain_context_guard").propagate = False
+    sizes = [int(s) for s in args.sizes.split(",")]
+    results = _speed.run_sizes(
+        load_pool(), sizes, args.calls, args.rebuilt_max, args.conversations
+    )
+    results["machine"] = machine()
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / "bench_speed.json"
+    path.write_text(json.dumps(results, indent=2) + "\n")
+    print(_speed.table(results))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":

@@ -9,48 +9,16 @@ The layout draws the architecture; dependencies point down to the engine:
 - ``replay``: transcripts, the replay benchmark and its metrics;
 - ``cli``: the ``context-guard`` command.
 
-The engine's names import eagerly; everything else loads on first use, so
-``import langchain_context_guard`` pulls in neither ``langchain`` (the ``agents``
-extra), nor LangGraph's graph runtime, nor plotting or checkpointer packages.
+Every name loads on first use (the engine's too, so ``context-guard --help``
+starts at once): ``import langchain_context_guard`` pulls in neither ``langchain``
+(the ``agents`` extra), nor LangGraph's graph runtime, nor plotting or
+checkpointer packages.
 """
 
 import logging
 from typing import TYPE_CHECKING
 
 from ._lazy import lazy_getattr
-from .engine import (
-    MARKER_KEY,
-    BudgetExceededError,
-    CallableCounter,
-    CompactionError,
-    ConfigError,
-    ContextGuard,
-    ContextGuardError,
-    ContextOverflowError,
-    GuardEvent,
-    GuardPolicy,
-    GuardReport,
-    InvalidInputError,
-    OverflowInfo,
-    PrepareResult,
-    TiktokenCounter,
-    TokenCounter,
-    TokenizerFallbackWarning,
-    WindowInfo,
-    WindowTooSmallError,
-    classify_overflow,
-    compress_lines,
-    compress_old_tool_results,
-    count_messages,
-    enforce_provider_hygiene,
-    repair_tool_pairs,
-    sanitize_messages,
-    silent_overflow,
-    strip_old_thinking,
-    trim_to_budget,
-    truncate_text,
-    truncate_tool_results,
-)
 
 if TYPE_CHECKING:
     from .adapters import (
@@ -73,6 +41,39 @@ if TYPE_CHECKING:
         compact_messages,
         make_recall_tool,
     )
+    from .engine import (
+        MARKER_KEY,
+        BudgetExceededError,
+        CallableCounter,
+        CompactionError,
+        ConfigError,
+        ContextGuard,
+        ContextGuardError,
+        ContextOverflowError,
+        GuardEvent,
+        GuardPolicy,
+        GuardReport,
+        InvalidInputError,
+        OverflowInfo,
+        PrepareResult,
+        TiktokenCounter,
+        TokenCounter,
+        TokenizerFallbackWarning,
+        WindowInfo,
+        WindowTooSmallError,
+        classify_overflow,
+        compress_lines,
+        compress_old_tool_results,
+        count_messages,
+        enforce_provider_hygiene,
+        repair_tool_pairs,
+        sanitize_messages,
+        silent_overflow,
+        strip_old_thinking,
+        trim_to_budget,
+        truncate_text,
+        truncate_tool_results,
+    )
     from .recovery import (
         OverflowRecoveryMiddleware,
         OverflowRecoveryRunnable,
@@ -82,6 +83,42 @@ if TYPE_CHECKING:
 logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {
+    **dict.fromkeys(
+        (
+            "MARKER_KEY",
+            "BudgetExceededError",
+            "CallableCounter",
+            "CompactionError",
+            "ConfigError",
+            "ContextGuard",
+            "ContextGuardError",
+            "ContextOverflowError",
+            "GuardEvent",
+            "GuardPolicy",
+            "GuardReport",
+            "InvalidInputError",
+            "OverflowInfo",
+            "PrepareResult",
+            "TiktokenCounter",
+            "TokenCounter",
+            "TokenizerFallbackWarning",
+            "WindowInfo",
+            "WindowTooSmallError",
+            "classify_overflow",
+            "compress_lines",
+            "compress_old_tool_results",
+            "count_messages",
+            "enforce_provider_hygiene",
+            "repair_tool_pairs",
+            "sanitize_messages",
+            "silent_overflow",
+            "strip_old_thinking",
+            "trim_to_budget",
+            "truncate_text",
+            "truncate_tool_results",
+        ),
+        ".engine",
+    ),
     **dict.fromkeys(
         (
             "ContextGuardMiddleware",
@@ -119,6 +156,11 @@ _LAZY = {
 }
 
 __getattr__ = lazy_getattr(__name__, _LAZY)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __version__ = "0.1.0"
 

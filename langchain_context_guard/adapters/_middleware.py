@@ -52,6 +52,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
+from ..engine._guard import ContextGuard
 from ..engine._handover import STATE_KEY
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit
@@ -61,7 +62,6 @@ from ._results import ResultArchive
 
 if TYPE_CHECKING:
     from ..engine._events import PrepareResult
-    from ..engine._guard import ContextGuard
     from ..engine._policy import GuardPolicy
 
 

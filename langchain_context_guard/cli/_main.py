@@ -15,10 +15,9 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..engine._errors import ContextGuardError
 from ..replay._args import OneLineParser, output_arg, positive_arg, window_arg
-from ..replay._transcripts import TranscriptError
-from ._options import CommandError, load_policy, warn_default_window
+
+# The engine and the replay loaders import on use: ``--help`` stays instant.
 
 PROG = "context-guard"
 EXIT_USAGE = 2
@@ -46,12 +45,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         for w in {str(w.message): w for w in caught}.values():
             print(f"{PROG}: note: {w.message}", file=sys.stderr)
         return code
-    except (ContextGuardError, TranscriptError, CommandError) as exc:
+    except Exception as exc:
+        if not _user_error(exc):
+            raise
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)
         return 130
+
+
+def _user_error(exc: Exception) -> bool:
+    """Whether ``exc`` is an expected failure (bad file, flag or setting)."""
+    from ..engine._errors import ContextGuardError
+    from ..replay._transcripts import TranscriptError
+    from ._options import CommandError
+
+    return isinstance(exc, ContextGuardError | TranscriptError | CommandError)
 
 
 def _quiet_library_log() -> None:
@@ -141,6 +151,7 @@ def _run_inspect(ns: argparse.Namespace) -> int:
         render_text,
         render_threads,
     )
+    from ._options import CommandError, load_policy, warn_default_window
 
     path: Path = ns.path
     if not path.exists():
@@ -166,6 +177,8 @@ def _run_inspect(ns: argparse.Namespace) -> int:
 
 
 def _run_demo(ns: argparse.Namespace) -> int:
+    from ._options import CommandError
+
     try:
         import langchain.agents  # noqa: F401
         import langgraph.checkpoint.sqlite  # noqa: F401
@@ -180,6 +193,8 @@ def _run_demo(ns: argparse.Namespace) -> int:
 
 
 def _run_replay(argv: list[str]) -> int:
+    from ._options import CommandError
+
     try:
         from ..replay._command import main_replay
     except ImportError as exc:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
@@ -233,3 +233,17 @@ class PrepareResult:
 
     messages: list[BaseMessage]
     report: GuardReport
+
+
+def step_events(
+    steps: Sequence[Any], before: int, tokens: Sequence[int], budget: int
+) -> list[GuardEvent]:
+    """One logged event per pass that changed something (``_pipeline.Run`` steps)."""
+    events = []
+    for step, after in zip(steps, tokens, strict=True):
+        if step.edits:
+            event = pass_event(step.kind, step.edits, before, after, budget)
+            log_event(event)
+            events.append(event)
+        before = after
+    return events

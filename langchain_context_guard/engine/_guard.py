@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
-from operator import attrgetter
 from typing import Any
 
 from cachetools import LRUCache
@@ -18,34 +16,30 @@ from ._anchor import (
     sent_key,
 )
 from ._depth import prune_share
-from ._errors import BudgetExceededError, ConfigError
+from ._errors import ConfigError, InvalidInputError
 from ._events import (
     GuardEvent,
     GuardReport,
     PrepareResult,
     diff_event,
     log_event,
-    pass_event,
+    step_events,
 )
-from ._handover import (
-    latest_base,
-    ratio_before,
-    record,
-    sent_counts,
-    set_ratio,
-    stale,
-)
+from ._handover import export_state, restore_state
 from ._input import to_messages
 from ._overflow import LimitMemory
-from ._pipeline import Record, Run, Setting
+from ._pipeline import Known, Record, Setting
 from ._policy import GuardPolicy
+from ._prune import prune
 from ._reuse import Limits, reuse_prompt
+from ._same import extends_unchanged, more_contents, recent_contents
 from ._stable import (
     Sent,
     common_prefix,
     conversation,
     held,
     open_results,
+    same_message,
 )
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import (
@@ -62,7 +56,6 @@ _STABLE_MEMORY = 64
 """Conversations whose last prompt a guard keeps (``stable_prefix``)."""
 _RATIO_MEMORY = 256
 """Models whose count calibration a guard keeps."""
-_content = attrgetter("content")
 
 
 class ContextGuard:
@@ -104,9 +97,10 @@ class ContextGuard:
         self._sent: LRUCache[tuple[Any, ...], tuple[int, bool]] = LRUCache(_SENT_MEMORY)
         self._record: Record | None = None
         # What was sent last, per conversation (keyed by its first message).
-        self._stables: LRUCache[tuple[int | str, ...], Sent] = LRUCache(_STABLE_MEMORY)
+        self._stables: LRUCache[tuple[Any, ...], Sent] = LRUCache(_STABLE_MEMORY)
         self._ratios: LRUCache[str, float] = LRUCache(_RATIO_MEMORY)
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
+        self._last = Known([], [], 0, -1, 0)
 
     def window(self, model: Any = None) -> WindowInfo:
         """Resolve and check the context window before any model call."""
@@ -133,13 +127,22 @@ class ContextGuard:
         its default and the chat model sets ``max_tokens`` (what the reply may
         take, and what Anthropic adds to the input when checking the window).
         """
-        return self._budget(self.window(model).tokens, model)
+        info = self.window(model)
+        return self._budget(info.tokens, model, info.source)
 
-    def _budget(self, window: int, model: Any) -> int:
-        reserve = None
-        if "reserve_tokens" not in self.policy.model_fields_set:
+    def _budget(self, window: int, model: Any, source: str) -> int:
+        policy, reserve = self.policy, None
+        if "reserve_tokens" not in policy.model_fields_set:
             reserve = output_reserve(model if model is not None else self.model, window)
-        return window - reserve if reserve is not None else self.policy.budget(window)
+        budget = window - reserve if reserve is not None else policy.budget(window)
+        if budget <= 0:
+            raise ConfigError(
+                f"GuardPolicy.reserve_tokens ({policy.reserve_tokens:,}) leaves "
+                f"nothing of the {window:,}-token window (from {source}).",
+                field="reserve_tokens",
+                hint="lower reserve_tokens below the model's window.",
+            )
+        return budget
 
     def count_tokens(self, messages: Any, *, tools: Sequence[Any] | None = None) -> int:
         """Tokens of ``messages`` (and tool schemas) as the guard counts them."""
@@ -228,33 +231,34 @@ class ContextGuard:
         estimates otherwise (see ``_anchor``). When ``messages`` extends the
         history of this guard's previous call, each pass only looks at what is
         new unless one of its boundaries moved (``_stages``); the result is the
-        same either way. Messages are taken as values: one edited in place must
-        get a new ``content`` object to be seen as changed (as LangChain's
-        ``model_copy`` gives). A history with nothing to send once sanitised (only
-        empty messages) gives an empty list, on every call.
+        same either way. Messages are taken as values: an equal copy is the same
+        message, and one edited in place must get a new ``content`` object to be
+        seen as changed, within the last 2,048 messages of the previous call's
+        history (``_same.RECHECKED``); replace an older one (LangChain's
+        ``model_copy``, LangGraph's ``add_messages`` by id).
+        A history with nothing to send once sanitised (only empty messages)
+        gives an empty list, on every call.
         """
-        original = to_messages(messages)
+        original, known, rebuilt = self._read(messages)
+        count = self.counter.count_message
+        if known is None:
+            scan = scan_history(original, count)
+            base: list[BaseMessage] | None = None
+        else:
+            scan = known.grow(original, count)
+            base = known.messages
+        if known is None or rebuilt:
+            contents = recent_contents(original)
+        else:
+            contents = more_contents(known.contents, original[len(known.messages) :])
+        self._last = Known(original, contents, *scan)
+        body, usage_at, usage_body = scan
         info = self.window(model)
         policy = self.policy
-        budget = self._budget(info.tokens, model)
-        if budget <= 0:
-            raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({policy.reserve_tokens:,}) leaves "
-                f"nothing of the {info.tokens:,}-token window (from {info.source}).",
-                field="reserve_tokens",
-                hint="lower reserve_tokens below the model's window.",
-            )
+        budget = self._budget(info.tokens, model, info.source)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
-        record = self._record
-        if record is not None and not record.grows(original):
-            record = None
-        count = self.counter.count_message
-        if record is None:
-            body, usage_at, usage_body = scan_history(original, count)
-        else:
-            body, usage_at, usage_body = record.measure(original, count)
         gauge = self._gauge(original, usage_at, usage_body, extra, model)
         events: list[GuardEvent] = []
         if info.should_warn:
@@ -265,7 +269,7 @@ class ContextGuard:
                 stable,
                 original,
                 body,
-                Limits(gauge, budget, turn_limit, info),
+                Limits(gauge, budget, turn_limit, info, base, contents),
                 self.policy,
                 self.counter,
                 events,
@@ -274,6 +278,9 @@ class ContextGuard:
                 self._remember(original, reused.sent_tokens, reused.whole)
                 self._keep_sent(reused.sent)
                 return reused.result
+        record = self._record
+        if record is not None and not record.grows(original, None if rebuilt else base):
+            record = None
         cap = (
             min(int(policy.digest_share * budget), policy.digest_max_tokens)
             if policy.digest
@@ -286,15 +293,12 @@ class ContextGuard:
         setting = Setting(
             policy, target, info.tokens, turn_limit, count, gauge, cap, target < budget
         )
-        run = self._prune(original, (body, usage_at, usage_body), setting, record, key)
+        scan = (body, usage_at, usage_body)
+        run, new_record = prune(original, scan, setting, record, key, policy.enabled)
+        if new_record is not None:
+            self._record = new_record
         current = run.source if policy.enabled else original
-        before = run.before
-        for step, after in zip(run.steps, run.tokens, strict=True):
-            if step.edits:
-                event = pass_event(step.kind, step.edits, before, after, budget)
-                log_event(event)
-                events.append(event)
-            before = after
+        events += step_events(run.steps, run.before, run.tokens, budget)
         report = GuardReport(
             tokens_before=run.before,
             tokens_after=run.now,
@@ -316,12 +320,7 @@ class ContextGuard:
 
     def export_state(self, messages: Any, *, model: Any = None) -> dict[str, Any]:
         """After ``prepare(messages)``: what another process needs (``_handover``)."""
-        original = to_messages(messages)
-        with self._lock:
-            hit = original and self._sent.get(sent_key(original[-1], self.counter))
-            sent = original and self._stables.get(conversation(original))
-        base = sent.base if sent and len(sent.source) == len(original) else None
-        return record(hit or None, base, self._ratios.get(self._name(model)))
+        return export_state(self, to_messages(messages), model)
 
     def restore_state(
         self,
@@ -332,23 +331,35 @@ class ContextGuard:
         model: Any = None,
     ) -> None:
         """Take back ``export_state`` records by their reply's index (``_handover``)."""
-        original = to_messages(messages)
-        counts = sent_counts(original, states, lambda m: sent_key(m, self.counter))
-        with self._lock:
-            for key, value in counts:
-                self._sent.setdefault(key, value)
-        name, last = self._name(model), max(states, default=0)
-        latest = latest_base(states) if self.policy.stable_prefix else None
-        if latest and stale(self._last_sent(original), original, *latest):
-            with self._lock:
-                self._stables.pop(conversation(original), None)
-            set_ratio(self._ratios, name, ratio_before(states, latest[1]))
-            self.prepare(original[: latest[1]], tools=tools, model=model)
-        if last:
-            set_ratio(self._ratios, name, states[last].get("ratio"))
+        restore_state(self, to_messages(messages), states, tools, model)
 
     def _name(self, model: Any) -> str:
         return self.policy.model or model_name(model or self.model) or ""
+
+    def _read(self, messages: Any) -> tuple[list[BaseMessage], Known | None, bool]:
+        """``to_messages``, reading only what follows the previous call's history.
+
+        A list that extends the last one read (``extends_unchanged``), or an
+        equal copy of it (rebuilt from a checkpoint), only has its new items
+        checked, converted and later counted; that one is returned as well, and
+        whether this one is a rebuilt copy.
+        """
+        last = self._last
+        n = len(last.messages)
+        if not isinstance(messages, list) or len(messages) < n or not n:
+            return to_messages(messages), None, False
+        rebuilt = False
+        if not extends_unchanged(messages, last.messages, last.contents):
+            if not all(map(same_message, messages[:n], last.messages)):
+                return to_messages(messages), None, False
+            rebuilt = True
+        try:
+            new = to_messages(messages[n:])
+        except InvalidInputError:  # its error names the right index
+            return to_messages(messages), None, False
+        original = messages[:n]
+        original.extend(new)
+        return original, last, rebuilt
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
         if not original or not self.policy.enabled:
@@ -362,63 +373,6 @@ class ContextGuard:
         key = conversation(sent.source)
         with self._lock:
             self._stables[key] = sent
-
-    def _prune(
-        self,
-        original: list[BaseMessage],
-        scan: tuple[int, int, int],
-        setting: Setting,
-        record: Record | None,
-        key: tuple[Any, ...],
-    ) -> Run:
-        """The passes at ``setting``, with fallbacks.
-
-        When what must be kept is over the target: the full budget, then without
-        room for the digest; the last one's ``BudgetExceededError`` propagates.
-        """
-        tries = [setting]
-        if setting.exact:
-            tries.append(replace(setting, budget=key[2], exact=False))
-        if setting.digest:
-            tries.append(replace(tries[-1], digest=0))
-        for n, attempt in enumerate(tries, start=1):
-            run = self._run(original, scan, attempt, record, key, n == len(tries))
-            if run is not None:
-                return run
-        raise AssertionError("the last try raises")  # pragma: no cover
-
-    def _run(
-        self,
-        original: list[BaseMessage],
-        scan: tuple[int, int, int],
-        setting: Setting,
-        record: Record | None,
-        key: tuple[Any, ...],
-        last: bool,
-    ) -> Run | None:
-        """The passes at ``setting``'s budget.
-
-        None when what must be kept does not fit and this is not the ``last``
-        try; on the last, ``BudgetExceededError`` propagates.
-        """
-        key = (*key, setting.budget, setting.digest, setting.exact)
-        if record is not None and record.key != key:
-            record = None
-        run = Run(
-            original, scan[0], setting, record.steps if record is not None else None
-        )
-        if not self.policy.enabled:
-            return run
-        try:
-            run.run()
-        except BudgetExceededError:
-            if last:
-                raise
-            return None
-        if run.steps and not run.steps[1].state.open:
-            contents = list(map(_content, original))
-            self._record = Record(key, original, contents, *scan, tuple(run.steps))
-        return run
 
     def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent:
         event = GuardEvent(

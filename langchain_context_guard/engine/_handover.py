@@ -16,12 +16,16 @@ restored first, so the rebuilt prompt is byte-identical.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, MutableMapping
-from typing import Any
+import threading
+from collections.abc import Callable, Mapping, MutableMapping, Sequence
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
-from ._stable import Sent
+from ._anchor import sent_key
+from ._policy import GuardPolicy
+from ._stable import Sent, conversation
+from ._tokens import TokenCounter
 
 STATE_KEY = "context_guard"
 """Where the adapters keep the record in a reply's ``response_metadata``."""
@@ -89,3 +93,62 @@ def stale(mine: Sent | None, original: list[BaseMessage], last: int, base: int) 
     if mine is None or mine.base != base:
         return True
     return mine.tail(original[:last]) is None
+
+
+class _Guard(Protocol):
+    """What the handover needs of a ``ContextGuard``."""
+
+    @property
+    def policy(self) -> GuardPolicy: ...
+    @property
+    def counter(self) -> TokenCounter: ...
+    @property
+    def _lock(self) -> threading.Lock: ...
+    @property
+    def _sent(self) -> MutableMapping[tuple[Any, ...], tuple[int, bool]]: ...
+    @property
+    def _stables(self) -> MutableMapping[tuple[Any, ...], Sent]: ...
+    @property
+    def _ratios(self) -> MutableMapping[str, float]: ...
+
+    def _name(self, model: Any) -> str: ...
+
+    def _last_sent(self, original: list[BaseMessage]) -> Sent | None: ...
+
+    def prepare(
+        self, messages: Any, *, tools: Sequence[Any] | None = ..., model: Any = ...
+    ) -> Any: ...
+
+
+def export_state(
+    guard: _Guard, original: list[BaseMessage], model: Any
+) -> dict[str, Any]:
+    """``ContextGuard.export_state``: the record after ``prepare(original)``."""
+    with guard._lock:
+        hit = original and guard._sent.get(sent_key(original[-1], guard.counter))
+        sent = original and guard._stables.get(conversation(original))
+    base = sent.base if sent and len(sent.source) == len(original) else None
+    return record(hit or None, base, guard._ratios.get(guard._name(model)))
+
+
+def restore_state(
+    guard: _Guard,
+    original: list[BaseMessage],
+    states: Mapping[int, Mapping[str, Any]],
+    tools: Sequence[Any] | None,
+    model: Any,
+) -> None:
+    """``ContextGuard.restore_state``: take back records by their reply's index."""
+    counts = sent_counts(original, states, lambda m: sent_key(m, guard.counter))
+    with guard._lock:
+        for key, value in counts:
+            guard._sent.setdefault(key, value)
+    name, last = guard._name(model), max(states, default=0)
+    latest = latest_base(states) if guard.policy.stable_prefix else None
+    if latest and stale(guard._last_sent(original), original, *latest):
+        with guard._lock:
+            guard._stables.pop(conversation(original), None)
+        set_ratio(guard._ratios, name, ratio_before(states, latest[1]))
+        guard.prepare(original[: latest[1]], tools=tools, model=model)
+    if last:
+        set_ratio(guard._ratios, name, states[last].get("ratio"))

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -23,13 +22,12 @@ from ._events import EventKind
 from ._hygiene import history_start, tidy_message
 from ._passes import PASSES
 from ._policy import GuardPolicy
+from ._same import extends, extends_unchanged
 from ._sanitize import clean_message
 from ._stages import (
     Each,
     Step,
     compress_step,
-    extends,
-    extends_unchanged,
     hygiene_step,
     map_step,
     opens_with_user,
@@ -305,21 +303,38 @@ class Record:
     usage_body: int
     steps: tuple[Step, ...]
 
-    def grows(self, messages: list[BaseMessage]) -> bool:
-        """Whether ``messages`` starts with this history, unchanged."""
+    def grows(
+        self, messages: list[BaseMessage], base: list[BaseMessage] | None = None
+    ) -> bool:
+        """Whether ``messages`` starts with this history, unchanged.
+
+        ``contents``: those of its last messages (``_same.recent_contents``).
+        ``base``: a history ``messages`` is known to extend unchanged.
+        """
+        if base is self.original:
+            return True
         return extends_unchanged(messages, self.original, self.contents)
 
-    def measure(
+
+@dataclass(frozen=True)
+class Known:
+    """The last history a guard read: its recent contents and its scan."""
+
+    messages: list[BaseMessage]
+    contents: list[Any]
+    """Content objects of its last messages (``_same.recent_contents``)."""
+    body: int
+    usage_at: int
+    usage_body: int
+
+    def grow(
         self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]
     ) -> tuple[int, int, int]:
         """``scan_history`` of a history that grows this one."""
-        n = len(self.original)
+        n = len(self.messages)
         counts = [count(m) for m in messages[n:]]
         body = self.body + sum(counts)
         k = last_usage(messages, n)
         if k < 0:
             return body, self.usage_at, self.usage_body
         return body, k, self.body + sum(counts[: k - n + 1])
-
-
-_content = attrgetter("content")

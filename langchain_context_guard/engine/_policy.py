@@ -21,15 +21,9 @@ from ._errors import ConfigError
 class GuardPolicy(BaseModel):
     """How the guard budgets, prunes and repairs a history.
 
-    Defaults: 50,000-char tool results cut to a 2,000-char head and tail, the
-    newest thinking block kept whole, a 16k hard and 32k soft window minimum.
-    Some were tuned on the replay of the shared trajectories (BENCHMARKS.md): 3
-    newest tool results kept whole (rather than 6), compression from half the
-    budget on (rather than always), cuts in steps of half the budget, compression
-    in batches of 4. The pruning depth (prune_to) comes from a cost model of
-    prompt caching, and the digest is off: with the library's own notes not
-    counted as kept content, its room is better spent on real turns
-    (BENCHMARKS.md, "Context quality").
+    Each field says why its default is what it is (BENCHMARKS.md has the figures):
+    the pruning depth comes from a cost model of prompt caching, and the digest is
+    off, since the library's own notes do not count as kept content.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)

@@ -10,6 +10,7 @@ and the guard prunes afresh (``_stable`` holds the pieces).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -28,7 +29,7 @@ from ._messages import is_user, label
 from ._pipeline import truncator
 from ._policy import GuardPolicy
 from ._sanitize import clean_message
-from ._stable import Each, Sent, append, common_prefix, held
+from ._stable import Each, Sent, append, held
 from ._tokens import TokenCounter
 from ._window import WindowInfo
 
@@ -41,6 +42,10 @@ class Limits:
     budget: int
     turn_limit: int | None
     info: WindowInfo
+    base: list[BaseMessage] | None = None
+    """A history the call's history is known to extend (``Sent.tail``)."""
+    contents: list[Any] | None = None
+    """The call's history's ``recent_contents``, when known."""
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,7 @@ def reuse_prompt(
     """
     gauge, budget, turn_limit = limits.gauge, limits.budget, limits.turn_limit
     info = limits.info
-    tail = stable.tail(original)
+    tail = stable.tail(original, limits.base)
     if tail is None:
         return None
     count = counter.count_message
@@ -85,7 +90,7 @@ def reuse_prompt(
     body = appended.body + sum(map(count, closing))
     if turn_limit is not None and sum(map(is_user, out)) > turn_limit:
         return None  # the oldest turn must go: prune afresh
-    intact = common_prefix(out, original, identical=True)
+    intact = stable.intact_after(out, original)
     if held(gauge, body, intact) > budget:
         return None
     before = gauge.tokens(whole_body, len(original))
@@ -131,5 +136,13 @@ def reuse_prompt(
         PrepareResult(list(out), report),
         body + gauge.extra,
         whole,
-        Sent.of(stable.key, original, kept, appended.body, stable.base),
+        Sent.of(
+            stable.key,
+            original,
+            kept,
+            appended.body,
+            min(intact, len(kept)),
+            limits.contents,
+            base=stable.base,
+        ),
     )

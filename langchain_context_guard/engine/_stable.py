@@ -23,7 +23,8 @@ from ._anchor import Gauge
 from ._events import EventKind
 from ._messages import label, marker
 from ._repair import synthetic_result
-from ._stages import extends_unchanged
+from ._same import extends_unchanged, recent_contents
+from ._tokens import content_key
 
 Each = Callable[[BaseMessage], BaseMessage | None]
 _content = attrgetter("content")
@@ -49,10 +50,13 @@ class Sent:
     key: tuple[Any, ...]
     source: list[BaseMessage]
     contents: list[Any]
+    """Content objects of ``source``'s last messages (``recent_contents``)."""
     output: list[BaseMessage]
     body: int
     """Our (unscaled) count of ``output``."""
     pending: frozenset[str]
+    intact: int
+    """How many of ``output``'s first messages are ``source``'s very objects."""
     base: int = 0
     """Length of the history last pruned afresh; ``output`` extends that prompt."""
 
@@ -63,35 +67,71 @@ class Sent:
         source: list[BaseMessage],
         output: list[BaseMessage],
         body: int,
+        intact: int | None = None,
+        contents: list[Any] | None = None,
+        *,
         base: int | None = None,
     ) -> Sent:
-        """The record of one call (``base`` defaults to a fresh prune's)."""
-        contents = list(map(_content, source))
-        at = len(source) if base is None else base
-        return cls(key, source, contents, output, body, pending_calls(output), at)
+        """The record of one call.
 
-    def tail(self, history: list[BaseMessage]) -> list[BaseMessage] | None:
+        ``intact`` and ``contents`` are found when not given; ``base`` defaults to
+        a fresh prune's.
+        """
+        if intact is None:
+            intact = common_prefix(output, source, identical=True)
+        if contents is None:
+            contents = recent_contents(source)
+        at = len(source) if base is None else base
+        pending = pending_calls(output)
+        return cls(key, source, contents, output, body, pending, intact, at)
+
+    def tail(
+        self, history: list[BaseMessage], base: list[BaseMessage] | None = None
+    ) -> list[BaseMessage] | None:
         """The messages ``history`` adds to this call's history or to its output.
 
         ``history`` may extend the history this call was given (the caller kept
         its own state) or what it sent (the caller stored the output, as the
         adapters' persist modes do); None when it extends neither. The same
         objects are recognised at C speed; equal ones (a history rebuilt from a
-        checkpoint) by comparing them.
+        checkpoint) by comparing them. ``base``: a history ``history`` is known
+        to extend unchanged.
         """
         n = len(self.source)
+        if base is self.source:
+            return history[n:]
         if extends_unchanged(history, self.source, self.contents):
             return history[n:]
-        if len(history) >= n and all(map(_same, history[:n], self.source)):
+        if len(history) >= n and all(map(same_message, history[:n], self.source)):
             return history[n:]
         m = len(self.output)
-        if len(history) >= m and all(map(_same, history[:m], self.output)):
+        if len(history) >= m and all(map(same_message, history[:m], self.output)):
             return history[m:]
         return None
 
+    def intact_after(self, out: list[BaseMessage], history: list[BaseMessage]) -> int:
+        """``common_prefix(out, history, identical=True)``, from where it may move.
 
-def _same(a: BaseMessage, b: BaseMessage) -> bool:
-    return a is b or (a.id == b.id and type(a) is type(b) and a == b)
+        For ``out`` extending ``output`` and ``history`` extending ``source`` or
+        ``output`` (``tail``): the shared prefix can only go on from ``intact``.
+        """
+        i = min(self.intact, len(out), len(history))
+        if i and out[i - 1] is not history[i - 1]:
+            return common_prefix(out, history, identical=True)
+        n = min(len(out), len(history))
+        while i < n and out[i] is history[i]:
+            i += 1
+        return i
+
+
+def same_message(a: BaseMessage, b: BaseMessage) -> bool:
+    """The same message, or an equal copy (pydantic's ``==`` without its overhead)."""
+    return a is b or (
+        type(a) is type(b)
+        and a.id == b.id
+        and a.__dict__ == b.__dict__
+        and (a.__pydantic_extra__ or {}) == (b.__pydantic_extra__ or {})
+    )
 
 
 @dataclass(frozen=True)
@@ -202,13 +242,15 @@ def _open_calls(out: list[BaseMessage], pending: set[str]) -> tuple[BaseMessage,
     )
 
 
-def conversation(messages: list[BaseMessage]) -> tuple[int | str, ...]:
+def conversation(messages: list[BaseMessage]) -> tuple[Any, ...]:
     """Which conversation a history is, for ``stable_prefix``.
 
-    Its first two messages (by id, else as objects): a shared system prompt,
-    then its own first message.
+    Its first two messages (a shared system prompt, then its own first message)
+    by value: id, type and a hash of what they hold. A history rebuilt on every
+    call (a prompt template makes a new id-less system message each time, a
+    checkpoint gives equal copies) is the same conversation as the same objects.
     """
-    return tuple(m.id or id(m) for m in messages[:2])
+    return tuple((m.id, content_key(m)) for m in messages[:2])
 
 
 def held(gauge: Gauge, body: int, intact: int) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from operator import attrgetter, is_
+from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import (
@@ -57,22 +57,6 @@ class Step:
     """What the pass decided, as it needs it to grow this step."""
     grown: bool = False
     """``result`` is the previous step's result followed by new messages."""
-
-
-def extends(longer: Sequence[BaseMessage], shorter: Sequence[BaseMessage]) -> bool:
-    """Whether ``longer`` starts with the very objects of ``shorter``."""
-    return len(longer) >= len(shorter) and all(map(is_, longer, shorter))
-
-
-def extends_unchanged(
-    longer: Sequence[BaseMessage],
-    shorter: Sequence[BaseMessage],
-    contents: Sequence[Any],
-) -> bool:
-    """``extends``, and those objects still hold ``contents`` (not edited in place)."""
-    return extends(longer, shorter) and all(
-        map(is_, map(_content, longer[: len(shorter)]), contents)
-    )
 
 
 def first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:

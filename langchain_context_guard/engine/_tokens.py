@@ -142,7 +142,7 @@ class TiktokenCounter:
             and hit[2] is tool_calls
         ):
             return hit[3]
-        key = _content_key(message)
+        key = content_key(message)
         count = self._by_key.get(key)
         with self._lock:
             if count is None:
@@ -199,22 +199,20 @@ class TiktokenCounter:
         return total
 
 
-def _content_key(message: BaseMessage) -> tuple[Any, ...]:
+def content_key(message: BaseMessage) -> tuple[Any, ...]:
     """What a message's count depends on, hashed (for equal rebuilt messages)."""
     content = message.content
+    # ``repr`` is C-fast and, like ``json.dumps``, equal for equal data built
+    # alike (a differently ordered copy only misses the cache).
     content_key: Any = (
         (len(content), hash(content))
         if isinstance(content, str)
-        else hash(json.dumps(content, default=str))
+        else hash(repr(content))
     )
     calls: Any = ()
     if isinstance(message, AIMessage):
         if message.tool_calls or message.invalid_tool_calls:
-            calls = hash(
-                json.dumps(
-                    [message.tool_calls, message.invalid_tool_calls], default=str
-                )
-            )
+            calls = hash(repr([message.tool_calls, message.invalid_tool_calls]))
         reasoning = message.additional_kwargs.get("reasoning_content")
         if isinstance(reasoning, str):
             calls = (calls, hash(reasoning))
@@ -234,7 +232,7 @@ class CallableCounter:
 
     def count_message(self, message: BaseMessage) -> int:
         """Tokens of one message, cached by content."""
-        key = _content_key(message)
+        key = content_key(message)
         count = self._cache.get(key)
         if count is None:
             count = int(self._func([message]))

