@@ -18,6 +18,8 @@ from ._messages import MARKER_KEY, is_empty, map_messages, memo_rewrite
 HISTORY_START = (
     "(Earlier messages of this conversation were removed to fit the context window.)"
 )
+CONVERSATION_START = "(The conversation so far:)"
+"""The placeholder's text when the history never opened with a user message."""
 EMPTY_RESULT = "(no output)"
 
 
@@ -45,10 +47,14 @@ def first_turn(messages: Sequence[BaseMessage]) -> int | None:
     )
 
 
-def history_start() -> HumanMessage:
-    """The marked user message put first when trimming left none there."""
+def history_start(removed: bool = True) -> HumanMessage:
+    """The marked user message put first when none is there.
+
+    Its text says earlier messages were removed only when they were (``removed``);
+    a history that never opened with a user message gets a neutral one.
+    """
     return HumanMessage(
-        HISTORY_START,
+        HISTORY_START if removed else CONVERSATION_START,
         id="context-guard-history-start",
         additional_kwargs={MARKER_KEY: {"kind": "placeholder"}},
     )

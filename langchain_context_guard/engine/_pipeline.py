@@ -160,7 +160,7 @@ class Run:
 
     def _hygiene(self) -> None:
         prev, count = self._prev(), self.setting.count
-        hygiene = partial(hygiene_step, opened=self._opened())
+        hygiene = partial(hygiene_step, removed=self._opened())
         grown = hygiene(self.source, count, prev) if prev is not None else None
         self._add(grown or _full(hygiene(self.source, count)))
 
@@ -175,8 +175,8 @@ class Run:
         """
         count = self.setting.count
         extra = 0
-        if self._opened() and not opens_with_user(messages):
-            extra += count(history_start())
+        if not opens_with_user(messages):
+            extra += count(history_start(self._opened()))
         for i in range(start, len(messages)):
             m = messages[i]
             if isinstance(m, ToolMessage) and not m.content:

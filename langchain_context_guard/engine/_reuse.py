@@ -30,6 +30,7 @@ from ._pipeline import truncator
 from ._policy import GuardPolicy
 from ._sanitize import clean_message
 from ._stable import Each, Sent, append, held
+from ._stages import opens_with_user
 from ._tokens import TokenCounter
 from ._window import WindowInfo
 
@@ -90,6 +91,8 @@ def reuse_prompt(
     body = appended.body + sum(map(count, closing))
     if turn_limit is not None and sum(map(is_user, out)) > turn_limit:
         return None  # the oldest turn must go: prune afresh
+    if not opens_with_user(out):
+        return None  # the first turn needs its placeholder: prune afresh
     intact = stable.intact_after(out, original)
     if held(gauge, body, intact) > budget:
         return None

@@ -317,13 +317,15 @@ def hygiene_step(
     count: Counter,
     prev: Step | None = None,
     *,
-    opened: bool = True,
+    removed: bool = True,
 ) -> Step | None:
     """``enforce_provider_hygiene``; the state says a first turn exists.
 
-    The placeholder user message goes first only when the history as given
-    ``opened`` with a user message that the passes removed: one that opens with
-    an assistant message is left as it came (nothing was removed there).
+    A history whose first kept turn is an assistant message gets the placeholder
+    user message before it, whether the passes removed the user message or it
+    never had one: Anthropic and Gemini refuse a conversation that opens with the
+    assistant (``tests/providers``). Its tokens are budgeted by the trim; its
+    text says messages were ``removed`` only when they were.
     """
     if prev is not None:
         if not prev.state:  # no turn yet: new messages may need a placeholder
@@ -339,7 +341,7 @@ def hygiene_step(
         ),
         None,
     )
-    if lead is None or not opened or isinstance(source[lead], HumanMessage):
+    if lead is None or isinstance(source[lead], HumanMessage):
         return whole(
             "hygiene",
             source,
@@ -347,7 +349,7 @@ def hygiene_step(
             lead is not None,
         )
     head, head_edits, head_delta = _map(source[:lead], 0, 0, tidy_message, count)
-    placeholder = history_start()
+    placeholder = history_start(removed)
     rest, edits, delta = _map(source, lead, len(head) + 1, tidy_message, count)
     edits = head_edits + Edits(added=(label(placeholder, len(head)),)) + edits
     out = [*head, placeholder, *rest]

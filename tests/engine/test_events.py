@@ -50,9 +50,10 @@ def test_repair_and_hygiene_events_name_added_messages():
     report = ContextGuard(POLICY).prepare(history).report
     repair = next(e for e in report.events if e.kind == "repair")
     assert repair.removed == ("o1",) and repair.added == ("context-guard-missing-a",)
-    # The history opened with an assistant message: nothing was removed before
-    # it, so no placeholder user message is put first.
-    assert not any(e.kind == "hygiene" for e in report.events)
+    # A conversation may not open with the assistant (Anthropic, Gemini): the
+    # placeholder user message goes first, and is named.
+    hygiene = next(e for e in report.events if e.kind == "hygiene")
+    assert hygiene.added == ("context-guard-history-start",)
 
 
 def test_unchanged_history_has_no_events():

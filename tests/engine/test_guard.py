@@ -352,15 +352,21 @@ def test_an_assistant_message_before_the_only_user_message_can_be_dropped():
     assert result.report.tokens_after <= result.report.budget
 
 
-def test_no_placeholder_when_nothing_was_removed():
+def test_a_history_opening_with_the_assistant_gets_a_neutral_user_turn_first():
     history = [
         SystemMessage("s"),
         AIMessage("Hello, how can I help?"),
         HumanMessage("q"),
     ]
-    result = ContextGuard(GuardPolicy(context_window=32_000)).prepare(history)
-    assert result.messages == history
-    assert result.report.events == ()
+    policy = GuardPolicy(context_window=32_000, uncalibrated_margin=0)
+    result = ContextGuard(policy).prepare(history)
+    first = result.messages[1]
+    # Anthropic and Gemini refuse a conversation that opens with the assistant;
+    # nothing was removed, so the placeholder does not say so.
+    assert isinstance(first, HumanMessage) and "removed" not in first.text
+    assert result.messages[2:] == history[1:]
+    assert result.report.tokens_after <= result.report.budget
+    assert ContextGuard(policy).prepare(result.messages).messages == result.messages
 
 
 def _digest_first(words: int) -> list[BaseMessage]:
