@@ -57,7 +57,7 @@ from ..engine._handover import STATE_KEY
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
-from ._requests import RequestInputs, Result, _checked, build_guard
+from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
 from ._results import ResultArchive
 
 if TYPE_CHECKING:
@@ -212,7 +212,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result, state = self._prepare(request)
         emit(result.report, source="middleware")
         response = handler(self._apply(request, result))
-        return _stamp(_checked(response, result.report), state)
+        return _stamp(warn_silent_overflow(response, result.report), state)
 
     async def awrap_model_call(
         self,
@@ -223,7 +223,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result, state = await run_in_executor(None, self._prepare, request)
         await aemit(result.report, source="middleware")
         response = await handler(self._apply(request, result))
-        return _stamp(_checked(response, result.report), state)
+        return _stamp(warn_silent_overflow(response, result.report), state)
 
 
 def _stamp(response: Result, state: dict[str, Any] | None) -> Result:

@@ -3,8 +3,8 @@
 ``RequestInputs`` gives the messages (system first) and the tools a request binds
 (``request.tools`` plus the structured-output tools of ``response_format``);
 ``build_guard`` makes a ``ContextGuard`` from what a middleware was given;
-``_checked`` warns on a silent overflow. Used by ``ContextGuardMiddleware``, the
-compaction fallback and overflow recovery.
+``warn_silent_overflow`` warns when a reply reports more input than the window.
+Used by ``ContextGuardMiddleware``, the compaction fallback and overflow recovery.
 """
 
 from __future__ import annotations
@@ -86,7 +86,7 @@ def build_guard(
     return ContextGuard(policy, token_counter=token_counter, model=model)
 
 
-def _checked(response: Result, report: GuardReport) -> Result:
+def warn_silent_overflow(response: Result, report: GuardReport) -> Result:
     """Warn when the reply reports more input than the window (silent overflow)."""
     messages = getattr(response, "result", None) or [response]
     found = silent_overflow(messages[-1], report.context_window)
