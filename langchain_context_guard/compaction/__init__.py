@@ -10,25 +10,22 @@ LangGraph branch, ``CompactionMiddleware`` a ``create_agent`` middleware (needs 
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_getattr
-from ._compactor import (
+from ._compactor import Compactor, acompact_messages, compact_messages
+from ._core import CompactionResult
+from ._graph import (
     ARCHIVE_NS,
-    SUMMARIZER_TAGS,
-    CompactionPlan,
-    CompactionResult,
-    CompactionSettings,
-    Compactor,
-    ContextSize,
-    Mode,
-    Summary,
-    SummarySections,
-    acompact_messages,
     add_compaction,
     archive_namespace,
-    compact_messages,
+    compaction_node,
+    compaction_router,
     make_recall_tool,
     recall_messages,
 )
-from ._graph import compaction_node, compaction_router
+from ._plan import CompactionPlan, Mode
+from ._settings import CompactionSettings
+from ._summarizer import SUMMARIZER_TAGS
+from ._summary import Summary, SummarySections
+from ._trigger import ContextSize
 
 if TYPE_CHECKING:
     from ._middleware import CompactionMiddleware

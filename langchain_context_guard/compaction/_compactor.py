@@ -27,39 +27,12 @@ from ..engine._events import GuardEvent, log_event
 from ..engine._guard import ContextGuard
 from ..engine._messages import marker
 from ._core import CompactionResult, CompactorBase
-from ._graph import (
-    ARCHIVE_NS,
-    add_compaction,
-    archive_namespace,
-    compaction_node,
-    compaction_router,
-    make_recall_tool,
-    recall_messages,
-)
-from ._plan import CompactionPlan, Mode
+from ._graph import compaction_node, compaction_router
 from ._settings import CompactionSettings
-from ._summarizer import SUMMARIZER_TAGS
-from ._summary import Summary, SummarySections, last_summary
-from ._trigger import ContextSize, FailureMemory, pause_reason
+from ._summary import last_summary
+from ._trigger import FailureMemory, pause_reason
 
-__all__ = [
-    "ARCHIVE_NS",
-    "SUMMARIZER_TAGS",
-    "CompactionPlan",
-    "CompactionResult",
-    "CompactionSettings",
-    "Compactor",
-    "ContextSize",
-    "Mode",
-    "Summary",
-    "SummarySections",
-    "acompact_messages",
-    "add_compaction",
-    "archive_namespace",
-    "compact_messages",
-    "make_recall_tool",
-    "recall_messages",
-]
+__all__ = ["Compactor", "acompact_messages", "compact_messages"]
 
 
 class Compactor(CompactorBase):

@@ -38,7 +38,9 @@ from ..adapters._requests import RequestInputs
 from ..engine._errors import ConfigError
 from ..engine._guard import ContextGuard
 from ..engine._policy import GuardPolicy
-from ._compactor import CompactionSettings, Compactor, make_recall_tool
+from ._compactor import Compactor
+from ._graph import make_recall_tool
+from ._settings import CompactionSettings
 from ._summarizer import chat_model
 
 # LangChain's names whose meaning differs here, and what to use instead.

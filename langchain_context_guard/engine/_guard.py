@@ -21,7 +21,6 @@ from ._events import (
     GuardEvent,
     GuardReport,
     PrepareResult,
-    diff_event,
     log_event,
     step_events,
 )
@@ -50,7 +49,6 @@ from ._window import (
     resolve_window,
 )
 
-_diff_event = diff_event  # the name the recovery chain imports
 _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
 """Conversations whose last prompt a guard keeps (``stable_prefix``)."""

@@ -17,8 +17,8 @@ from langchain_core.messages import BaseMessage
 
 from ..engine._errors import CompactionError, ContextGuardError
 from ..engine._errors import ContextOverflowError as GuardOverflowError
-from ..engine._events import GuardEvent, log_event
-from ..engine._guard import ContextGuard, _diff_event
+from ..engine._events import GuardEvent, diff_event, log_event
+from ..engine._guard import ContextGuard
 from ..engine._input import to_messages
 from ..engine._overflow import OverflowInfo
 from ..engine._window import model_name
@@ -191,7 +191,7 @@ def _step(
     if after >= failure.tokens:
         _emit(sink, _note(failure, f"{label} did not shrink the history"))
         return None
-    event = _diff_event(
+    event = diff_event(
         "overflow_recovery",
         failure.messages,
         fitted,

@@ -27,7 +27,7 @@ from pydantic import Field, PrivateAttr
 from typing_extensions import TypedDict
 
 from langchain_context_guard import ContextGuard, GuardPolicy
-from langchain_context_guard.compaction._compactor import (
+from langchain_context_guard.compaction import (
     CompactionSettings,
     Compactor,
     add_compaction,

@@ -20,7 +20,7 @@ from langchain_core.messages import (
 from langgraph.store.memory import InMemoryStore
 
 from langchain_context_guard import MARKER_KEY, CompactionError, ConfigError
-from langchain_context_guard.compaction._compactor import (
+from langchain_context_guard.compaction import (
     SUMMARIZER_TAGS,
     CompactionSettings,
     Compactor,

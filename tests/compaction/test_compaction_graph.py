@@ -18,7 +18,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.store.memory import InMemoryStore
 
 from langchain_context_guard import ConfigError
-from langchain_context_guard.compaction._compactor import (
+from langchain_context_guard.compaction import (
     Compactor,
     add_compaction,
     archive_namespace,

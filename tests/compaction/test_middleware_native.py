@@ -13,7 +13,7 @@ from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_context_guard import CompactionError, ConfigError, GuardPolicy
-from langchain_context_guard.compaction._compactor import Compactor
+from langchain_context_guard.compaction import Compactor
 from langchain_context_guard.compaction._middleware import CompactionMiddleware
 from langchain_context_guard.engine._messages import marker
 from tests.compaction._support import (

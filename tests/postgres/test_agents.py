@@ -12,7 +12,7 @@ from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard.adapters._langgraph import pre_model_hook
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
 from langchain_context_guard.adapters._results import ResultArchive, cut_results
-from langchain_context_guard.compaction._compactor import (
+from langchain_context_guard.compaction import (
     Compactor,
     archive_namespace,
     make_recall_tool,

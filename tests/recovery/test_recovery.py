@@ -26,7 +26,7 @@ from langchain_context_guard import (
     OverflowInfo,
 )
 from langchain_context_guard.adapters._callbacks import EVENT_EVENT
-from langchain_context_guard.compaction._compactor import CompactionSettings, Compactor
+from langchain_context_guard.compaction import CompactionSettings, Compactor
 from langchain_context_guard.engine._messages import is_summary, marker
 from langchain_context_guard.recovery._runnable import (
     RecoveryState,
