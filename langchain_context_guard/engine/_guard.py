@@ -43,6 +43,7 @@ from ._stable import (
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import (
     WindowInfo,
+    base_model_name,
     check_window,
     model_name,
     output_reserve,
@@ -100,11 +101,27 @@ class ContextGuard:
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
         self._last = Known([], [], 0, -1, 0)
 
+    def limit_key(self, model: Any = None) -> str:
+        """The name a limit learned for ``model`` is kept under ("" if none).
+
+        The bare model name, so ``"openai:gpt-4.1"``, ``"gpt-4.1"`` and a chat
+        model whose ``model_name`` is ``gpt-4.1`` share what was learned.
+        """
+        if model is None:
+            model = self.model if self.model is not None else self.policy.model
+        return base_model_name(self.policy.model or model_name(model))
+
+    def learn_limit(self, model: Any, limit: int) -> None:
+        """Cap ``model``'s window at ``limit`` from now on (a provider said so)."""
+        key = self.limit_key(model)
+        if key:
+            self.limits.learn(key, limit)
+
     def window(self, model: Any = None) -> WindowInfo:
         """Resolve and check the context window before any model call."""
         if model is None:
             model = self.model if self.model is not None else self.policy.model
-        name = self.policy.model or model_name(model) or ""
+        name = self.limit_key(model)
         tokens, source = resolve_window(
             override=self.policy.context_window,
             model=model,
@@ -118,13 +135,17 @@ class ContextGuard:
             warn_below=self.policy.warn_below_tokens,
         )
 
-    def budget(self, model: Any = None) -> int:
+    def budget(self, model: Any = None, *, window: int | None = None) -> int:
         """Tokens the sent messages may use for ``model``: window minus reserve.
 
         The reserve is ``policy.reserve_tokens``, unless the policy leaves it at
         its default and the chat model sets ``max_tokens`` (what the reply may
         take, and what Anthropic adds to the input when checking the window).
+        ``window`` replaces the resolved window (the recovery chain's limit);
+        every path that sends to a model counts its budget here.
         """
+        if window is not None:
+            return self._budget(window, model, "limit")
         info = self.window(model)
         return self._budget(info.tokens, model, info.source)
 

@@ -21,7 +21,6 @@ from ..engine._events import GuardEvent, diff_event, log_event
 from ..engine._guard import ContextGuard
 from ..engine._input import to_messages
 from ..engine._overflow import OverflowInfo
-from ..engine._window import model_name
 from ._state import EventSink, Recovery, RecoveryState, Step
 
 __all__ = [
@@ -50,6 +49,8 @@ class Failure:
     window: int
     limit: int | None
     tools: Sequence[Any] | None
+    budget: int = 0
+    """What the retry may send: ``guard.budget`` of the model at ``window``."""
 
 
 def begin(
@@ -65,9 +66,8 @@ def begin(
     msgs = to_messages(messages)
     tokens = guard.count_tokens(msgs, tools=tools)
     limit = _effective_limit(info, tokens)
-    key = guard.policy.model or model_name(model if model is not None else guard.model)
-    if limit is not None and key:
-        guard.limits.learn(key, limit)
+    if limit is not None:
+        guard.learn_limit(model, limit)
     stated = f"{info.limit_tokens:,}" if info.limit_tokens else "not stated"
     detail = (
         f"{info.provider_hint or 'provider'} refused "
@@ -77,11 +77,12 @@ def begin(
     failure = Failure(msgs, info, tokens, 0, limit, tools)
     try:
         window = guard.window(model).tokens
+        window = min(window, limit) if limit else window
+        # The same budget the middleware counts: the model's max_tokens reserve.
+        budget = guard.budget(model, window=window)
     except ContextGuardError as exc:
         _emit(sink, GuardEvent("overflow", tokens_before=tokens, detail=detail))
         _give_up(failure, guard, state, sink, _reason(exc), exc)
-    window = min(window, limit) if limit else window
-    budget = guard.policy.budget(window)
     _emit(
         sink,
         GuardEvent(
@@ -92,7 +93,7 @@ def begin(
             detail=detail,
         ),
     )
-    return replace(failure, window=window)
+    return replace(failure, window=window, budget=budget)
 
 
 def _effective_limit(info: OverflowInfo, tokens: int) -> int | None:
@@ -123,7 +124,7 @@ def after_compaction(
         return None
     share = guard.policy.max_tool_result_share
     try:
-        fitted = _fit(guard, compacted, failure, failure.window, share)
+        fitted = _fit(guard, compacted, failure, failure.budget, share)
     except ContextGuardError as exc:
         _emit(sink, _note(failure, f"{step}: result does not fit ({_reason(exc)})"))
         return None
@@ -137,16 +138,14 @@ def truncate(
     if state.truncated:
         _give_up(failure, guard, state, sink, "every step has been tried")
     policy = guard.policy
-    budget = policy.budget(failure.window)
+    budget = failure.budget
     if failure.limit is None:
         budget = min(budget, int(failure.tokens * UNKNOWN_LIMIT_SHRINK))
     if budget <= 0:
         _give_up(failure, guard, state, sink, "the limit leaves no room after reserve")
     share = min(policy.max_tool_result_share, TRUNCATE_SHARE)
     try:
-        fitted = _fit(
-            guard, failure.messages, failure, budget + policy.reserve_tokens, share
-        )
+        fitted = _fit(guard, failure.messages, failure, budget, share)
     except ContextGuardError as exc:
         _give_up(failure, guard, state, sink, _reason(exc), exc)
     done = _step(failure, fitted, guard, state, "truncate", "truncate", sink)
@@ -159,14 +158,16 @@ def _fit(
     guard: ContextGuard,
     messages: Any,
     failure: Failure,
-    window: int,
+    budget: int,
     share: float,
 ) -> list[BaseMessage]:
-    """``prepare`` with the guard's policy fitted to ``window`` tokens."""
+    """``prepare`` with the guard's policy fitted to a budget of ``budget`` tokens."""
+    reserve = guard.policy.reserve_tokens
     policy = guard.policy.model_copy(
         update={
             "enabled": True,
-            "context_window": window,
+            "context_window": budget + reserve,
+            "reserve_tokens": reserve,  # set: no model max_tokens to look at
             "hard_min_tokens": 0,
             "warn_below_tokens": 0,
             "max_tool_result_share": share,
@@ -196,7 +197,7 @@ def _step(
         failure.messages,
         fitted,
         lambda m: guard.count_tokens(m, tools=failure.tools),
-        guard.policy.budget(failure.window),
+        failure.budget,
     )
     event = replace(event, detail=f"{label}: retrying with {after:,} tokens")
     _emit(sink, event)
