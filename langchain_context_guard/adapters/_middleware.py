@@ -212,7 +212,10 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result, state = self._prepare(request)
         emit(result.report, source="middleware")
         response = handler(self._apply(request, result))
-        return _stamp(warn_silent_overflow(response, result.report), state)
+        checked = warn_silent_overflow(
+            response, result.report, self._guard_for(None), self._model(request)
+        )
+        return _stamp(checked, state)
 
     async def awrap_model_call(
         self,
@@ -223,7 +226,10 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result, state = await run_in_executor(None, self._prepare, request)
         await aemit(result.report, source="middleware")
         response = await handler(self._apply(request, result))
-        return _stamp(warn_silent_overflow(response, result.report), state)
+        checked = warn_silent_overflow(
+            response, result.report, self._guard_for(None), self._model(request)
+        )
+        return _stamp(checked, state)
 
 
 def _stamp(response: Result, state: dict[str, Any] | None) -> Result:

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMe
 from ..engine._errors import ConfigError
 from ..engine._guard import ContextGuard
 from ..engine._messages import same_list
-from ..engine._overflow import silent_overflow
+from ..engine._overflow import scaled_limit, silent_overflow
 from ..engine._policy import GuardPolicy
 from ._callbacks import logger
 
@@ -86,18 +86,45 @@ def build_guard(
     return ContextGuard(policy, token_counter=token_counter, model=model)
 
 
-def warn_silent_overflow(response: Result, report: GuardReport) -> Result:
-    """Warn when the reply reports more input than the window (silent overflow)."""
+def warn_silent_overflow(
+    response: Result,
+    report: GuardReport,
+    guard: ContextGuard | None = None,
+    model: Any = None,
+) -> Result:
+    """Warn when the reply reports more input than the window (silent overflow).
+
+    With ``guard``, the window is ``model``'s as the provider counts it (no
+    learned limit), and the limit is learned scaled by how the provider counted
+    what was sent (``scaled_limit``), so the next call is pruned under it.
+    """
     messages = getattr(response, "result", None) or [response]
-    found = silent_overflow(messages[-1], report.context_window)
-    if found is not None:
-        logger.warning(
-            "Context guard: %s (window %s from %s); the provider may have cut the "
-            "prompt. Set context_window to the model's real window.",
-            found.message,
-            f"{report.context_window:,}",
-            report.window_source,
-        )
+    replies = [m for m in messages if isinstance(m, AIMessage)]
+    if not replies:
+        return response
+    if guard is not None:
+        window, source = guard.window(model, learned=False).tokens, "model"
+    elif report.window_source != "learned":  # a learned limit is in our units
+        window, source = report.context_window, report.window_source
+    else:
+        return response
+    found = silent_overflow(replies[-1], window)
+    if found is None:
+        return response
+    learned = ""
+    limit = scaled_limit(found, report.tokens_after)
+    if guard is not None and limit is not None:
+        guard.learn_limit(model, limit)
+        learned = f"; later calls are pruned under a learned limit of {limit:,}"
+    logger.warning(
+        "Context guard: %s (window %s from %s); the provider may have cut the "
+        "prompt%s. Add OverflowRecoveryMiddleware to retry such calls, or set "
+        "context_window to the model's real window.",
+        found.message,
+        f"{window:,}",
+        source,
+        learned,
+    )
     return response
 
 

@@ -117,11 +117,15 @@ class ContextGuard:
         if key:
             self.limits.learn(key, limit)
 
-    def window(self, model: Any = None) -> WindowInfo:
-        """Resolve and check the context window before any model call."""
+    def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo:
+        """Resolve and check the context window before any model call.
+
+        ``learned=False`` leaves out a limit learned from the provider (kept in
+        our token units): the window as the provider counts it.
+        """
         if model is None:
             model = self.model if self.model is not None else self.policy.model
-        name = self.limit_key(model)
+        name = self.limit_key(model) if learned else ""
         tokens, source = resolve_window(
             override=self.policy.context_window,
             model=model,

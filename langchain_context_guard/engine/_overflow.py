@@ -24,7 +24,13 @@ except ImportError:  # pragma: no cover
 else:
     _NATIVE_OVERFLOW = (ContextOverflowError,)
 
-__all__ = ["LimitMemory", "OverflowInfo", "classify_overflow", "silent_overflow"]
+__all__ = [
+    "LimitMemory",
+    "OverflowInfo",
+    "classify_overflow",
+    "scaled_limit",
+    "silent_overflow",
+]
 
 _FLAGS = re.IGNORECASE | re.DOTALL
 _NUM = r"\d{1,3}(?:,\d{3})+(?!\d)|\d+"
@@ -120,6 +126,8 @@ _BARE_413 = re.compile(r"(?:error code:? )?413", _FLAGS)
 _EXCLUDED_STATUSES = frozenset({401, 402, 403, 429})
 _PAYLOAD_TOO_LARGE = 413
 _STATUS_ATTRS = ("status_code", "status", "http_status", "code")
+_MIN_RATIO = 0.5
+"""``scaled_limit`` trusts the provider's count at most twice our own."""
 _TEXT_ATTRS = ("body", "message", "code")
 
 
@@ -172,6 +180,21 @@ def silent_overflow(reply: object, window: int) -> OverflowInfo | None:
         f"the reply reports {tokens:,} input tokens, more than the "
         f"{window:,}-token window: the provider accepted an overflowing prompt",
     )
+
+
+def scaled_limit(info: OverflowInfo, tokens: int) -> int | None:
+    """The limit ``info`` states, in our units: scaled when the provider counted more.
+
+    ``tokens`` is our count of what the provider counted as ``requested_tokens``;
+    the learned limit keeps that ratio (at most 2:1), so a history pruned under
+    it by our count fits by the provider's.
+    """
+    limit, requested = info.limit_tokens, info.requested_tokens
+    if limit is None:
+        return None
+    if not requested or requested <= tokens:
+        return limit
+    return int(limit * max(tokens / requested, _MIN_RATIO))
 
 
 def _walk(error: BaseException) -> Iterator[BaseException]:

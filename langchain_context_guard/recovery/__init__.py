@@ -12,6 +12,11 @@ is turned into the messages of the next attempt, in this order:
    refused), once;
 3. ``ContextOverflowError`` with the figures and what to do.
 
+A reply whose ``usage_metadata`` reports more input than the model's window (a
+silent overflow: the provider answered a prompt it may have cut) goes down the
+same chain (``silent_info``); the reply is dropped and the call retried, or kept
+when nothing is left to cut.
+
 When the error states the limit ("213462 tokens > 200000 maximum"), it is learned
 in ``guard.limits`` in the guard's own token units (scaled down when our counter
 saw fewer tokens than the provider did), so the retry and every later ``prepare``
@@ -36,6 +41,7 @@ from ._chain import (
     forward_events,
     overflow_info,
     recover_overflow,
+    silent_info,
 )
 from ._runnable import OverflowRecoveryRunnable, with_overflow_recovery
 from ._state import (
@@ -72,5 +78,6 @@ __all__ = [
     "forward_events",
     "overflow_info",
     "recover_overflow",
+    "silent_info",
     "with_overflow_recovery",
 ]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import (
     get_async_callback_manager_for_config,
@@ -24,7 +24,7 @@ from ..adapters._callbacks import EVENT_EVENT
 from ..engine._errors import CompactionError, ConfigError, ContextGuardError
 from ..engine._events import GuardEvent
 from ..engine._guard import ContextGuard
-from ..engine._overflow import OverflowInfo, classify_overflow
+from ..engine._overflow import OverflowInfo, classify_overflow, silent_overflow
 from ._state import (
     AsyncCompactFn,
     CompactFn,
@@ -42,6 +42,7 @@ __all__ = [
     "forward_events",
     "overflow_info",
     "recover_overflow",
+    "silent_info",
 ]
 
 
@@ -50,6 +51,24 @@ def overflow_info(error: BaseException) -> OverflowInfo | None:
     if isinstance(error, ContextGuardError):
         return None
     return classify_overflow(error)
+
+
+def silent_info(response: Any, guard: ContextGuard, model: Any) -> OverflowInfo | None:
+    """A silent overflow: the reply reports more input than ``model``'s window.
+
+    ``response`` is a chat model's reply or a ``ModelResponse`` (its last
+    ``AIMessage`` counts). The window is the model's, without learned limits.
+    """
+    messages = getattr(response, "result", None) or [response]
+    replies = [m for m in messages if isinstance(m, AIMessage)]
+    if not replies:
+        return None
+    try:
+        # As the provider counts: a learned limit is in our units.
+        window = guard.window(model, learned=False).tokens
+    except ContextGuardError:
+        return None
+    return silent_overflow(replies[-1], window)
 
 
 def recover_overflow(
@@ -168,6 +187,8 @@ class RecoveryChain:
     acompactor: AsyncCompactFn | None = None
     max_attempts: int = 3
     on_event: EventSink | None = None
+    retry_silent: bool = True
+    """Retry a reply that reports more input than the window (silent overflow)."""
 
     @classmethod
     def build(
@@ -177,6 +198,7 @@ class RecoveryChain:
         acompactor: AsyncCompactFn | None,
         max_attempts: int,
         on_event: EventSink | None,
+        retry_silent: bool = True,
     ) -> RecoveryChain:
         """Validate the settings; a ``compaction.Compactor`` gives both functions."""
         if max_attempts < 0:
@@ -188,7 +210,11 @@ class RecoveryChain:
         if isinstance(compactor, SupportsCompact):
             acompactor = acompactor or compactor.acompact
             compactor = compactor.compact
-        return cls(guard, compactor, acompactor, max_attempts, on_event)
+        return cls(guard, compactor, acompactor, max_attempts, on_event, retry_silent)
+
+    def silent(self, response: Any, model: Any) -> OverflowInfo | None:
+        """``silent_info`` when silent overflows are retried, else None."""
+        return silent_info(response, self.guard, model) if self.retry_silent else None
 
     def step(
         self,

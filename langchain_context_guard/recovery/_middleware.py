@@ -40,6 +40,8 @@ from langchain_core.runnables.config import ensure_config
 from langgraph.errors import GraphBubbleUp
 
 from ..adapters._requests import RequestInputs
+from ..engine._errors import ContextOverflowError as GuardOverflowError
+from ..engine._overflow import OverflowInfo
 from ._chain import (
     RecoveryChain,
     overflow_info,
@@ -72,6 +74,10 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         acompactor: Async compactor for ``awrap_model_call``.
         max_attempts: Most compaction attempts per model call.
         on_event: Receives each ``overflow``/``overflow_recovery`` event.
+        retry_silent_overflow: Also retry a call whose reply reports more input
+            tokens than the window (the provider answered a prompt it may have
+            cut): the reply is dropped and the call retried as for a refusal;
+            when nothing is left to cut, the reply is kept.
     """
 
     def __init__(
@@ -82,11 +88,17 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         acompactor: AsyncCompactFn | None = None,
         max_attempts: int = 3,
         on_event: EventSink | None = None,
+        retry_silent_overflow: bool = True,
     ) -> None:
         super().__init__()
         self.guard = guard
         self.chain = RecoveryChain.build(
-            guard, compactor, acompactor, max_attempts, on_event
+            guard,
+            compactor,
+            acompactor,
+            max_attempts,
+            on_event,
+            retry_silent=retry_silent_overflow,
         )
         self._request = RequestInputs()
 
@@ -99,22 +111,23 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         current, state = request, RecoveryState()
         while True:
             try:
-                return handler(current)
+                response = handler(current)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
                 info = overflow_info(exc)
                 if info is None:
                     raise
-                recovery = self.chain.step(
-                    _inputs(current),
-                    info,
-                    state,
-                    model=request.model,
-                    tools=self._request.tools(request),
-                    config=ensure_config(),
-                )
-                current, state = _retry(request, recovery), recovery.state
+                recovery = self._step(request, current, info, state)
+            else:
+                info = self.chain.silent(response, request.model)
+                if info is None:
+                    return response
+                try:
+                    recovery = self._step(request, current, info, state)
+                except GuardOverflowError:  # nothing left to cut: keep the reply
+                    return response
+            current, state = _retry(request, recovery), recovery.state
 
     async def awrap_model_call(
         self,
@@ -125,22 +138,55 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         current, state = request, RecoveryState()
         while True:
             try:
-                return await handler(current)
+                response = await handler(current)
             except GraphBubbleUp:
                 raise
             except Exception as exc:
                 info = overflow_info(exc)
                 if info is None:
                     raise
-                recovery = await self.chain.astep(
-                    _inputs(current),
-                    info,
-                    state,
-                    model=request.model,
-                    tools=self._request.tools(request),
-                    config=ensure_config(),
-                )
-                current, state = _retry(request, recovery), recovery.state
+                recovery = await self._astep(request, current, info, state)
+            else:
+                info = self.chain.silent(response, request.model)
+                if info is None:
+                    return response
+                try:
+                    recovery = await self._astep(request, current, info, state)
+                except GuardOverflowError:  # nothing left to cut: keep the reply
+                    return response
+            current, state = _retry(request, recovery), recovery.state
+
+    def _step(
+        self,
+        request: ModelRequest[Any],
+        current: ModelRequest[Any],
+        info: OverflowInfo,
+        state: RecoveryState,
+    ) -> Recovery:
+        return self.chain.step(
+            _inputs(current),
+            info,
+            state,
+            model=request.model,
+            tools=self._request.tools(request),
+            config=ensure_config(),
+        )
+
+    async def _astep(
+        self,
+        request: ModelRequest[Any],
+        current: ModelRequest[Any],
+        info: OverflowInfo,
+        state: RecoveryState,
+    ) -> Recovery:
+        return await self.chain.astep(
+            _inputs(current),
+            info,
+            state,
+            model=request.model,
+            tools=self._request.tools(request),
+            config=ensure_config(),
+        )
 
 
 def _inputs(request: ModelRequest[Any]) -> list[BaseMessage]:

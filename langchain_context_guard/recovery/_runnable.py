@@ -30,7 +30,9 @@ from langchain_core.runnables import (
 from langchain_core.runnables.config import ensure_config, run_in_executor
 
 from ..adapters._callbacks import aemit, emit
+from ..engine._errors import ContextOverflowError as GuardOverflowError
 from ..engine._guard import ContextGuard
+from ..engine._overflow import OverflowInfo
 from ._chain import (
     RecoveryChain,
     arecover_overflow,
@@ -129,26 +131,32 @@ class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> Any:
-        """Call the model on the guarded input, recovering from overflows."""
+        """Call the model on the guarded input, recovering from overflows.
+
+        A reply reporting more input tokens than the window (a silent overflow)
+        is retried like a refusal, unless ``retry_silent_overflow`` is off; when
+        nothing is left to cut it is returned.
+        """
         config = ensure_config(config)
         messages = self._prepare(input, config)
         state = RecoveryState()
         while True:
             try:
-                return self.model.invoke(messages, config, **kwargs)
+                reply = self.model.invoke(messages, config, **kwargs)
             except Exception as exc:
                 info = overflow_info(exc)
                 if info is None:
                     raise
-                recovery = self.chain.step(
-                    messages,
-                    info,
-                    state,
-                    model=self.chat_model,
-                    tools=self.tools,
-                    config=config,
-                )
-                messages, state = recovery.messages, recovery.state
+                recovery = self._step(messages, info, state, config)
+            else:
+                info = self.chain.silent(reply, self.chat_model)
+                if info is None:
+                    return reply
+                try:
+                    recovery = self._step(messages, info, state, config)
+                except GuardOverflowError:  # nothing left to cut: keep the reply
+                    return reply
+            messages, state = recovery.messages, recovery.state
 
     async def ainvoke(
         self,
@@ -162,20 +170,53 @@ class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
         state = RecoveryState()
         while True:
             try:
-                return await self.model.ainvoke(messages, config, **kwargs)
+                reply = await self.model.ainvoke(messages, config, **kwargs)
             except Exception as exc:
                 info = overflow_info(exc)
                 if info is None:
                     raise
-                recovery = await self.chain.astep(
-                    messages,
-                    info,
-                    state,
-                    model=self.chat_model,
-                    tools=self.tools,
-                    config=config,
-                )
-                messages, state = recovery.messages, recovery.state
+                recovery = await self._astep(messages, info, state, config)
+            else:
+                info = self.chain.silent(reply, self.chat_model)
+                if info is None:
+                    return reply
+                try:
+                    recovery = await self._astep(messages, info, state, config)
+                except GuardOverflowError:  # nothing left to cut: keep the reply
+                    return reply
+            messages, state = recovery.messages, recovery.state
+
+    def _step(
+        self,
+        messages: list[BaseMessage],
+        info: OverflowInfo,
+        state: RecoveryState,
+        config: RunnableConfig,
+    ) -> Recovery:
+        return self.chain.step(
+            messages,
+            info,
+            state,
+            model=self.chat_model,
+            tools=self.tools,
+            config=config,
+        )
+
+    async def _astep(
+        self,
+        messages: list[BaseMessage],
+        info: OverflowInfo,
+        state: RecoveryState,
+        config: RunnableConfig,
+    ) -> Recovery:
+        return await self.chain.astep(
+            messages,
+            info,
+            state,
+            model=self.chat_model,
+            tools=self.tools,
+            config=config,
+        )
 
     def stream(
         self,
@@ -198,14 +239,7 @@ class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
                 info = None if started else overflow_info(exc)
                 if info is None:
                     raise
-                recovery = self.chain.step(
-                    messages,
-                    info,
-                    state,
-                    model=self.chat_model,
-                    tools=self.tools,
-                    config=config,
-                )
+                recovery = self._step(messages, info, state, config)
                 messages, state = recovery.messages, recovery.state
 
     async def astream(
@@ -229,14 +263,7 @@ class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
                 info = None if started else overflow_info(exc)
                 if info is None:
                     raise
-                recovery = await self.chain.astep(
-                    messages,
-                    info,
-                    state,
-                    model=self.chat_model,
-                    tools=self.tools,
-                    config=config,
-                )
+                recovery = await self._astep(messages, info, state, config)
                 messages, state = recovery.messages, recovery.state
 
 
@@ -248,6 +275,7 @@ def with_overflow_recovery(
     acompactor: AsyncCompactFn | None = None,
     max_attempts: int = 3,
     on_event: EventSink | None = None,
+    retry_silent_overflow: bool = True,
 ) -> OverflowRecoveryRunnable:
     """Wrap a chat model for LCEL: guard its input and recover from overflows.
 
@@ -259,9 +287,19 @@ def with_overflow_recovery(
         acompactor: Async compactor for ``ainvoke``/``astream``.
         max_attempts: Most compaction attempts per call.
         on_event: Receives each ``overflow``/``overflow_recovery`` event.
+        retry_silent_overflow: Also retry (``invoke``/``ainvoke``) a reply that
+            reports more input tokens than the window; a stream, already
+            yielded, is not retried.
 
     Returns:
         A runnable taking what the model takes and returning what it returns.
     """
-    chain = RecoveryChain.build(guard, compactor, acompactor, max_attempts, on_event)
+    chain = RecoveryChain.build(
+        guard,
+        compactor,
+        acompactor,
+        max_attempts,
+        on_event,
+        retry_silent=retry_silent_overflow,
+    )
     return OverflowRecoveryRunnable(model, chain)

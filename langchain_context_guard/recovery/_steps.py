@@ -20,7 +20,7 @@ from ..engine._errors import ContextOverflowError as GuardOverflowError
 from ..engine._events import GuardEvent, diff_event, log_event
 from ..engine._guard import ContextGuard
 from ..engine._input import to_messages
-from ..engine._overflow import OverflowInfo
+from ..engine._overflow import OverflowInfo, scaled_limit
 from ._state import EventSink, Recovery, RecoveryState, Step
 
 __all__ = [
@@ -36,7 +36,6 @@ UNKNOWN_LIMIT_SHRINK = 0.75
 """Without a stated limit, the truncate step aims at this share of what was refused."""
 TRUNCATE_SHARE = 0.25
 """The truncate step's cap on one tool result, as a share of the budget."""
-_MIN_RATIO = 0.5
 
 
 @dataclass(frozen=True)
@@ -65,7 +64,7 @@ def begin(
     """Measure the refused request, learn its limit, emit ``overflow``."""
     msgs = to_messages(messages)
     tokens = guard.count_tokens(msgs, tools=tools)
-    limit = _effective_limit(info, tokens)
+    limit = scaled_limit(info, tokens)
     if limit is not None:
         guard.learn_limit(model, limit)
     stated = f"{info.limit_tokens:,}" if info.limit_tokens else "not stated"
@@ -74,6 +73,12 @@ def begin(
         f"{info.requested_tokens or tokens:,} tokens (limit {stated}); "
         f"attempt {state.attempts + 1}"
     )
+    if info.provider_hint == "silent":  # answered, but past the window
+        detail = (
+            f"silent overflow: the reply reports {info.requested_tokens or 0:,} "
+            f"input tokens, over the {stated}-token window; attempt "
+            f"{state.attempts + 1}"
+        )
     failure = Failure(msgs, info, tokens, 0, limit, tools)
     try:
         window = guard.window(model).tokens
@@ -94,16 +99,6 @@ def begin(
         ),
     )
     return replace(failure, window=window, budget=budget)
-
-
-def _effective_limit(info: OverflowInfo, tokens: int) -> int | None:
-    """The stated limit in our units: scaled when the provider counted more."""
-    limit, requested = info.limit_tokens, info.requested_tokens
-    if limit is None:
-        return None
-    if not requested or requested <= tokens:
-        return limit
-    return int(limit * max(tokens / requested, _MIN_RATIO))
 
 
 def after_compaction(
