@@ -1,7 +1,8 @@
 """The ``context-guard`` command line: ``demo``, ``inspect`` and ``replay``.
 
 Settings come from flags, a YAML file (``--config``) and ``CONTEXT_GUARD_*``
-environment variables; flags win over the file, the file over the environment.
+environment variables; flags win over the environment, the environment over the
+file (the library's precedence, ``GuardPolicy.from_env``).
 Every expected failure (a missing or malformed file, a bad setting) ends with
 exit code 2 and one line on stderr that names the file, the line and the fix.
 """
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(
         prog=PROG,
         description="Keep an agent's message history inside its context window.",
-        epilog="Settings: flags > --config YAML > CONTEXT_GUARD_* environment.",
+        epilog="Settings: flags > CONTEXT_GUARD_* environment > --config YAML.",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 

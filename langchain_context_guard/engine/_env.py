@@ -94,8 +94,34 @@ def warn_unknown(names: list[str], fields: list[str]) -> None:
             f"langchain-context-guard: unknown environment variable {var} is "
             f"ignored{also}",
             UserWarning,
-            stacklevel=3,
+            stacklevel=5,  # GuardPolicy.from_env's caller
         )
+
+
+def env_settings(
+    fields: list[str],
+    environ: Mapping[str, str] | None,
+    env_file: str | Path | None,
+) -> tuple[dict[str, Any], dict[str, tuple[str, str]]]:
+    """Parsed values by field, and the variable and text each came from.
+
+    A ``CONTEXT_GUARD_<FIELD>`` wins over an older name for the same field.
+    Unknown ``CONTEXT_GUARD_*`` names are warned about (``warn_unknown``).
+    """
+    values, names = read_env(fields, environ, env_file)
+    data: dict[str, Any] = {}
+    source: dict[str, tuple[str, str]] = {}
+    for name, field in LEGACY_ENV.items():
+        if values.get(name.lower()):
+            data[field] = values[name.lower()]
+            source[field] = (name, values[name.lower()])
+    for name in fields:
+        value = values.get(name)
+        if value:
+            data[name] = parse_env(value)
+            source[name] = (ENV_PREFIX + name.upper(), value)
+    warn_unknown(names, fields)
+    return data, source
 
 
 def parse_env(value: str) -> Any:

@@ -43,8 +43,8 @@ from ._stable import (
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import (
     WindowInfo,
-    base_model_name,
     check_window,
+    limit_key,
     model_name,
     output_reserve,
     resolve_window,
@@ -101,31 +101,17 @@ class ContextGuard:
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
         self._last = Known([], [], 0, -1, 0)
 
-    def limit_key(self, model: Any = None) -> str:
-        """The name a limit learned for ``model`` is kept under ("" if none).
-
-        The bare model name, so ``"openai:gpt-4.1"``, ``"gpt-4.1"`` and a chat
-        model whose ``model_name`` is ``gpt-4.1`` share what was learned.
-        """
-        if model is None:
-            model = self.model if self.model is not None else self.policy.model
-        return base_model_name(self.policy.model or model_name(model))
-
     def learn_limit(self, model: Any, limit: int) -> None:
         """Cap ``model``'s window at ``limit`` from now on (a provider said so)."""
-        key = self.limit_key(model)
+        key = limit_key(self.model if model is None else model, self.policy.model)
         if key:
             self.limits.learn(key, limit)
 
     def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo:
-        """Resolve and check the context window before any model call.
-
-        ``learned=False`` leaves out a limit learned from the provider (kept in
-        our token units): the window as the provider counts it.
-        """
+        """Resolve and check the window (``learned=False``: as the provider counts)."""
         if model is None:
             model = self.model if self.model is not None else self.policy.model
-        name = self.limit_key(model) if learned else ""
+        name = limit_key(model, self.policy.model) if learned else ""
         tokens, source = resolve_window(
             override=self.policy.context_window,
             model=model,
@@ -145,8 +131,7 @@ class ContextGuard:
         The reserve is ``policy.reserve_tokens``, unless the policy leaves it at
         its default and the chat model sets ``max_tokens`` (what the reply may
         take, and what Anthropic adds to the input when checking the window).
-        ``window`` replaces the resolved window (the recovery chain's limit);
-        every path that sends to a model counts its budget here.
+        ``window`` replaces the resolved one (the recovery chain's limit).
         """
         if window is not None:
             return self._budget(window, model, "limit")

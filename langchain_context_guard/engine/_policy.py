@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -14,8 +15,8 @@ from pydantic import (
     ValidationError,
 )
 
-from ._env import ENV_PREFIX, LEGACY_ENV, parse_env, read_env, warn_unknown
 from ._errors import ConfigError
+from ._settings import load_settings, policy_block
 
 
 class GuardPolicy(BaseModel):
@@ -294,35 +295,19 @@ class GuardPolicy(BaseModel):
                 f"Config must be a mapping, got {type(data).__name__}.",
                 hint="write the settings as key: value pairs.",
             )
-        block: Any = data
-        for key in ("agent", "contextGuard", "context_guard"):
-            if isinstance(block, Mapping) and isinstance(block.get(key), Mapping):
-                block = block[key]
-        return cls(**dict(block))
+        return cls(**policy_block(data))
 
     @classmethod
-    def from_yaml(cls, path: str | Path) -> GuardPolicy:
-        """Load from a YAML file."""
-        import yaml
+    def from_yaml(cls, path: str | Path, **overrides: Any) -> GuardPolicy:
+        """Load from a YAML file (pydantic-settings' ``YamlConfigSettingsSource``).
 
-        p = Path(path)
-        try:
-            text = p.read_text(encoding="utf-8")
-        except OSError as exc:
-            raise ConfigError(
-                f"Cannot read config file {p}: {exc.strerror or exc}.",
-                hint="check the path and permissions.",
-            ) from None
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" line {mark.line + 1}" if mark is not None else ""
-            raise ConfigError(
-                f"{p}{where}: invalid YAML ({getattr(exc, 'problem', exc)}).",
-                hint="expected a mapping of GuardPolicy settings.",
-            ) from None
-        return cls.from_dict(data or {})
+        The settings may sit in an application config's ``agent.contextGuard``
+        block, with camelCase names. A missing file, bad YAML or a bad or
+        misspelt setting raises ``ConfigError`` naming the file, the line and
+        the key. ``overrides`` win over the file; the environment is not read
+        (``from_env(yaml_file=...)`` reads both).
+        """
+        return load_settings(cls, explicit=overrides, yaml_file=path, read_env=False)
 
     @classmethod
     def from_env(
@@ -330,42 +315,25 @@ class GuardPolicy(BaseModel):
         environ: Mapping[str, str] | None = None,
         *,
         env_file: str | Path | None = None,
+        yaml_file: str | Path | None = None,
         **overrides: Any,
     ) -> GuardPolicy:
         """Build from ``CONTEXT_GUARD_<FIELD>`` and ``MAX_CONTEXT_TOKENS`` & co.
 
         Read through pydantic-settings (names case-insensitive; ``env_file``
-        adds a ``.env`` file, the environment winning). Values are JSON when
-        they parse as JSON, else text. An unknown ``CONTEXT_GUARD_*`` name is
-        warned about once, with the closest setting.
+        adds a ``.env`` file, ``yaml_file`` a YAML file). Precedence, highest
+        first: ``overrides`` > the environment > the ``.env`` file > the YAML
+        file > defaults. Values are JSON when they parse as JSON, else text. An
+        unknown ``CONTEXT_GUARD_*`` name is warned about once, with the closest
+        setting; a bad value names its variable (or file, line and key).
         """
-        fields = list(cls.model_fields)
-        values, names = read_env(fields, environ, env_file)
-        data: dict[str, Any] = {}
-        source: dict[str, str] = {}
-        for name, field in LEGACY_ENV.items():
-            if values.get(name.lower()):
-                data[field] = values[name.lower()]
-                source[field] = name
-        for name in cls.model_fields:
-            value = values.get(name)
-            if value:
-                data[name] = parse_env(value)
-                source[name] = ENV_PREFIX + name.upper()
-        warn_unknown(names, fields)
-        data.update(overrides)
-        try:
-            return cls(**data)
-        except ConfigError as exc:
-            var = source.get(exc.field or "")
-            if var is None:
-                raise
-            raise ConfigError(
-                f"Environment variable {var}={values[exc.field or '']!r}: "
-                f"{str(exc).rsplit(' Fix: ', 1)[0]}",
-                field=exc.field,
-                hint=f"set {var} to a valid value or unset it.",
-            ) from None
+        return load_settings(
+            cls,
+            explicit=overrides,
+            environ=environ,
+            env_file=env_file,
+            yaml_file=yaml_file,
+        )
 
     def budget(self, window: int) -> int:
         """Tokens the sent messages may use in a window of ``window`` tokens."""
@@ -383,10 +351,12 @@ def _config_error(exc: ValidationError) -> ConfigError:
     field = ".".join(str(p) for p in err["loc"]) or "GuardPolicy"
     if err["type"] == "extra_forbidden":
         valid = ", ".join(sorted(GuardPolicy.model_fields))
+        close = difflib.get_close_matches(field, list(GuardPolicy.model_fields), n=1)
+        also = f" (did you mean {close[0]!r}?)" if close else ""
         return ConfigError(
             f"GuardPolicy: unknown setting {field!r}; valid settings: {valid}.",
             field=field,
-            hint=f"remove {field!r} or correct its spelling.",
+            hint=f"remove {field!r} or correct its spelling{also}.",
         )
     given = err.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"

@@ -104,6 +104,15 @@ def model_name(model: Any) -> str | None:
     return None
 
 
+def limit_key(model: Any, name: str | None = None) -> str:
+    """The name a limit learned for ``model`` (or ``name``) is kept under.
+
+    The bare model name ("" if none), so ``"openai:gpt-4.1"``, ``"gpt-4.1"`` and
+    a chat model whose ``model_name`` is ``gpt-4.1`` share what was learned.
+    """
+    return base_model_name(name or model_name(model))
+
+
 def _from_profile(model: Any) -> int | None:
     profile = getattr(model, "profile", None)
     if isinstance(profile, dict):

@@ -212,10 +212,10 @@ def test_bad_environment_variable_is_named(
     chat = write_json(tmp_path / "chat.json", openai_history(2))
     code, _, err = run(capsys, "inspect", chat)
     assert code == 2
-    assert "environment (CONTEXT_GUARD_*)" in one_line(err)
+    assert "Environment variable CONTEXT_GUARD_RESERVE_TOKENS='lots'" in one_line(err)
 
 
-def test_flags_win_over_file_over_environment(tmp_path: Path) -> None:
+def test_flags_win_over_environment_over_file(tmp_path: Path) -> None:
     config = tmp_path / "guard.yaml"
     config.write_text("context_window: 64000\nkeep_recent_tool_results: 3\n")
     env = {
@@ -230,7 +230,7 @@ def test_flags_win_over_file_over_environment(tmp_path: Path) -> None:
         environ=env,
     )
     assert policy == GuardPolicy(
-        context_window=64_000,
+        context_window=48_000,  # the environment over the file over the defaults
         reserve_tokens=1_000,
         keep_recent_tool_results=2,
         compress_batch=4,
