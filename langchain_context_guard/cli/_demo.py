@@ -374,7 +374,7 @@ def run_demo(
             kinds[kind] = kinds.get(kind, 0) + 1
     return DemoResult(
         calls=tuple(recorder.calls_made),
-        budget=policy.budget(info.tokens),
+        budget=guard.budget(model, window=info.tokens),
         context_window=info.tokens,
         window_source=info.source,
         reserve_tokens=policy.reserve_tokens,

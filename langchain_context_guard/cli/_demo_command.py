@@ -68,10 +68,11 @@ def run_demo_command(ns: argparse.Namespace) -> int:
     if db.exists() and db.stat().st_size and not _is_sqlite(db):
         raise CommandError(f"--db {db}: exists and is not a SQLite database")
     model, why = choose_model(ns.model)
-    window = ContextGuard(policy, model=model).window()  # refuses tiny windows early
+    guard = ContextGuard(policy, model=model)
+    window = guard.window()  # refuses tiny windows early
     if ns.model not in {"auto", "scripted"}:
         warn_default_window(ns.model, window.tokens, window.source)
-    budget = policy.budget(window.tokens)
+    budget = guard.budget(model, window=window.tokens)  # as the middleware counts
     quiet = bool(ns.json)
     print(why, file=sys.stderr if quiet else sys.stdout)
     if not quiet:
