@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, Field, create_model
 from pydantic_settings import (
     BaseSettings,
+    InitSettingsSource,
     SettingsConfigDict,
     YamlConfigSettingsSource,
 )
@@ -144,7 +145,11 @@ def load_settings(
     ``environ`` defaults to ``os.environ``; ``read_env=False`` skips it (and
     ``env_file``). An unknown ``CONTEXT_GUARD_*`` name is warned about once.
     """
-    data: dict[str, Any] = dict(defaults or {})
+    model = _yaml_model(policy)
+    # Through pydantic-settings' init source too: aliases become field names, so
+    # ``reserveTokens`` given here overrides ``reserve_tokens`` from a file.
+    explicit = InitSettingsSource(model, dict(explicit or {}))()
+    data: dict[str, Any] = InitSettingsSource(model, dict(defaults or {}))()
     yaml_source = None
     from_yaml: set[str] = set()
     if yaml_file is not None:
@@ -156,7 +161,7 @@ def load_settings(
     if read_env:
         values, variables = env_settings(list(policy.model_fields), environ, env_file)
         data.update(values)
-    data.update(explicit or {})
+    data.update(explicit)
     try:
         return policy(**data)
     except ConfigError as exc:

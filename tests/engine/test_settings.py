@@ -64,6 +64,9 @@ def test_explicit_over_environment_over_dotenv_over_yaml_over_defaults(
     assert policy.context_window == 50_000  # the older variable name over YAML
     assert policy.reserve_tokens == 5_000  # .env over YAML
     assert policy.compress_batch == GuardPolicy().compress_batch  # defaults
+    # Explicit camelCase names win over the file's too.
+    camel = GuardPolicy.from_yaml(yaml_file, reserveTokens=7_000, contextWindow=70_000)
+    assert (camel.reserve_tokens, camel.context_window) == (7_000, 70_000)
     # The YAML alone, and with defaults below it.
     assert GuardPolicy.from_yaml(yaml_file).reserve_tokens == 6_000
     loaded = load_settings(
