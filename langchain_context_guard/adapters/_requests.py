@@ -23,9 +23,10 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMe
 from ..engine._errors import ConfigError
 from ..engine._guard import ContextGuard
 from ..engine._messages import same_list
-from ..engine._overflow import scaled_limit, silent_overflow
+from ..engine._overflow import silent_overflow
 from ..engine._policy import GuardPolicy
 from ._callbacks import logger
+from ._silent import note_silent_overflow
 
 if TYPE_CHECKING:
     from ..engine._events import GuardReport
@@ -94,37 +95,27 @@ def warn_silent_overflow(
 ) -> Result:
     """Warn when the reply reports more input than the window (silent overflow).
 
-    With ``guard``, the window is ``model``'s as the provider counts it (no
-    learned limit), and the limit is learned scaled by how the provider counted
-    what was sent (``scaled_limit``), so the next call is pruned under it.
+    With ``guard``, also learn the limit (``note_silent_overflow``), so the next
+    call is pruned under it.
     """
     messages = getattr(response, "result", None) or [response]
     replies = [m for m in messages if isinstance(m, AIMessage)]
     if not replies:
         return response
     if guard is not None:
-        window, source = guard.window(model, learned=False).tokens, "model"
-    elif report.window_source != "learned":  # a learned limit is in our units
-        window, source = report.context_window, report.window_source
-    else:
+        note_silent_overflow(replies[-1], guard, model, lambda: report.tokens_after)
         return response
-    found = silent_overflow(replies[-1], window)
-    if found is None:
+    if report.window_source == "learned":  # a learned limit is in our units
         return response
-    learned = ""
-    limit = scaled_limit(found, report.tokens_after)
-    if guard is not None and limit is not None:
-        guard.learn_limit(model, limit)
-        learned = f"; later calls are pruned under a learned limit of {limit:,}"
-    logger.warning(
-        "Context guard: %s (window %s from %s); the provider may have cut the "
-        "prompt%s. Add OverflowRecoveryMiddleware to retry such calls, or set "
-        "context_window to the model's real window.",
-        found.message,
-        f"{window:,}",
-        source,
-        learned,
-    )
+    found = silent_overflow(replies[-1], report.context_window)
+    if found is not None:
+        logger.warning(
+            "Context guard: %s (window %s from %s); the provider may have cut the "
+            "prompt. Set context_window to the model's real window.",
+            found.message,
+            f"{report.context_window:,}",
+            report.window_source,
+        )
     return response
 
 

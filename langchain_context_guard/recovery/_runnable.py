@@ -19,7 +19,8 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages.ai import UsageMetadata
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import (
     Runnable,
@@ -30,6 +31,7 @@ from langchain_core.runnables import (
 from langchain_core.runnables.config import ensure_config, run_in_executor
 
 from ..adapters._callbacks import aemit, emit
+from ..adapters._silent import note_silent_overflow
 from ..engine._errors import ContextOverflowError as GuardOverflowError
 from ..engine._guard import ContextGuard
 from ..engine._overflow import OverflowInfo
@@ -186,6 +188,16 @@ class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
                     return reply
             messages, state = recovery.messages, recovery.state
 
+    def _note(self, messages: list[BaseMessage], input_tokens: int) -> None:
+        """After a stream: learn from a silent overflow (it cannot be retried)."""
+        if input_tokens:
+            note_silent_overflow(
+                AIMessage("", usage_metadata=_usage(input_tokens)),
+                self.guard,
+                self.chat_model,
+                lambda: self.guard.count_tokens(messages, tools=self.tools),
+            )
+
     def _step(
         self,
         messages: list[BaseMessage],
@@ -224,16 +236,22 @@ class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
         config: RunnableConfig | None = None,
         **kwargs: Any,
     ) -> Iterator[Any]:
-        """Stream the model's output; retried only before the first chunk."""
+        """Stream the model's output; retried only before the first chunk.
+
+        A stream whose chunks report more input tokens than the window cannot be
+        taken back: the limit is learned and a warning logged (as
+        ``ContextGuardMiddleware`` does).
+        """
         config = ensure_config(config)
         messages = self._prepare(input, config)
         state = RecoveryState()
         while True:
-            started = False
+            started, seen = False, 0
             try:
                 for chunk in self.model.stream(messages, config, **kwargs):
-                    started = True
+                    started, seen = True, seen + _input_tokens(chunk)
                     yield chunk
+                self._note(messages, seen)
                 return
             except Exception as exc:
                 info = None if started else overflow_info(exc)
@@ -253,11 +271,12 @@ class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
         messages = await self._aprepare(input, config)
         state = RecoveryState()
         while True:
-            started = False
+            started, seen = False, 0
             try:
                 async for chunk in self.model.astream(messages, config, **kwargs):
-                    started = True
+                    started, seen = True, seen + _input_tokens(chunk)
                     yield chunk
+                self._note(messages, seen)
                 return
             except Exception as exc:
                 info = None if started else overflow_info(exc)
@@ -265,6 +284,17 @@ class OverflowRecoveryRunnable(Runnable[LanguageModelInput, Any]):
                     raise
                 recovery = await self._astep(messages, info, state, config)
                 messages, state = recovery.messages, recovery.state
+
+
+def _input_tokens(chunk: Any) -> int:
+    """The input tokens a streamed chunk reports (0 if none)."""
+    usage = getattr(chunk, "usage_metadata", None)
+    value = usage.get("input_tokens") if isinstance(usage, dict) else None
+    return value if isinstance(value, int) else 0
+
+
+def _usage(input_tokens: int) -> UsageMetadata:
+    return {"input_tokens": input_tokens, "output_tokens": 0, "total_tokens": 0}
 
 
 def with_overflow_recovery(
@@ -289,7 +319,7 @@ def with_overflow_recovery(
         on_event: Receives each ``overflow``/``overflow_recovery`` event.
         retry_silent_overflow: Also retry (``invoke``/``ainvoke``) a reply that
             reports more input tokens than the window; a stream, already
-            yielded, is not retried.
+            yielded, is not retried (its limit is learned instead).
 
     Returns:
         A runnable taking what the model takes and returning what it returns.

@@ -10,11 +10,14 @@ pruned under the window scaled by how the provider counted.
 from __future__ import annotations
 
 import asyncio
+import logging
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage
+from langchain_core.outputs import ChatGenerationChunk
 from pydantic import Field
 
 from langchain_context_guard import ContextGuard, GuardEvent, GuardPolicy
@@ -118,3 +121,49 @@ def test_agent_middleware_retries_and_keeps_only_the_fitting_reply() -> None:
     assert "first" not in [m.content for m in replies]
     assert model.reported[0] > WINDOW >= model.reported[1]
     assert guard_mw.guard.window(model).source == "learned"
+
+
+class DenseStreamModel(DenseCountModel):
+    """Streams its reply, then a last chunk with the usage (as OpenAI does)."""
+
+    disable_streaming: bool = False
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: Any = None,
+        run_manager: Any = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self._generate(messages, stop, None, **kwargs).generations[0].message
+        assert isinstance(reply, AIMessage)
+        yield ChatGenerationChunk(message=AIMessageChunk(content=reply.content))
+        last = AIMessageChunk(content="", usage_metadata=reply.usage_metadata)
+        yield ChatGenerationChunk(message=last)
+
+
+@pytest.mark.parametrize("run", ["stream", "astream"])
+def test_a_streamed_silent_overflow_is_learned_not_retried(
+    run: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = DenseStreamModel(
+        messages=iter(["first", "second"]), profile={"max_input_tokens": WINDOW}
+    )
+    guard = ContextGuard(policy())
+    wrapped = with_overflow_recovery(model, guard)
+
+    async def collect() -> list[Any]:
+        return [c async for c in wrapped.astream(history())]
+
+    with caplog.at_level(logging.WARNING, logger="langchain_context_guard"):
+        if run == "stream":
+            chunks = list(wrapped.stream(history()))
+        else:
+            chunks = asyncio.run(collect())
+    assert "".join(str(c.content) for c in chunks) == "first"  # already yielded
+    assert len(model.reported) == 1 and model.reported[0] > WINDOW
+    assert "later calls are pruned under a learned limit" in caplog.text
+    assert guard.window(model).source == "learned"
+    # The next call is pruned under the learned limit at once: no retry needed.
+    assert wrapped.invoke(history()).content == "second"
+    assert len(model.reported) == 2 and model.reported[1] <= WINDOW
