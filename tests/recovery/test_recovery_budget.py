@@ -116,3 +116,25 @@ def test_agent_retry_fits_what_the_middleware_would_send() -> None:
     assert model.calls[0] > 15_000
     assert model.calls[1] <= 15_000 - MAX_TOKENS
     assert guard_mw.guard.budget(model) == 15_000 - MAX_TOKENS
+
+
+def test_a_limit_learned_in_recovery_reaches_a_middleware_given_a_model_string() -> (
+    None
+):
+    model = limited_model(15_000, replies=["done", "again"], model_name="fake-limited")
+    guard_mw = ContextGuardMiddleware(
+        model="anthropic:fake-limited",
+        context_window=60_000,
+        reserve_tokens=1_000,
+        hard_min_tokens=1_000,
+        warn_below_tokens=1_000,
+    )
+    recovery = OverflowRecoveryMiddleware(guard_mw.guard)
+    agent = create_agent(model, [], middleware=[guard_mw, recovery])
+    msgs: list[BaseMessage] = [*history()[1:-1], HumanMessage("What next?")]
+    state = agent.invoke({"messages": msgs})
+    assert len(model.calls) == 2  # refused, then retried
+    state = agent.invoke({"messages": [*state["messages"], HumanMessage("And?")]})
+    assert state["messages"][-1].content == "again"
+    assert len(model.calls) == 3  # the middleware pruned under the learned limit
+    assert model.calls[2] <= 15_000
