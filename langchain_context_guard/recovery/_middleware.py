@@ -68,6 +68,9 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     Args:
         guard: Whose counter and policy shape the retry, and which learns limits.
+        model: The chat model, or its name, whose window and reserve to fit: the
+            same as ``ContextGuardMiddleware(model=...)`` when that was given one;
+            by default the agent's model of each call (as there).
         compactor: Tried first, at most ``max_attempts`` times: ``(messages) ->
             messages`` or a ``compaction.Compactor``; None goes straight to
             truncation.
@@ -84,6 +87,7 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self,
         guard: ContextGuard,
         *,
+        model: Any = None,
         compactor: CompactFn | SupportsCompact | None = None,
         acompactor: AsyncCompactFn | None = None,
         max_attempts: int = 3,
@@ -92,6 +96,7 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> None:
         super().__init__()
         self.guard = guard
+        self.model = model
         self.chain = RecoveryChain.build(
             guard,
             compactor,
@@ -120,7 +125,7 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     raise
                 recovery = self._step(request, current, info, state)
             else:
-                info = self.chain.silent(response, request.model)
+                info = self.chain.silent(response, self._model(request))
                 if info is None:
                     return response
                 try:
@@ -147,7 +152,7 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     raise
                 recovery = await self._astep(request, current, info, state)
             else:
-                info = self.chain.silent(response, request.model)
+                info = self.chain.silent(response, self._model(request))
                 if info is None:
                     return response
                 try:
@@ -155,6 +160,9 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 except GuardOverflowError:  # nothing left to cut: keep the reply
                     return response
             current, state = _retry(request, recovery), recovery.state
+
+    def _model(self, request: ModelRequest[Any]) -> Any:
+        return self.model if self.model is not None else request.model
 
     def _step(
         self,
@@ -167,7 +175,7 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             _inputs(current),
             info,
             state,
-            model=request.model,
+            model=self._model(request),
             tools=self._request.tools(request),
             config=ensure_config(),
         )
@@ -183,7 +191,7 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             _inputs(current),
             info,
             state,
-            model=request.model,
+            model=self._model(request),
             tools=self._request.tools(request),
             config=ensure_config(),
         )

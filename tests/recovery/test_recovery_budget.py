@@ -138,3 +138,23 @@ def test_a_limit_learned_in_recovery_reaches_a_middleware_given_a_model_string()
     assert state["messages"][-1].content == "again"
     assert len(model.calls) == 3  # the middleware pruned under the learned limit
     assert model.calls[2] <= 15_000
+
+
+def test_recovery_given_the_middlewares_model_counts_its_budget() -> None:
+    """``ContextGuardMiddleware(model=...)`` and recovery with the same model."""
+    model = max_tokens_model(15_000, replies=["done"], model_name="fake-limited")
+    name = "anthropic:fake-limited"
+    settings: dict[str, Any] = {"hard_min_tokens": 1_000, "warn_below_tokens": 1_000}
+    guard_mw = ContextGuardMiddleware(model=name, context_window=60_000, **settings)
+    events: list[Any] = []
+    recovery = OverflowRecoveryMiddleware(
+        guard_mw.guard, model=name, on_event=events.append
+    )
+    agent = create_agent(model, [], middleware=[guard_mw, recovery])
+    msgs: list[BaseMessage] = [*history()[1:-1], HumanMessage("What next?")]
+    agent.invoke({"messages": msgs})
+    # A name has no max_tokens: the policy's reserve, as the middleware counts.
+    budget = guard_mw.guard.budget(name)
+    assert budget == 15_000 - GuardPolicy().reserve_tokens
+    assert events[-1].budget == budget
+    assert len(model.calls) == 2 and model.calls[1] <= budget
