@@ -24,8 +24,9 @@ checkpoint per model call, for each middleware class that defines one).
 
 Many workers: each reply carries the guard's tiny ``export_state`` record in
 its ``response_metadata`` (``engine._handover``), and each call first gives the
-history's records back to ``restore_state``, so any process, or one restarted
-mid-thread, sends the prompt the first would have. ``archive`` writes the full
+records it needs (the latest ones, read back from the end) to
+``restore_state``, so any process, or one restarted mid-thread, sends the
+prompt the first would have. ``archive`` writes the full
 text of every tool result the guard shortens to a store (``_results``).
 """
 
@@ -53,7 +54,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
 from ..engine._guard import ContextGuard
-from ..engine._handover import STATE_KEY
+from ..engine._handover import STATE_KEY, needed_records
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
@@ -162,12 +163,12 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _restore(
         self, guard: ContextGuard, inputs: list[BaseMessage], request: ModelRequest[Any]
     ) -> None:
-        """Give the history's handover records back to the guard."""
-        states = {
-            i: m.response_metadata[STATE_KEY]
-            for i, m in enumerate(inputs)
-            if isinstance(m, AIMessage) and STATE_KEY in m.response_metadata
-        }
+        """Give the history's handover records back to the guard.
+
+        Only those ``restore_state`` uses, read back from the end
+        (``needed_records``): not a scan of the whole history on every call.
+        """
+        states = needed_records(inputs, _record)
         if states:
             guard.restore_state(
                 inputs, states, tools=self._tools(request), model=self._model(request)
@@ -224,6 +225,15 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         await aemit(result.report, source="middleware")
         response = await handler(self._apply(request, result))
         return _stamp(warn_silent_overflow(response, result.report), state)
+
+
+def _record(message: BaseMessage) -> dict[str, Any] | None:
+    """The handover record a reply carries, if any."""
+    if isinstance(message, AIMessage):
+        state = message.response_metadata.get(STATE_KEY)
+        if isinstance(state, dict):
+            return state
+    return None
 
 
 def _stamp(response: Result, state: dict[str, Any] | None) -> Result:
