@@ -54,7 +54,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
 from ..engine._guard import ContextGuard
-from ..engine._handover import STATE_KEY, needed_records
+from ..engine._handover import STATE_KEY, needed_records, read_record
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
@@ -168,7 +168,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         Only those ``restore_state`` uses, read back from the end
         (``needed_records``): not a scan of the whole history on every call.
         """
-        states = needed_records(inputs, _record)
+        states = needed_records(inputs, read_record)
         if states:
             guard.restore_state(
                 inputs, states, tools=self._tools(request), model=self._model(request)
@@ -225,15 +225,6 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         await aemit(result.report, source="middleware")
         response = await handler(self._apply(request, result))
         return _stamp(warn_silent_overflow(response, result.report), state)
-
-
-def _record(message: BaseMessage) -> dict[str, Any] | None:
-    """The handover record a reply carries, if any."""
-    if isinstance(message, AIMessage):
-        state = message.response_metadata.get(STATE_KEY)
-        if isinstance(state, dict):
-            return state
-    return None
 
 
 def _stamp(response: Result, state: dict[str, Any] | None) -> Result:

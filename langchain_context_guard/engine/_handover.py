@@ -20,7 +20,7 @@ import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from ._anchor import anchor_tokens, sent_key
 from ._policy import GuardPolicy
@@ -50,6 +50,15 @@ def record(
 
 
 Records = dict[int, Mapping[str, Any]]
+
+
+def read_record(message: BaseMessage) -> dict[str, Any] | None:
+    """The record a reply carries in its ``response_metadata``, if any."""
+    if isinstance(message, AIMessage):
+        state = message.response_metadata.get(STATE_KEY)
+        if isinstance(state, dict):
+            return state
+    return None
 
 
 def _walk(

@@ -1,12 +1,12 @@
 """A worker process that runs single agent steps of threads stored in PostgreSQL.
 
-``python -m tests.postgres._worker URL [middleware|hook]`` reads one thread id
+``python -m tests.postgres._worker URL [middleware|hook|model]`` reads one thread id
 per line on stdin, runs that thread's next step (the tools of the previous
 reply, then one model call) with a fresh ``create_agent`` +
 ``ContextGuardMiddleware`` (or ``create_react_agent`` with the ``llm_input``
-``pre_model_hook`` and ``GuardedAgentState``) on ``PostgresSaver``, and
-answers one JSON line: the SHA-256 of the exact prompt the model received, its
-messages and its size in characters. Any number of
+``pre_model_hook`` and ``GuardedAgentState``, or with ``guarded_model``) on
+``PostgresSaver``, and answers one JSON line: the SHA-256 of the exact prompt
+the model received, its messages and its size in characters. Any number of
 workers may serve the steps of one thread in any order: it is what LangGraph
 Server does with its worker pool.
 """
@@ -33,6 +33,7 @@ from langchain_context_guard.adapters._langgraph import (
     pre_model_hook,
 )
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
+from langchain_context_guard.adapters._model import guarded_model
 from tests.adapters._support import RESERVE, SYSTEM, WINDOW, read_chunk
 from tests.fakes import ScriptedChatModel
 from tests.postgres._support import postgres
@@ -111,12 +112,21 @@ def step(agent: Any, model: HistoryToolModel, thread: str) -> dict[str, Any]:
 
 
 def build(adapter: str, model: HistoryToolModel, saver: Any, store: Any) -> Any:
-    """The agent a worker runs: ``middleware`` or ``hook``."""
-    if adapter == "hook":
+    """The agent a worker runs: ``middleware``, ``hook`` or ``model``."""
+    if adapter in {"hook", "model"}:
         with warnings.catch_warnings():  # create_react_agent is deprecated
             warnings.simplefilter("ignore", DeprecationWarning)
             from langgraph.prebuilt import create_react_agent
 
+            if adapter == "model":
+                return create_react_agent(
+                    guarded_model(make_guard(), model, tools=[read_chunk]),
+                    [read_chunk],
+                    prompt=SYSTEM,
+                    checkpointer=saver,
+                    store=store,
+                    interrupt_before=["tools"],
+                )
             hook = pre_model_hook(
                 make_guard(), tools=[read_chunk], system_prompt=SYSTEM, model=model
             )

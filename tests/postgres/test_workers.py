@@ -5,7 +5,8 @@ database; every prompt must be byte-identical to the one a single process sends,
 so the provider's prefix cache hits just as often. Then a worker is restarted
 mid-thread. For both adapters: ``create_agent`` + ``ContextGuardMiddleware``
 (records in the replies) and ``create_react_agent`` + the ``llm_input``
-``pre_model_hook`` on ``GuardedAgentState`` (records in the state).
+``pre_model_hook`` on ``GuardedAgentState`` (records in the state), and
+``create_react_agent`` with ``guarded_model`` (records in the replies).
 """
 
 from __future__ import annotations
@@ -114,7 +115,7 @@ def _shas(prompts: Prompts) -> dict[str, list[str]]:
     return {t: [c["sha"] for c in calls] for t, calls in prompts.items()}
 
 
-ADAPTERS = pytest.mark.parametrize("adapter", ["middleware", "hook"])
+ADAPTERS = pytest.mark.parametrize("adapter", ["middleware", "hook", "model"])
 
 
 @ADAPTERS
