@@ -47,7 +47,7 @@ from ..engine._errors import ConfigError, InvalidInputError
 from ..engine._handover import STATE_KEY, Records, keep_records
 from ..engine._messages import same_list
 from ._callbacks import aemit, emit
-from ._results import ResultArchive
+from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
     from ..engine._events import PrepareResult
@@ -128,6 +128,7 @@ def _node(
     archive: ResultArchive | None = None,
     handover: bool = False,
 ) -> RunnableLambda[Any, Update]:
+    guard = archiving(guard, archive)
     system = (
         SystemMessage(system_prompt)
         if isinstance(system_prompt, str)

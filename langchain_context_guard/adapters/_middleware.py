@@ -59,7 +59,7 @@ from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
 from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
-from ._results import ResultArchive
+from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
     from ..engine._events import PrepareResult
@@ -124,12 +124,13 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._request = RequestInputs()
 
     def _build(self, model: Any) -> ContextGuard:
-        return build_guard(
+        guard = build_guard(
             self._given,
             model=model,
             token_counter=self._counter,
             settings=self._settings,
         )
+        return archiving(guard, self.archive)
 
     @property
     def name(self) -> str:

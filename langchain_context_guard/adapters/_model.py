@@ -32,7 +32,7 @@ from ..engine._errors import ConfigError
 from ..engine._guard import ContextGuard
 from ..engine._handover import STATE_KEY, needed_records, read_record
 from ._callbacks import aemit, emit
-from ._results import ResultArchive
+from ._results import ResultArchive, archiving
 
 Resolver = Callable[[Any, Any], Runnable[Any, BaseMessage]]
 
@@ -68,6 +68,7 @@ def guarded_model(
             f"guarded_model needs a chat model object, got {type(model).__name__}.",
             field="model",
         )
+    guard = archiving(guard, archive)
     tool_list = list(tools) if tools else None
     bound = model.bind_tools(tool_list) if tool_list else model
 
