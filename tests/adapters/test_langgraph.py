@@ -319,3 +319,13 @@ def test_hook_handover_records_stay_small_and_resume_the_prompt() -> None:
         {"messages": [("user", "Now the tests.")]}, _config("h")
     )
     assert [m.text for m in again.received[0]] == [m.text for m in same.received[0]]
+
+
+async def test_hook_handover_async_keeps_the_records_too() -> None:
+    from langchain_context_guard.engine._handover import STATE_KEY
+
+    agent = _guarded_react(make_guard(), ScriptedToolModel(steps=20), InMemorySaver())
+    out = await agent.ainvoke({"messages": [("user", USER)]}, _config("ha"))
+    records = out[STATE_KEY]
+    assert 1 <= len(records) <= 2
+    assert records[-1][0] == len(out["messages"])  # the final reply's prompt
