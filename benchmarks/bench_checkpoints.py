@@ -7,6 +7,7 @@ of the checkpoint tables; a throwaway server as in the tests), for each adapter
 mode. Prints a Markdown table and writes JSON to ``benchmarks/results/``.
 
 Run:  python benchmarks/bench_checkpoints.py [--steps 200] [--backends sqlite,postgres]
+      [--only create_react_agent]   (variants whose name has it, and the baselines)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from langchain_context_guard import ContextGuard, GuardPolicy  # noqa: E402
 from langchain_context_guard.adapters import (  # noqa: E402
     ContextGuardMiddleware,
     GuardedAgentState,
+    guarded_model,
     pre_model_hook,
 )
 from tests.adapters._support import RESERVE, SYSTEM, WINDOW, read_note  # noqa: E402
@@ -93,6 +95,12 @@ VARIANTS: dict[str, Build] = {
         "llm_input", GuardedAgentState
     ),
     "create_react_agent + hook persist": _react("persist"),
+    "create_react_agent + guarded_model": lambda m, s: create_react_agent(
+        guarded_model(_guard(), m, tools=TOOLS),
+        TOOLS,
+        prompt=SYSTEM,
+        checkpointer=s,
+    ),
 }
 
 
@@ -136,6 +144,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=200)
     parser.add_argument("--backends", default="sqlite,postgres")
+    parser.add_argument(
+        "--only", default="", help="run only variants whose name contains this"
+    )
     args = parser.parse_args()
     backends = args.backends.split(",")
     results: dict[str, dict[str, Any]] = {}
@@ -147,6 +158,8 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             for n, (name, build) in enumerate(VARIANTS.items()):
+                if args.only not in name and not name.endswith("no guard"):
+                    continue
                 row: dict[str, Any] = {}
                 if "sqlite" in backends:
                     row["sqlite"] = sqlite_row(build, args.steps, Path(tmp), n)
@@ -158,7 +171,8 @@ def main() -> None:
         if server is not None:
             server.stop()
     _table(results, backends, args.steps)
-    out = ROOT / "benchmarks" / "results" / f"bench_checkpoints_{args.steps}.json"
+    tag = f"_{args.only.replace(' ', '_')}" if args.only else ""
+    out = ROOT / "benchmarks" / "results" / f"bench_checkpoints_{args.steps}{tag}.json"
     out.write_text(json.dumps(results, indent=2))
 
 

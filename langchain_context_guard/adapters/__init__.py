@@ -1,7 +1,8 @@
 """Thin adapters that put the engine into each host's idiom.
 
 ``GuardRunnable``/``as_runnable`` (an LCEL step), ``pre_model_hook`` and
-``guard_node`` (LangGraph), ``ContextGuardMiddleware`` (LangChain v1
+``guard_node`` (LangGraph), ``guarded_model`` (``create_react_agent``'s model,
+pruned inside the agent node), ``ContextGuardMiddleware`` (LangChain v1
 ``create_agent``; needs the ``agents`` extra and loads on first use), and the
 callback helpers that forward the guard's events; ``mark_cache_breakpoints``
 puts Anthropic prompt-cache breakpoints on the stable prefix. Imports the engine only.
@@ -15,6 +16,7 @@ if TYPE_CHECKING:
     from ._cache_control import mark_cache_breakpoints
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
+    from ._model import guarded_model
     from ._results import ResultArchive, make_result_reader, read_result
     from ._runnable import GuardRunnable, as_runnable
 
@@ -27,6 +29,7 @@ __getattr__ = lazy_getattr(
         "as_runnable": "._runnable",
         "ResultArchive": "._results",
         "guard_node": "._langgraph",
+        "guarded_model": "._model",
         "make_result_reader": "._results",
         "mark_cache_breakpoints": "._cache_control",
         "pre_model_hook": "._langgraph",
@@ -41,6 +44,7 @@ __all__ = [
     "ResultArchive",
     "as_runnable",
     "guard_node",
+    "guarded_model",
     "make_result_reader",
     "mark_cache_breakpoints",
     "pre_model_hook",

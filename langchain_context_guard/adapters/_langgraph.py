@@ -15,6 +15,14 @@ model sees a transformed copy). ``mode="persist"`` rewrites the state instead, w
 the history) is written to every checkpoint and doubles their size. Give the
 agent ``state_schema=GuardedAgentState``, whose ``llm_input_messages`` is an
 ``UntrackedValue`` that LangGraph never checkpoints.
+
+Many workers: with ``GuardedAgentState`` the ``llm_input`` hook also keeps the
+guard's handover records (``engine._handover``: the index of the reply each
+prompt precedes, what was sent, where the prompt was last pruned afresh; two
+records, under a hundred bytes each) in the checkpointed ``context_guard`` key,
+and gives them back to ``restore_state`` before pruning: any process, or one
+restarted mid-thread, sends the prompt the first would have. Under plain
+``AgentState`` LangGraph drops that key and each process prunes on its own.
 """
 
 from __future__ import annotations
@@ -36,9 +44,10 @@ from langgraph.prebuilt.chat_agent_executor import AgentState
 from typing_extensions import NotRequired
 
 from ..engine._errors import ConfigError, InvalidInputError
+from ..engine._handover import STATE_KEY, Records, keep_records
 from ..engine._messages import same_list
 from ._callbacks import aemit, emit
-from ._results import ResultArchive
+from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
     from ..engine._events import PrepareResult
@@ -53,10 +62,32 @@ class GuardedAgentState(AgentState):
     """``create_react_agent``'s state with an uncheckpointed ``llm_input_messages``.
 
     Pass it as ``state_schema`` with the default ``llm_input`` hook: the pruned
-    copy reaches the model but is never written to a checkpoint.
+    copy reaches the model but is never written to a checkpoint, and the
+    hook's handover records travel with the thread in ``context_guard``.
     """
 
     llm_input_messages: NotRequired[Annotated[list[AnyMessage], UntrackedValue(list)]]
+    context_guard: NotRequired[list[Any]]
+
+
+def _records(state: Any, size: int) -> Records:
+    """The handover records kept in ``state`` (``[[index, record], ...]``).
+
+    Those that do not fit a history of ``size`` messages (it was edited) are
+    left out; anything malformed is ignored: it only costs a fresh prune.
+    """
+    value = state.get(STATE_KEY) if isinstance(state, dict) else None
+    found: Records = {}
+    for item in value if isinstance(value, list) else ():
+        if (
+            isinstance(item, (list, tuple))
+            and len(item) == 2
+            and isinstance(item[0], int)
+            and 0 < item[0] <= size
+            and isinstance(item[1], dict)
+        ):
+            found[item[0]] = item[1]
+    return found
 
 
 def _read(state: Any, key: str) -> list[BaseMessage]:
@@ -95,7 +126,9 @@ def _node(
     model: Any,
     source: str,
     archive: ResultArchive | None = None,
+    handover: bool = False,
 ) -> RunnableLambda[Any, Update]:
+    guard = archiving(guard, archive)
     system = (
         SystemMessage(system_prompt)
         if isinstance(system_prompt, str)
@@ -104,30 +137,46 @@ def _node(
     head = [system] if system is not None else []
     tool_list = list(tools) if tools else None
 
-    def finish(messages: list[BaseMessage], result: PrepareResult) -> Update:
+    def finish(
+        messages: list[BaseMessage], result: PrepareResult, records: list[Any] | None
+    ) -> Update:
         kept = result.messages
         if head and kept and isinstance(kept[0], SystemMessage):
             kept = kept[1:]
-        return write(messages, kept)
+        update = write(messages, kept)
+        if records is not None:
+            update[STATE_KEY] = records
+        return update
 
-    def prepare(messages: list[BaseMessage], config: RunnableConfig) -> PrepareResult:
+    def prepare(
+        state: Any, messages: list[BaseMessage], config: RunnableConfig
+    ) -> tuple[PrepareResult, list[Any] | None]:
         inputs = [*head, *messages]
+        records = _records(state, len(inputs)) if handover else {}
+        if records:
+            guard.restore_state(inputs, records, tools=tool_list, model=model)
         result = guard.prepare(inputs, tools=tool_list, model=model)
         if archive is not None:
             archive.save(inputs, result.messages, config)
-        return result
+        if not handover:
+            return result, None
+        record = guard.export_state(inputs, model=model)
+        kept = keep_records(records, len(inputs), record) if record else records
+        return result, [[i, kept[i]] for i in sorted(kept)]
 
     def func(state: Any, config: RunnableConfig) -> Update:
         messages = _read(state, messages_key)
-        result = prepare(messages, config)
+        result, records = prepare(state, messages, config)
         emit(result.report, source=source, config=config)
-        return finish(messages, result)
+        return finish(messages, result, records)
 
     async def afunc(state: Any, config: RunnableConfig) -> Update:
         messages = _read(state, messages_key)
-        result = await run_in_executor(config, prepare, messages, config)
+        result, records = await run_in_executor(
+            config, prepare, state, messages, config
+        )
         await aemit(result.report, source=source, config=config)
-        return finish(messages, result)
+        return finish(messages, result, records)
 
     return RunnableLambda(func, afunc=afunc, name=f"context_guard_{source}")
 
@@ -147,7 +196,9 @@ def pre_model_hook(
     Args:
         guard: The guard to apply (one guard may serve many graphs and threads).
         mode: ``"llm_input"`` (default) returns ``llm_input_messages`` and leaves the
-            state alone; ``"persist"`` rewrites ``messages_key`` in the state.
+            history alone (with ``GuardedAgentState`` it also keeps the handover
+            records in ``context_guard``); ``"persist"`` rewrites
+            ``messages_key`` in the state.
         messages_key: The state key holding the history.
         system_prompt: The agent's ``prompt``, which the agent adds after this hook;
             pass it so it counts against the budget.
@@ -177,6 +228,7 @@ def pre_model_hook(
         model=model,
         source="pre_model_hook",
         archive=archive,
+        handover=mode == "llm_input",
     )
 
 

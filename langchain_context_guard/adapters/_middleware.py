@@ -24,8 +24,9 @@ checkpoint per model call, for each middleware class that defines one).
 
 Many workers: each reply carries the guard's tiny ``export_state`` record in
 its ``response_metadata`` (``engine._handover``), and each call first gives the
-history's records back to ``restore_state``, so any process, or one restarted
-mid-thread, sends the prompt the first would have. ``archive`` writes the full
+records it needs (the latest ones, read back from the end) to
+``restore_state``, so any process, or one restarted mid-thread, sends the
+prompt the first would have. ``archive`` writes the full
 text of every tool result the guard shortens to a store (``_results``).
 """
 
@@ -53,12 +54,12 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
 from ..engine._guard import ContextGuard
-from ..engine._handover import STATE_KEY
+from ..engine._handover import STATE_KEY, needed_records, read_record
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
 from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
-from ._results import ResultArchive
+from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
     from ..engine._events import PrepareResult
@@ -123,12 +124,13 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._request = RequestInputs()
 
     def _build(self, model: Any) -> ContextGuard:
-        return build_guard(
+        guard = build_guard(
             self._given,
             model=model,
             token_counter=self._counter,
             settings=self._settings,
         )
+        return archiving(guard, self.archive)
 
     @property
     def name(self) -> str:
@@ -162,12 +164,12 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _restore(
         self, guard: ContextGuard, inputs: list[BaseMessage], request: ModelRequest[Any]
     ) -> None:
-        """Give the history's handover records back to the guard."""
-        states = {
-            i: m.response_metadata[STATE_KEY]
-            for i, m in enumerate(inputs)
-            if isinstance(m, AIMessage) and STATE_KEY in m.response_metadata
-        }
+        """Give the history's handover records back to the guard.
+
+        Only those ``restore_state`` uses, read back from the end
+        (``needed_records``): not a scan of the whole history on every call.
+        """
+        states = needed_records(inputs, read_record)
         if states:
             guard.restore_state(
                 inputs, states, tools=self._tools(request), model=self._model(request)

@@ -11,8 +11,12 @@ written again (retries and the same prompt re-sent write nothing), so the
 engine stays pure and the cost is one store read per newly cut result.
 
 ``make_result_reader`` gives the agent a ``read_tool_result`` tool, paged by
-lines or characters: the marker in a cut result says how much was cut, and the
-result's own ``tool_call_id`` is the key.
+lines or characters. An adapter with an archive runs its guard with
+``GuardPolicy(archived_results=True)`` (``archiving``): the marker in a cut
+result then says how much was cut and names the key, e.g.
+``full text: read_tool_result("call_abc")``. The marker is part of the text the
+guard counts (truncation fits it inside ``max_tool_result_chars``), so budgets
+stay exact; without an archive the markers are as before.
 """
 
 from __future__ import annotations
@@ -30,10 +34,23 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore
 
 from ..engine._errors import ConfigError
+from ..engine._guard import ContextGuard
 from ..engine._messages import text_of
 
 NAMESPACE = ("context_guard", "tool_results")
 _SEEN_MEMORY = 65_536
+
+
+def archiving(guard: ContextGuard, archive: ResultArchive | None) -> ContextGuard:
+    """The guard an adapter with ``archive`` runs: markers name the tool call id.
+
+    ``guard`` itself when there is no archive or its policy already says so;
+    else a guard with the same policy (plus ``archived_results``) and counter.
+    """
+    if archive is None or guard.policy.archived_results:
+        return guard
+    policy = guard.policy.model_copy(update={"archived_results": True})
+    return ContextGuard(policy, token_counter=guard.counter, model=guard.model)
 
 
 def result_namespace(thread_id: str | None) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ def compress_old_tool_results(
     head_lines: int = 3,
     tail_lines: int = 2,
     batch: int = 8,
+    name_source: bool = False,
 ) -> list[BaseMessage]:
     """Shrink tool results older than the newest ``keep_recent`` to a few lines.
 
@@ -26,14 +27,15 @@ def compress_old_tool_results(
     their tool calls stay as they are. The boundary advances only in steps of
     ``batch`` results, so an old message is rewritten once per ``batch`` new
     results rather than on every call: each rewrite invalidates the provider's
-    prompt cache from that message on.
+    prompt cache from that message on. ``name_source``: the marker names the
+    result's tool call id, to read the full text back (it is archived).
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
     upto = compress_boundary(len(results), keep_recent, batch)
     out = list(messages)
     changed = False
     for i in results[:upto]:
-        new = compress_message(out[i], min_chars, head_lines, tail_lines)
+        new = compress_message(out[i], min_chars, head_lines, tail_lines, name_source)
         if new is not out[i]:
             out[i] = new
             changed = True
@@ -49,7 +51,11 @@ def compress_boundary(results: int, keep_recent: int, batch: int) -> int:
 
 
 def compress_message(
-    message: BaseMessage, min_chars: int, head_lines: int, tail_lines: int
+    message: BaseMessage,
+    min_chars: int,
+    head_lines: int,
+    tail_lines: int,
+    name_source: bool = False,
 ) -> BaseMessage:
     """A tool result as compression leaves it (memoised; marked ones stay)."""
     mark = marker(message)
@@ -57,18 +63,27 @@ def compress_message(
         return message
     return memo_rewrite(
         message,
-        ("compress", min_chars, head_lines, tail_lines),
-        lambda m: _compress(m, min_chars, head_lines, tail_lines),
+        ("compress", min_chars, head_lines, tail_lines, name_source),
+        lambda m: _compress(m, min_chars, head_lines, tail_lines, name_source),
     )
 
 
 def _compress(
-    message: BaseMessage, min_chars: int, head_lines: int, tail_lines: int
+    message: BaseMessage,
+    min_chars: int,
+    head_lines: int,
+    tail_lines: int,
+    name_source: bool = False,
 ) -> BaseMessage:
     text = text_of(message.content)
     if len(text) <= min_chars or (not isinstance(message.content, str) and not text):
         return message
-    short = compress_lines(text, head_lines, tail_lines)
+    source = (
+        message.tool_call_id
+        if name_source and isinstance(message, ToolMessage)
+        else None
+    )
+    short = compress_lines(text, head_lines, tail_lines, source=source)
     if len(short) >= len(text):
         return message
     return with_marker(message, "compressed", content=short, original_chars=len(text))

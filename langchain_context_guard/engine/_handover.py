@@ -20,9 +20,9 @@ import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
-from ._anchor import sent_key
+from ._anchor import anchor_tokens, sent_key
 from ._policy import GuardPolicy
 from ._stable import Sent, conversation
 from ._tokens import TokenCounter
@@ -47,6 +47,71 @@ def record(
     if ratio is not None:
         state["ratio"] = ratio
     return state
+
+
+Records = dict[int, Mapping[str, Any]]
+
+
+def read_record(message: BaseMessage) -> dict[str, Any] | None:
+    """The record a reply carries in its ``response_metadata``, if any."""
+    if isinstance(message, AIMessage):
+        state = message.response_metadata.get(STATE_KEY)
+        if isinstance(state, dict):
+            return state
+    return None
+
+
+def _walk(
+    messages: Sequence[BaseMessage],
+    end: int,
+    read: Callable[[BaseMessage], Mapping[str, Any] | None],
+    found: Records,
+) -> None:
+    """Collect records walking back from ``end`` until past one and a usage."""
+    record_seen = usage_seen = False
+    for k in range(end - 1, -1, -1):
+        message = messages[k]
+        state = read(message)
+        if state is not None:
+            found[k] = state
+            record_seen = True
+        usage_seen = usage_seen or anchor_tokens(message) is not None
+        if record_seen and usage_seen:
+            return
+
+
+def needed_records(
+    messages: Sequence[BaseMessage],
+    read: Callable[[BaseMessage], Mapping[str, Any] | None],
+) -> Records:
+    """The records ``restore_state`` uses, read from the end: O(new messages).
+
+    ``restore_state`` uses the latest record (its ``sent``, ``base`` and
+    ``ratio``; the last usage anchors on it) and, to rebuild the prompt, the
+    last record before that ``base`` (and the last usage before it). Walking
+    back from the end and from ``base`` reads only the messages since those,
+    not the whole history. ``read`` gives a message's record or None.
+    """
+    found: Records = {}
+    _walk(messages, len(messages), read, found)
+    latest = latest_base(found)
+    if latest is not None:
+        _walk(messages, latest[1], read, found)
+    return found
+
+
+def keep_records(states: Records, at: int, state: Mapping[str, Any]) -> Records:
+    """Add ``state`` (the prompt before index ``at``), keeping what is needed.
+
+    What ``needed_records`` would find: the new record and the last one
+    before its ``base`` (a record per reply, as an adapter writes them).
+    """
+    kept: Records = {i: s for i, s in states.items() if i < at}
+    kept[at] = state
+    base = state.get("base")
+    floor = base if isinstance(base, int) and 0 < base <= at else at
+    prior = max((i for i in kept if i < floor), default=None)
+    return {i: s for i, s in kept.items() if i == at or i == prior}
 
 
 def ratio_before(states: Mapping[int, Mapping[str, Any]], at: int) -> float | None:

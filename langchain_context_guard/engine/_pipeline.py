@@ -84,6 +84,7 @@ class Run:
             min_chars=p.compress_min_chars,
             head_lines=p.compress_head_lines,
             tail_lines=p.compress_tail_lines,
+            name_source=p.archived_results,
         )
 
     @property
@@ -248,6 +249,7 @@ class Run:
                     head_lines=p.compress_head_lines,
                     tail_lines=p.compress_tail_lines,
                     batch=1,
+                    name_source=p.archived_results,
                 ),
                 count=s.count,
                 source_tokens=self.body,
@@ -283,6 +285,7 @@ def truncator(policy: GuardPolicy, budget: int, count: Counter) -> Each:
         token_counter=count,
         max_message_chars=policy.max_chars_per_message,
         dedupe_calls=policy.dedupe_call_text,
+        name_source=policy.archived_results,
     )
 
 

@@ -7,13 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import (
-    AliasChoices,
-    BaseModel,
-    ConfigDict,
-    Field,
-    ValidationError,
-)
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import ConfigError
 from ._settings import load_settings, policy_block
@@ -108,6 +102,12 @@ class GuardPolicy(BaseModel):
     )
     compress_tail_lines: int = Field(
         2, ge=0, description="Lines kept from the end of a compressed result."
+    )
+    archived_results: bool = Field(
+        False,
+        description="The full text of cut tool results is archived (an adapter's "
+        "ResultArchive sets this): their markers name the tool call id to read it "
+        "back with read_tool_result, counted in the budget like the rest.",
     )
     compress_batch: int = Field(
         4,

@@ -4,11 +4,16 @@ from __future__ import annotations
 
 
 def truncate_text(
-    text: str, max_chars: int, head_chars: int = 2_000, tail_chars: int = 2_000
+    text: str,
+    max_chars: int,
+    head_chars: int = 2_000,
+    tail_chars: int = 2_000,
+    source: str | None = None,
 ) -> str:
     """Cut ``text`` longer than ``max_chars`` to its head and tail around a marker.
 
-    The marker states how many characters were omitted and the original length.
+    The marker states how many characters were omitted and the original length,
+    and with ``source`` (a tool call id) where the full text can be read back.
     Text of at most ``max_chars`` characters comes back unchanged, and
     the result is at most ``max_chars`` long (head and tail shrink to make room for
     the marker), unless ``max_chars`` is shorter than the marker itself.
@@ -28,7 +33,7 @@ def truncate_text(
         return text
     # The result never exceeds max_chars (so cutting again changes nothing): when
     # head + tail + marker would, head and tail shrink in proportion.
-    room = max_chars - len(_marker(len(text), len(text)))
+    room = max_chars - len(_marker(len(text), len(text), source))
     if head_chars + tail_chars > room:
         share = head_chars / (head_chars + tail_chars)
         head_chars = max(int(room * share), 0)
@@ -36,23 +41,33 @@ def truncate_text(
     omitted = len(text) - head_chars - tail_chars
     head = text[:head_chars]
     tail = text[len(text) - tail_chars :] if tail_chars else ""
-    return f"{head}{_marker(omitted, len(text))}{tail}"
+    return f"{head}{_marker(omitted, len(text), source)}{tail}"
 
 
-def _marker(omitted: int, original: int) -> str:
+def where(source: str | None) -> str:
+    """The marker's pointer to the full text (nothing without a source)."""
+    return f'; full text: read_tool_result("{source}")' if source else ""
+
+
+def _marker(omitted: int, original: int, source: str | None = None) -> str:
     return (
         f"\n\n... [{omitted:,} characters truncated; original "
-        f"{original:,} characters] ...\n\n"
+        f"{original:,} characters{where(source)}] ...\n\n"
     )
 
 
 def compress_lines(
-    text: str, head_lines: int = 3, tail_lines: int = 2, max_line_chars: int = 240
+    text: str,
+    head_lines: int = 3,
+    tail_lines: int = 2,
+    max_line_chars: int = 240,
+    source: str | None = None,
 ) -> str:
     """Keep the first and last lines of ``text`` around an omission marker.
 
     Kept lines longer than ``max_line_chars`` are cut too, so a result made of one
-    huge line still shrinks.
+    huge line still shrinks. With ``source`` (a tool call id) the marker says
+    where the full text can be read back.
     """
     lines = text.split("\n")
     keep_all = len(lines) <= head_lines + tail_lines
@@ -67,6 +82,6 @@ def compress_lines(
 
     note = (
         f"[... {omitted:,} lines omitted, original {len(text):,} characters; "
-        "older tool output compressed by context guard ...]"
+        f"older tool output compressed by context guard{where(source)} ...]"
     )
     return "\n".join([*map(cut, head), note, *map(cut, tail)])

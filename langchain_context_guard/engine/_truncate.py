@@ -12,14 +12,20 @@ from ._messages import map_messages, memo_rewrite, text_of, with_marker
 from ._text import truncate_text
 
 
+def _source(message: BaseMessage, name: bool) -> str | None:
+    """The tool call id a marker names (``name``: the full text is archived)."""
+    return message.tool_call_id if name and isinstance(message, ToolMessage) else None
+
+
 def _cut_content(
-    message: BaseMessage, max_chars: int, head: int, tail: int
+    message: BaseMessage, max_chars: int, head: int, tail: int, name: bool = False
 ) -> BaseMessage:
     content = message.content
+    source = _source(message, name)
     if isinstance(content, str):
         if len(content) <= max_chars:
             return message
-        new = truncate_text(content, max_chars, head, tail)
+        new = truncate_text(content, max_chars, head, tail, source)
         return with_marker(
             message, "truncated", content=new, original_chars=len(content)
         )
@@ -32,21 +38,23 @@ def _cut_content(
                 total += len(text)
                 blocks[i] = {
                     **block,
-                    "text": truncate_text(text, max_chars, head, tail),
+                    "text": truncate_text(text, max_chars, head, tail, source),
                 }
         elif isinstance(block, str) and len(block) > max_chars:
             total += len(block)
-            blocks[i] = truncate_text(block, max_chars, head, tail)
+            blocks[i] = truncate_text(block, max_chars, head, tail, source)
     if not total:
         return message
     return with_marker(message, "truncated", content=blocks, original_chars=total)
 
 
-def _cut(message: BaseMessage, max_chars: int, head: int, tail: int) -> BaseMessage:
+def _cut(
+    message: BaseMessage, max_chars: int, head: int, tail: int, name: bool = False
+) -> BaseMessage:
     return memo_rewrite(
         message,
-        ("truncate", max_chars, head, tail),
-        lambda m: _cut_content(m, max_chars, head, tail),
+        ("truncate", max_chars, head, tail, name),
+        lambda m: _cut_content(m, max_chars, head, tail, name),
     )
 
 
@@ -101,6 +109,7 @@ def truncate_tool_results(
     token_counter: Callable[[BaseMessage], int] | None = None,
     max_message_chars: int | None = None,
     dedupe_calls: bool = False,
+    name_source: bool = False,
 ) -> list[BaseMessage]:
     """Cut tool results over ``max_chars`` characters to head + marker + tail.
 
@@ -108,7 +117,9 @@ def truncate_tool_results(
     tokens (its share of the window) is cut further, keeping the same head/tail
     proportions. ``max_message_chars`` applies the cut to every non-system
     message. ``dedupe_calls`` drops, from assistant messages, fenced code blocks
-    that repeat one of their tool calls' arguments verbatim.
+    that repeat one of their tool calls' arguments verbatim. ``name_source``:
+    the marker of a cut tool result names its tool call id, to read the full
+    text back (an adapter archives it; ``GuardPolicy.archived_results``).
     """
     return map_messages(
         messages,
@@ -121,6 +132,7 @@ def truncate_tool_results(
             token_counter=token_counter,
             max_message_chars=max_message_chars,
             dedupe_calls=dedupe_calls,
+            name_source=name_source,
         ),
     )
 
@@ -135,6 +147,7 @@ def truncate_message(
     token_counter: Callable[[BaseMessage], int] | None,
     max_message_chars: int | None,
     dedupe_calls: bool = False,
+    name_source: bool = False,
 ) -> BaseMessage:
     """One message as ``truncate_tool_results`` leaves it."""
     if dedupe_calls and isinstance(message, AIMessage):
@@ -148,7 +161,7 @@ def truncate_message(
     if max_message_chars is not None:
         limit = min(limit, max_message_chars)
     head, tail = _scaled(limit, max_chars, head_chars, tail_chars)
-    new = _cut(message, limit, head, tail)
+    new = _cut(message, limit, head, tail, name_source)
     if is_tool and max_tokens is not None and token_counter is not None:
         # Cut the original again with a smaller cap (never a cut of a cut),
         # until it fits or text is no longer what is over.
@@ -157,7 +170,7 @@ def truncate_message(
             if cap is None:
                 break
             h, t = _scaled(cap, max_chars, head_chars, tail_chars)
-            smaller = _cut(message, cap, h, t)
+            smaller = _cut(message, cap, h, t, name_source)
             if smaller is new or len(text_of(smaller.content)) >= len(
                 text_of(new.content)
             ):

@@ -281,3 +281,51 @@ def test_unchanged_history_writes_nothing(guard: ContextGuard) -> None:
     hook = pre_model_hook(guard, system_prompt=SYSTEM)
     [message] = hook.invoke({"messages": [("user", USER)]})["llm_input_messages"]
     assert message.text == USER
+
+
+def _guarded_react(guard: ContextGuard, model: ScriptedToolModel, saver: Any) -> Any:
+    from langchain_context_guard.adapters import GuardedAgentState
+
+    hook = pre_model_hook(guard, tools=TOOLS, system_prompt=SYSTEM)
+    return create_react_agent(
+        model,
+        TOOLS,
+        prompt=SYSTEM,
+        pre_model_hook=hook,
+        checkpointer=saver,
+        state_schema=GuardedAgentState,
+    )
+
+
+def test_hook_handover_records_stay_small_and_resume_the_prompt() -> None:
+    from langchain_context_guard.engine._handover import STATE_KEY
+
+    saver = InMemorySaver()
+    first = _guarded_react(make_guard(), ScriptedToolModel(steps=40), saver)
+    out = first.invoke({"messages": [("user", USER)]}, _config("h"))
+    records = out[STATE_KEY]
+    assert 1 <= len(records) <= 2  # the latest, and the one before its base
+    assert all(len(str(record)) < 200 for record in records)
+    # a restarted process (fresh guard) and the one that served the thread agree
+    kept, served = make_guard(), InMemorySaver()
+    _guarded_react(kept, ScriptedToolModel(steps=40), served).invoke(
+        {"messages": [("user", USER)]}, _config("h")
+    )
+    again, same = ScriptedToolModel(steps=1), ScriptedToolModel(steps=1)
+    _guarded_react(make_guard(), again, saver).invoke(
+        {"messages": [("user", "Now the tests.")]}, _config("h")
+    )
+    _guarded_react(kept, same, served).invoke(
+        {"messages": [("user", "Now the tests.")]}, _config("h")
+    )
+    assert [m.text for m in again.received[0]] == [m.text for m in same.received[0]]
+
+
+async def test_hook_handover_async_keeps_the_records_too() -> None:
+    from langchain_context_guard.engine._handover import STATE_KEY
+
+    agent = _guarded_react(make_guard(), ScriptedToolModel(steps=20), InMemorySaver())
+    out = await agent.ainvoke({"messages": [("user", USER)]}, _config("ha"))
+    records = out[STATE_KEY]
+    assert 1 <= len(records) <= 2
+    assert records[-1][0] == len(out["messages"])  # the final reply's prompt

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Iterator
 from typing import Any
@@ -38,20 +39,27 @@ FIRST = 5  # chunk 5 is ~60 KB: truncated as soon as it is read
 MIDDLE = 500  # a line of it that truncation cuts out
 
 
+def _texts(messages: list[BaseMessage]) -> str:
+    return "\n".join(str(m.content) for m in messages if isinstance(m, ToolMessage))
+
+
 class ReadBackModel(ScriptedChatModel):
     """Reads ``READS`` chunks, then reads back lines of the first one, then answers."""
 
     n: int = 0
+    named: str = ""  # the id named by the first marker the model saw
 
     def bind_tools(self, tools: Any, **kwargs: Any) -> ReadBackModel:
         return self
 
     def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
         n, self.n = self.n, self.n + 1
+        found = re.search(r'read_tool_result\("([^"]+)"\)', _texts(messages))
+        self.named = self.named or (found.group(1) if found else "")
         if n < READS:
             call = {"name": "read_chunk", "args": {"k": FIRST + n}, "id": f"c{n}"}
-        elif n == READS:
-            args = {"tool_call_id": "c0", "offset": MIDDLE, "limit": 5}
+        elif n == READS:  # the id the first cut result's marker named
+            args = {"tool_call_id": self.named, "offset": MIDDLE, "limit": 5}
             call = {"name": "read_tool_result", "args": args, "id": "back"}
         else:
             return AIMessage("Done.", id="final")
@@ -85,6 +93,7 @@ def check_read_back(model: ReadBackModel, out: Any, store: BaseStore) -> None:
     ]
     assert seen and all(wanted not in text for text in seen)
     assert "characters truncated" in seen[0]
+    assert 'full text: read_tool_result("c0")' in seen[0]
     last = model.received[-1]
     # ...and read it back from the archive
     back = next(m for m in out["messages"] if getattr(m, "tool_call_id", "") == "back")

@@ -93,3 +93,46 @@ def test_records_are_small_and_json() -> None:
         assert len(json.dumps(record)) < 80
     assert ContextGuard(POLICY).export_state([]) == {}
     ContextGuard(POLICY).restore_state(_history(2), {})  # nothing to do
+
+
+def _stamped(records: dict[int, Any], history: list[BaseMessage]) -> list[Any]:
+    """The history with each reply's record beside it, as the middleware keeps it."""
+    return [(m, records.get(i)) for i, m in enumerate(history)]
+
+
+def test_the_needed_records_restore_what_all_records_do() -> None:
+    from langchain_context_guard.engine._handover import needed_records
+
+    served = _history(15)
+    history = _small_step(served)
+    one = ContextGuard(POLICY)
+    records = _serve(one, served)
+    pairs = _stamped(records, history)
+    by_id = {id(m): r for m, r in pairs}
+    read: list[int] = []
+
+    def lookup(message: BaseMessage) -> Any:
+        read.append(id(message))
+        return by_id[id(message)]
+
+    needed = needed_records(history, lookup)
+    assert set(needed) < set(records)  # fewer records ...
+    assert len(read) < len(history) // 2  # ... and not a scan of the history
+    other = ContextGuard(POLICY)
+    other.restore_state(history, needed)
+    assert other.prepare(history).messages == one.prepare(history).messages
+
+
+def test_kept_records_stay_two_and_restore_what_all_records_do() -> None:
+    from langchain_context_guard.engine._handover import keep_records
+
+    served = _history(15)
+    history = _small_step(served)
+    one = ContextGuard(POLICY)
+    kept: dict[int, Any] = {}
+    for at, record in _serve(one, served).items():
+        kept = keep_records(kept, at, record)
+        assert len(kept) <= 2
+    other = ContextGuard(POLICY)
+    other.restore_state(history, kept)
+    assert other.prepare(history).messages == one.prepare(history).messages

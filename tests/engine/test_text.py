@@ -79,3 +79,19 @@ def test_compress_lines_cuts_one_huge_line():
     out = compress_lines("y" * 10_000, 3, 2, max_line_chars=100)
     assert len(out) < 400
     assert "9,900 chars" in out
+
+
+@pytest.mark.parametrize("max_chars", [150, 400, 5_000])
+def test_a_named_source_stays_within_max_chars(max_chars):
+    text = "z" * 20_000
+    out = truncate_text(text, max_chars, 40, 40, source="call_0123456789abcdef")
+    assert len(out) <= max_chars
+    assert 'full text: read_tool_result("call_0123456789abcdef")' in out
+    assert "read_tool_result" not in truncate_text(text, max_chars, 40, 40)
+
+
+def test_compress_lines_names_the_source():
+    text = "\n".join(f"line {i}" for i in range(100))
+    out = compress_lines(text, 3, 2, source="call_7")
+    assert 'full text: read_tool_result("call_7")' in out
+    assert "read_tool_result" not in compress_lines(text, 3, 2)

@@ -64,3 +64,30 @@ def test_idempotent_and_deterministic():
 def test_same_history_gives_the_same_rewritten_object():
     history = [ai(call("c1")), result("c1", "x" * 100_000)]
     assert truncate_tool_results(history)[1] is truncate_tool_results(history)[1]
+
+
+def test_archived_results_markers_name_the_call_and_fit_the_budget():
+    from langchain_context_guard import ContextGuard, GuardPolicy
+    from langchain_context_guard.engine._messages import marker
+    from tests.engine._support import agent_history
+
+    history = agent_history(30, result_chars=9_000)
+    for archived in (False, True):
+        policy = GuardPolicy(
+            context_window=16_000,
+            reserve_tokens=2_000,
+            warn_below_tokens=8_000,
+            max_tool_result_chars=6_000,
+            archived_results=archived,
+        )
+        guard = ContextGuard(policy)
+        out = guard.prepare(history)
+        assert guard.count_tokens(out.messages) <= policy.budget(16_000)
+        cut = [m for m in out.messages if m.type == "tool" and marker(m)]
+        named = [m for m in out.messages if "read_tool_result(" in m.text]
+        if archived:
+            assert named and len(named) == len(cut)
+            for m in named:
+                assert f'read_tool_result("{m.tool_call_id}")' in m.text
+        else:
+            assert not named

@@ -1,8 +1,10 @@
 """A worker process that runs single agent steps of threads stored in PostgreSQL.
 
-``python -m tests.postgres._worker URL`` reads one thread id per line on stdin,
-runs that thread's next step (the tools of the previous reply, then one model
-call) with a fresh ``create_agent`` + ``ContextGuardMiddleware`` on
+``python -m tests.postgres._worker URL [middleware|hook|model]`` reads one thread id
+per line on stdin, runs that thread's next step (the tools of the previous
+reply, then one model call) with a fresh ``create_agent`` +
+``ContextGuardMiddleware`` (or ``create_react_agent`` with the ``llm_input``
+``pre_model_hook`` and ``GuardedAgentState``, or with ``guarded_model``) on
 ``PostgresSaver``, and answers one JSON line: the SHA-256 of the exact prompt
 the model received, its messages and its size in characters. Any number of
 workers may serve the steps of one thread in any order: it is what LangGraph
@@ -14,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
+import warnings
 from typing import Any
 
 from langchain.agents import create_agent
@@ -25,7 +28,12 @@ from langchain_core.messages import (
 )
 
 from langchain_context_guard import ContextGuard, GuardPolicy
+from langchain_context_guard.adapters._langgraph import (
+    GuardedAgentState,
+    pre_model_hook,
+)
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
+from langchain_context_guard.adapters._model import guarded_model
 from tests.adapters._support import RESERVE, SYSTEM, WINDOW, read_chunk
 from tests.fakes import ScriptedChatModel
 from tests.postgres._support import postgres
@@ -103,19 +111,51 @@ def step(agent: Any, model: HistoryToolModel, thread: str) -> dict[str, Any]:
     return model.prompts[0]
 
 
-def main(url: str) -> None:
+def build(adapter: str, model: HistoryToolModel, saver: Any, store: Any) -> Any:
+    """The agent a worker runs: ``middleware``, ``hook`` or ``model``."""
+    if adapter in {"hook", "model"}:
+        with warnings.catch_warnings():  # create_react_agent is deprecated
+            warnings.simplefilter("ignore", DeprecationWarning)
+            from langgraph.prebuilt import create_react_agent
+
+            if adapter == "model":
+                return create_react_agent(
+                    guarded_model(make_guard(), model, tools=[read_chunk]),
+                    [read_chunk],
+                    prompt=SYSTEM,
+                    checkpointer=saver,
+                    store=store,
+                    interrupt_before=["tools"],
+                )
+            hook = pre_model_hook(
+                make_guard(), tools=[read_chunk], system_prompt=SYSTEM, model=model
+            )
+            return create_react_agent(
+                model,
+                [read_chunk],
+                prompt=SYSTEM,
+                pre_model_hook=hook,
+                state_schema=GuardedAgentState,
+                checkpointer=saver,
+                store=store,
+                interrupt_before=["tools"],
+            )
+    return create_agent(
+        model,
+        [read_chunk],
+        system_prompt=SYSTEM,
+        middleware=[ContextGuardMiddleware(make_guard())],
+        checkpointer=saver,
+        store=store,
+        interrupt_before=["tools"],
+    )
+
+
+def main(url: str, adapter: str = "middleware") -> None:
     """Serve steps read from stdin until it closes."""
     model = HistoryToolModel(profile={"max_input_tokens": WINDOW})
     with postgres(url) as (saver, store):
-        agent = create_agent(
-            model,
-            [read_chunk],
-            system_prompt=SYSTEM,
-            middleware=[ContextGuardMiddleware(make_guard())],
-            checkpointer=saver,
-            store=store,
-            interrupt_before=["tools"],
-        )
+        agent = build(adapter, model, saver, store)
         print(json.dumps({"ready": True}), flush=True)
         for line in sys.stdin:
             thread = line.strip()
@@ -124,4 +164,4 @@ def main(url: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(*sys.argv[1:3])

@@ -3,7 +3,10 @@
 Two worker processes alternate the steps of 20 threads on one PostgreSQL
 database; every prompt must be byte-identical to the one a single process sends,
 so the provider's prefix cache hits just as often. Then a worker is restarted
-mid-thread.
+mid-thread. For both adapters: ``create_agent`` + ``ContextGuardMiddleware``
+(records in the replies) and ``create_react_agent`` + the ``llm_input``
+``pre_model_hook`` on ``GuardedAgentState`` (records in the state), and
+``create_react_agent`` with ``guarded_model`` (records in the replies).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.postgres._server import PostgresServer
 
 THREADS = [f"w{i:02d}" for i in range(20)]
@@ -26,9 +31,9 @@ ROOT = Path(__file__).resolve().parents[2]
 class Worker:
     """A ``tests.postgres._worker`` process: one step per request."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, adapter: str = "middleware") -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.postgres._worker", url],
+            [sys.executable, "-m", "tests.postgres._worker", url, adapter],
             cwd=ROOT,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -66,11 +71,11 @@ class Worker:
 
 
 @contextmanager
-def workers(url: str, n: int) -> Iterator[list[Worker]]:
+def workers(url: str, n: int, adapter: str = "middleware") -> Iterator[list[Worker]]:
     with ExitStack() as stack:
         pool = []
         for _ in range(n):
-            worker = Worker(url)
+            worker = Worker(url, adapter)
             stack.callback(worker.kill)
             pool.append(worker)
         yield pool
@@ -110,11 +115,19 @@ def _shas(prompts: Prompts) -> dict[str, list[str]]:
     return {t: [c["sha"] for c in calls] for t, calls in prompts.items()}
 
 
-def test_two_processes_send_the_prompts_one_would(pg_server: PostgresServer) -> None:
-    with workers(pg_server.create_database("single"), 1) as (solo,):
-        single = run(pg_server.url("single"), lambda s, i: solo)
-    with workers(pg_server.create_database("pair"), 2) as pair:
-        alternating = run(pg_server.url("pair"), lambda s, i: pair[(s + i) % 2])
+ADAPTERS = pytest.mark.parametrize("adapter", ["middleware", "hook", "model"])
+
+
+@ADAPTERS
+def test_two_processes_send_the_prompts_one_would(
+    pg_server: PostgresServer, adapter: str
+) -> None:
+    with workers(pg_server.create_database(f"single_{adapter}"), 1, adapter) as (solo,):
+        single = run(pg_server.url(f"single_{adapter}"), lambda s, i: solo)
+    with workers(pg_server.create_database(f"pair_{adapter}"), 2, adapter) as pair:
+        alternating = run(
+            pg_server.url(f"pair_{adapter}"), lambda s, i: pair[(s + i) % 2]
+        )
     assert _shas(alternating) == _shas(single)
     assert hit_rate(alternating) == hit_rate(single)
     # the runs prune (so there is something to hand over) and reuse in between
@@ -123,14 +136,17 @@ def test_two_processes_send_the_prompts_one_would(pg_server: PostgresServer) -> 
     assert hit_rate(single) > 0.5
 
 
-def test_a_restarted_worker_sends_the_same_prompts(pg_server: PostgresServer) -> None:
-    with workers(pg_server.create_database("solo2"), 1) as (solo,):
-        single = run(pg_server.url("solo2"), lambda s, i: solo)
-    url = pg_server.create_database("restart")
+@ADAPTERS
+def test_a_restarted_worker_sends_the_same_prompts(
+    pg_server: PostgresServer, adapter: str
+) -> None:
+    with workers(pg_server.create_database(f"solo2_{adapter}"), 1, adapter) as (solo,):
+        single = run(pg_server.url(f"solo2_{adapter}"), lambda s, i: solo)
+    url = pg_server.create_database(f"restart_{adapter}")
     prompts: Prompts = {t: [] for t in THREADS}
     half = STEPS // 2
     for steps in (range(half), range(half, STEPS)):  # a new process mid-thread
-        with workers(url, 1) as (worker,):
+        with workers(url, 1, adapter) as (worker,):
             for _ in steps:
                 for thread in THREADS:
                     prompts[thread].append(worker.step(thread))
