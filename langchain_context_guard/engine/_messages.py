@@ -173,7 +173,8 @@ def memo_rewrite(
     rewritten object each time keeps their work (and the token count's cache
     lookups) proportional to what is new, and the output byte-identical.
     Entries hold a plain weak reference (no callback, so nothing runs at
-    interpreter shutdown); dead ones are swept when the table has doubled.
+    interpreter shutdown); dead ones are swept whenever a quarter more (at least
+    4,096) came in, so the table stays near the live messages.
     """
     slot = (id(message), key)
     hit = _rewrites.get(slot)
@@ -187,7 +188,8 @@ def memo_rewrite(
         _rewrites[slot] = entry
         if len(_rewrites) >= _sweep_at[0]:
             sweep_dead(_rewrites)
-            _sweep_at[0] = max(_SWEEP_FLOOR, 2 * len(_rewrites))
+            live = len(_rewrites)
+            _sweep_at[0] = live + max(_SWEEP_FLOOR, live // 4)
     return result
 
 

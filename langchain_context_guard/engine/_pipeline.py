@@ -9,8 +9,10 @@ grow in turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
+from itertools import compress
+from operator import is_not
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -34,9 +36,11 @@ from ._stages import (
     repair_step,
     strip_step,
 )
-from ._trim import Counter
+from ._trim import Costs, Counter
 from ._trim_step import grow_trim, trim_step
 from ._truncate import truncate_message
+from ._units import kind as kind_of
+from ._units import reasoning_kind
 
 
 @dataclass(frozen=True)
@@ -56,8 +60,39 @@ class Setting:
     whose prompt is then kept as it is while the history grows."""
 
 
+Memo = dict[str, Any]
+"""Per-message results a pass keeps for the next call: name -> (messages, results)."""
+
+
+def carried(
+    messages: list[BaseMessage],
+    held: tuple[list[BaseMessage], list[Any]] | None,
+    each: Callable[[BaseMessage], Any],
+) -> list[Any]:
+    """``each`` of every message, reusing ``held`` results where the object is the same.
+
+    ``held`` pairs an earlier list with its results; only the messages that are
+    not the very objects at the same place, and the ones past its end, are
+    computed (found at C speed), so a pruning whose history moved only at a few
+    places (a compression batch, the new messages) costs what moved.
+    """
+    if held is None:
+        return list(map(each, messages))
+    old, results = held
+    m = min(len(old), len(messages))
+    out = results[:m]
+    for i in compress(range(m), map(is_not, messages, old)):
+        out[i] = each(messages[i])
+    out.extend(map(each, messages[m:]))
+    return out
+
+
 class Run:
-    """One call's passes over ``original``, growing ``previous`` steps if given."""
+    """One call's passes over ``original``, growing ``previous`` steps if given.
+
+    ``memo``: per-message results of a previous call over a history this one
+    extends unchanged (``Record.memo``), reused by object identity.
+    """
 
     def __init__(
         self,
@@ -65,10 +100,12 @@ class Run:
         body: int,
         setting: Setting,
         previous: Sequence[Step] | None,
+        memo: Memo | None = None,
     ) -> None:
         self.original = original
         self.setting = setting
         self.previous = previous
+        self.memo: Memo = dict(memo or {})
         self.steps: list[Step] = []
         self.tokens: list[int] = []
         self.source = original
@@ -156,7 +193,12 @@ class Run:
 
     def _strip_thinking(self) -> None:
         keep = self.setting.policy.keep_recent_thinking
-        self._add(strip_step(self.source, keep, self.setting.count, self._prev()))
+        prev, codes = self._prev(), None
+        if prev is None:
+            kinds = carried(self.source, self.memo.get("reasoning"), reasoning_kind)
+            self.memo["reasoning"] = (self.source, kinds)
+            codes = "".join(kinds)
+        self._add(strip_step(self.source, keep, self.setting.count, prev, codes))
 
     def _hygiene(self) -> None:
         prev, count = self._prev(), self.setting.count
@@ -227,10 +269,14 @@ class Run:
                 if gauge.planned(body, intact) <= limit:
                     self._add(step)
                     return
+        costs: list[Costs] = carried(truncated, self.memo.get("costs"), self._costs)
+        codes = carried(self.source, self.memo.get("kinds"), kind_of)
+        self.memo["costs"] = (truncated, costs)
+        self.memo["kinds"] = (self.source, codes)
         self._add(
             trim_step(
                 self.source,
-                list(map(self._costs, truncated)),
+                costs,
                 room=room,
                 quantum=0.0 if s.exact else p.trim_step * s.budget,
                 keep=keep,
@@ -253,6 +299,7 @@ class Run:
                 source_tokens=self.body,
                 cut_room=cut_room,
                 cut_budget=cut_budget,
+                codes="".join(codes),
             )
         )
 
@@ -302,6 +349,8 @@ class Record:
     usage_at: int
     usage_body: int
     steps: tuple[Step, ...]
+    memo: Memo = field(default_factory=dict)
+    """The run's per-message results (``Run.memo``)."""
 
     def grows(
         self, messages: list[BaseMessage], base: list[BaseMessage] | None = None

@@ -16,6 +16,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from cachetools import LRUCache
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
@@ -104,7 +105,11 @@ class TiktokenCounter:
     The cache is keyed by message identity (checked through a weak reference and the
     content object) and, for equal messages rebuilt from a checkpoint, by content
     hash, so a history that grew by one message costs about one encode per call.
-    Safe to share between threads.
+    The content-hash counts are a least-recently-used cache of ``max_entries`` (a
+    history as long keeps its counts while it grows; clearing the table when full
+    re-encoded it all); identity entries whose message is gone are swept whenever
+    a quarter more (at least 4,096) came in, so they stay near the live messages
+    (they hold the content). Safe to share between threads.
     """
 
     def __init__(
@@ -119,9 +124,8 @@ class TiktokenCounter:
         self.encoding = encoding or encoding_for_model(model)
         self._length, self.name = load_encoding(self.encoding, chars_per_token)
         self.image_tokens = image_tokens
-        self._max = max_entries
         self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
-        self._by_key: dict[tuple[Any, ...], int] = {}
+        self._by_key: LRUCache[tuple[Any, ...], int] = LRUCache(max_entries)
         self._sweep_at = _SWEEP_FLOOR
         self._lock = threading.Lock()
         self.encoded = 0
@@ -143,20 +147,18 @@ class TiktokenCounter:
         ):
             return hit[3]
         key = content_key(message)
-        count = self._by_key.get(key)
-        with self._lock:
+        with self._lock:  # the LRU reorders on reads too
+            count = self._by_key.get(key)
             if count is None:
                 count = self._encode(message)
                 self.encoded += 1
-            if len(self._by_key) >= self._max:
-                self._by_key.clear()
             if len(self._by_id) >= self._sweep_at:
                 # Plain weak references (no callback, so nothing runs at
-                # interpreter shutdown): sweep the dead ones, clear if all live.
+                # interpreter shutdown): sweep the dead ones; the live ones
+                # are the caller's messages and the passes' copies of them.
                 sweep_dead(self._by_id)
-                if len(self._by_id) >= self._max:
-                    self._by_id.clear()
-                self._sweep_at = max(_SWEEP_FLOOR, 2 * len(self._by_id))
+                live = len(self._by_id)
+                self._sweep_at = live + max(_SWEEP_FLOOR, live // 4)
             self._by_key[key] = count
             ref = weakref.ref(message)
             self._by_id[id(message)] = (ref, message.content, tool_calls, count)
