@@ -15,7 +15,7 @@ from itertools import compress
 from operator import is_not
 from typing import Any
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ._anchor import Gauge, last_usage
 from ._compress import compress_message, compress_old_tool_results
@@ -58,6 +58,8 @@ class Setting:
     exact: bool = False
     """Cut exactly what is needed (no grid): a pruning of ``stable_prefix`` mode,
     whose prompt is then kept as it is while the history grows."""
+    prime: Callable[[Sequence[BaseMessage]], None] | None = None
+    """Counts many messages at once (``TiktokenCounter.prime``), if the counter can."""
 
 
 Memo = dict[str, Any]
@@ -185,7 +187,14 @@ class Run:
         self._add(grown or _full(repair_step(self.source, count)))
 
     def _truncate_pass(self) -> None:
-        count = self.setting.count
+        count, prime = self.setting.count, self.setting.prime
+        if prime is not None and self.previous is None:
+            # A first run counts the assistant messages as truncation leaves them
+            # and every result as compression will (both memoised): in one batch.
+            calls = [m for m in self.source if isinstance(m, AIMessage)]
+            results = [m for m in self.source if isinstance(m, ToolMessage)]
+            kept = [m for m in map(self._truncate, calls) if m is not None]
+            prime([*kept, *map(self._compress, results)])
         self._add(
             map_step("truncate", self.source, self._truncate, count, self._prev())
         )
