@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import compress
-from operator import is_not
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -39,8 +37,8 @@ from ._stages import (
 from ._trim import Costs, Counter
 from ._trim_step import grow_trim, trim_step
 from ._truncate import truncate_message
+from ._units import carried, reasoning_kind
 from ._units import kind as kind_of
-from ._units import reasoning_kind
 
 
 @dataclass(frozen=True)
@@ -64,29 +62,6 @@ class Setting:
 
 Memo = dict[str, Any]
 """Per-message results a pass keeps for the next call: name -> (messages, results)."""
-
-
-def carried(
-    messages: list[BaseMessage],
-    held: tuple[list[BaseMessage], list[Any]] | None,
-    each: Callable[[BaseMessage], Any],
-) -> list[Any]:
-    """``each`` of every message, reusing ``held`` results where the object is the same.
-
-    ``held`` pairs an earlier list with its results; only the messages that are
-    not the very objects at the same place, and the ones past its end, are
-    computed (found at C speed), so a pruning whose history moved only at a few
-    places (a compression batch, the new messages) costs what moved.
-    """
-    if held is None:
-        return list(map(each, messages))
-    old, results = held
-    m = min(len(old), len(messages))
-    out = results[:m]
-    for i in compress(range(m), map(is_not, messages, old)):
-        out[i] = each(messages[i])
-    out.extend(map(each, messages[m:]))
-    return out
 
 
 class Run:

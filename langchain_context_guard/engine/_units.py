@@ -5,7 +5,8 @@
 once into a string of kinds (``kinds``), and the droppable units, the user turns
 and the compression batches are found in it with string and regex scans, slices
 and prefix sums. ``units_from(kinds(m), k)`` equals ``_trim.droppable_units(m, k)``
-(``tests/engine/test_units.py`` checks it on random histories).
+(``tests/engine/test_units.py`` checks it on random histories). ``carried`` keeps
+such per-message results from one pruning to the next (``_pipeline.Run.memo``).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate, chain, compress, count
-from operator import itemgetter
+from operator import is_not, itemgetter
+from typing import Any
 
 from langchain_core.messages import (
     AIMessage,
@@ -214,3 +216,26 @@ def kept_positions(
         return list(range(length))
     last = gone[-1] + 1
     return [*sorted(set(range(last)).difference(gone)), *range(last, length)]
+
+
+def carried(
+    messages: list[BaseMessage],
+    held: tuple[list[BaseMessage], list[Any]] | None,
+    each: Callable[[BaseMessage], Any],
+) -> list[Any]:
+    """``each`` of every message, reusing ``held`` results where the object is the same.
+
+    ``held`` pairs an earlier list with its results; only the messages that are
+    not the very objects at the same place, and the ones past its end, are
+    computed (found at C speed), so a pruning whose history moved only at a few
+    places (a compression batch, the new messages) costs what moved.
+    """
+    if held is None:
+        return list(map(each, messages))
+    old, results = held
+    m = min(len(old), len(messages))
+    out = results[:m]
+    for i in compress(range(m), map(is_not, messages, old)):
+        out[i] = each(messages[i])
+    out.extend(map(each, messages[m:]))
+    return out

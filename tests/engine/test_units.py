@@ -20,13 +20,13 @@ from langchain_core.messages import (
 from langchain_context_guard.engine import _units
 from langchain_context_guard.engine._compress import compress_boundary
 from langchain_context_guard.engine._messages import MARKER_KEY, is_user
-from langchain_context_guard.engine._pipeline import carried
 from langchain_context_guard.engine._stages import (
     Reasoning,
     _read_reasoning,
     _scan_reasoning,
 )
 from langchain_context_guard.engine._trim import Cut, droppable_units, plan_cut
+from langchain_context_guard.engine._units import carried
 
 
 def _mark(kind: str) -> dict[str, object]:
