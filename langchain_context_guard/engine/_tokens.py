@@ -16,14 +16,13 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from cachetools import LRUCache
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
 from ._encoding import batch_lengths
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
-from ._messages import sweep_dead
+from ._messages import drop_oldest, sweep_dead
 
 _SWEEP_FLOOR = 4_096
 _BATCH_MIN = 16
@@ -108,11 +107,13 @@ class TiktokenCounter:
     The cache is keyed by message identity (checked through a weak reference and the
     content object) and, for equal messages rebuilt from a checkpoint, by content
     hash, so a history that grew by one message costs about one encode per call.
-    The content-hash counts are a least-recently-used cache of ``max_entries`` (a
-    history as long keeps its counts while it grows; clearing the table when full
-    re-encoded it all); identity entries whose message is gone are swept whenever
-    a quarter more (at least 4,096) came in, so they stay near the live messages
-    (they hold the content). Safe to share between threads.
+    Identity entries (about 240 bytes each) are at most ``max_entries``, content
+    counts (about 50) at most ``max_contents``, enough for a 50,000-message
+    history with its compressed copies: when full, the oldest quarter goes (the
+    oldest messages, which a pruned history no longer sends; clearing all
+    re-encoded such a history at once). Identity entries whose message is gone
+    are swept every 4,096 new ones (they hold the content). Safe to share
+    between threads.
     """
 
     def __init__(
@@ -123,13 +124,16 @@ class TiktokenCounter:
         image_tokens: int = 1_600,
         chars_per_token: float = 3.6,
         max_entries: int = 50_000,
+        max_contents: int = 200_000,
     ) -> None:
         self.encoding = encoding or encoding_for_model(model)
         self._length, self.name = load_encoding(self.encoding, chars_per_token)
         self._lengths = batch_lengths(self._length)
         self.image_tokens = image_tokens
         self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
-        self._by_key: LRUCache[tuple[Any, ...], int] = LRUCache(max_entries)
+        self._by_key: dict[tuple[Any, ...], int] = {}
+        self._max = max_entries
+        self._max_contents = max_contents
         self._sweep_at = _SWEEP_FLOOR
         self._lock = threading.Lock()
         self.encoded = 0
@@ -146,7 +150,7 @@ class TiktokenCounter:
         if known is not None:
             return known
         key = content_key(message)
-        with self._lock:  # the LRU reorders on reads too
+        with self._lock:
             count = self._by_key.get(key)
             if count is None:
                 count = self._encode(message)
@@ -203,11 +207,13 @@ class TiktokenCounter:
         """Remember ``count`` by content and by identity (under the lock)."""
         if len(self._by_id) >= self._sweep_at:
             # Plain weak references (no callback, so nothing runs at interpreter
-            # shutdown): sweep the dead ones; the live ones are the caller's
-            # messages and the passes' copies of them.
+            # shutdown): sweep the dead ones, then the oldest if still full.
             sweep_dead(self._by_id)
-            live = len(self._by_id)
-            self._sweep_at = live + max(_SWEEP_FLOOR, live // 4)
+            if len(self._by_id) >= self._max:
+                drop_oldest(self._by_id, self._max * 3 // 4)
+            self._sweep_at = len(self._by_id) + _SWEEP_FLOOR
+        if len(self._by_key) >= self._max_contents:
+            drop_oldest(self._by_key, self._max_contents * 3 // 4)
         self._by_key[key] = count
         ref = weakref.ref(message)
         self._by_id[id(message)] = (ref, message.content, calls, count)
