@@ -107,13 +107,13 @@ class TiktokenCounter:
     The cache is keyed by message identity (checked through a weak reference and the
     content object) and, for equal messages rebuilt from a checkpoint, by content
     hash, so a history that grew by one message costs about one encode per call.
-    Identity entries (about 240 bytes each) are at most ``max_entries``, content
-    counts (about 50) at most ``max_contents``, enough for a 50,000-message
-    history with its compressed copies: when full, the oldest quarter goes (the
-    oldest messages, which a pruned history no longer sends; clearing all
-    re-encoded such a history at once). Identity entries whose message is gone
-    are swept every 4,096 new ones (they hold the content). Safe to share
-    between threads.
+    Identity entries (about 190 bytes each: the recent messages, which are
+    counted again) are at most ``max_entries``; content counts (an int each)
+    at most ``max_contents``, enough for a 50,000-message history with its
+    compressed copies. When full, the oldest quarter goes (the oldest messages,
+    which a pruned history no longer sends; clearing all re-encoded such a
+    history at once). Identity entries whose message is gone are swept every
+    4,096 new ones (they hold the content). Safe to share between threads.
     """
 
     def __init__(
@@ -123,7 +123,7 @@ class TiktokenCounter:
         encoding: str | None = None,
         image_tokens: int = 1_600,
         chars_per_token: float = 3.6,
-        max_entries: int = 50_000,
+        max_entries: int = 16_384,
         max_contents: int = 200_000,
     ) -> None:
         self.encoding = encoding or encoding_for_model(model)
@@ -131,7 +131,7 @@ class TiktokenCounter:
         self._lengths = batch_lengths(self._length)
         self.image_tokens = image_tokens
         self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
-        self._by_key: dict[tuple[Any, ...], int] = {}
+        self._by_key: dict[int, int] = {}
         self._max = max_entries
         self._max_contents = max_contents
         self._sweep_at = _SWEEP_FLOOR
@@ -149,7 +149,7 @@ class TiktokenCounter:
         known = self._known(message, tool_calls)
         if known is not None:
             return known
-        key = content_key(message)
+        key = hash(content_key(message))  # an int: a third of the tuple's memory
         with self._lock:
             count = self._by_key.get(key)
             if count is None:
@@ -167,12 +167,12 @@ class TiktokenCounter:
         """
         if self._lengths is None:
             return
-        todo: dict[tuple[Any, ...], tuple[BaseMessage, Any]] = {}
+        todo: dict[int, tuple[BaseMessage, Any]] = {}
         for message in messages:
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if self._known(message, calls) is not None:
                 continue
-            key = content_key(message)
+            key = hash(content_key(message))
             with self._lock:
                 if key in self._by_key or key in todo:
                     continue
@@ -201,9 +201,7 @@ class TiktokenCounter:
             return hit[3]
         return None
 
-    def _store(
-        self, message: BaseMessage, key: tuple[Any, ...], count: int, calls: Any
-    ) -> None:
+    def _store(self, message: BaseMessage, key: int, count: int, calls: Any) -> None:
         """Remember ``count`` by content and by identity (under the lock)."""
         if len(self._by_id) >= self._sweep_at:
             # Plain weak references (no callback, so nothing runs at interpreter
