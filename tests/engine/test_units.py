@@ -56,7 +56,7 @@ def _message(code: str, i: int) -> BaseMessage:
 HISTORIES = st.text(alphabet="suumdaccrktttzo", max_size=60).map(
     lambda codes: [_message(c, i) for i, c in enumerate(codes)]
 )
-SETTINGS = settings(max_examples=200, deadline=None)
+SETTINGS = settings(max_examples=100, deadline=None)
 
 
 @SETTINGS
