@@ -214,14 +214,19 @@ def memory(pool: list[BaseMessage], n: int, conversations: int) -> dict[str, flo
     guard = ContextGuard(policy())
     size = 200
     half = 0.0
+    samples: list[float] = []
     for c in range(conversations):
         convo = [m.model_copy(update={"id": f"c{c}-{m.id}"}) for m in pool[: size - 40]]
         for k in range(len(convo) - 20, len(convo) + 1, 2):
             guard.prepare(convo[:k])
         del convo
-        if c + 1 == conversations // 2:
+        if (c + 1) % 25 == 0 or c + 1 == conversations // 2:
             gc.collect()
-            half = (tracemalloc.get_traced_memory()[0] - base) / 1e6
+            now = (tracemalloc.get_traced_memory()[0] - base) / 1e6
+            if (c + 1) % 25 == 0:
+                samples.append(round(now, 1))
+            if c + 1 == conversations // 2:
+                half = now
     gc.collect()
     many = (tracemalloc.get_traced_memory()[0] - base) / 1e6
     tracemalloc.stop()
@@ -230,6 +235,7 @@ def memory(pool: list[BaseMessage], n: int, conversations: int) -> dict[str, flo
         "conversations": conversations,
         "after_half_mb": round(half, 1),
         "after_all_mb": round(many, 1),
+        "every_25_mb": samples,
     }
 
 
@@ -366,7 +372,8 @@ def table(res: dict[str, Any]) -> str:
         f"Memory held by one guard after {max(map(int, sizes)):,} messages: "
         f"{m['one_guard_mb']} MB (target <= 30 MB); across {m['conversations']} "
         f"conversations of 200 messages: {m['after_half_mb']} MB after half, "
-        f"{m['after_all_mb']} MB after all (bounded if equal).",
+        f"{m['after_all_mb']} MB after all (bounded if equal); every 25: "
+        f"{', '.join(map(str, m.get('every_25_mb', [])))} MB.",
         f"`context-guard --help`: {st['help']['cpu_s']} s CPU, "
         f"{st['help']['wall_s']} s wall (target <= 0.5 s); "
         f"import over `langchain_core.messages`: {st['import_over_core_cpu_s']} s "

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from operator import attrgetter
 
 from langchain_core.messages import BaseMessage
 
+_type = attrgetter("type")
 MIN_PRUNE_SHARE = 0.3
 """The shallowest share ``prune_share`` prunes to, however fast a history grows."""
 _CACHE_RATE = 0.1
@@ -32,7 +34,7 @@ def prune_share(
     Fast-growing histories (huge tool results) thus prune deeper, down to
     ``MIN_PRUNE_SHARE``.
     """
-    calls = sum(1 for m in history if m.type == "ai")
+    calls = list(map(_type, history)).count("ai")  # C speed at 50,000 messages
     if not calls or budget <= 0:
         return most
     growth = body / calls

@@ -31,6 +31,10 @@ _O200K_PREFIXES = (
 )
 _DOWNLOAD_TIMEOUT_S = 3.0
 _encodings: dict[str, tuple[Callable[[str], int], str]] = {}
+_THREADS = 8
+"""Threads ``batch_lengths`` encodes on at most (tiktoken's batch default)."""
+_batches: dict[Callable[[str], int], Callable[[list[str]], list[int]]] = {}
+"""tiktoken's batch encoder (several threads) behind each exact length function."""
 _encodings_lock = threading.Lock()
 
 
@@ -78,6 +82,7 @@ def _length_fn(enc: Any) -> Callable[[str], int]:
     so its count only needs to be close: 64 evenly spaced 4k-character samples.
     """
     encode = enc.encode_ordinary
+    batch = getattr(enc, "encode_ordinary_batch", None)
 
     def length(text: str) -> int:
         if not text:
@@ -91,7 +96,46 @@ def _length_fn(enc: Any) -> Callable[[str], int]:
         )
         return -(-sampled * len(text) // (_SAMPLES * _SAMPLE_CHARS))
 
+    if batch is not None:
+
+        def lengths(texts: list[str]) -> list[int]:
+            return _in_threads(length, texts)
+
+        _batches[length] = lengths
     return length
+
+
+def _in_threads(length: Callable[[str], int], texts: list[str]) -> list[int]:
+    """``length`` of every text, chunks of them on a few threads.
+
+    tiktoken releases the GIL while it encodes (as its own
+    ``encode_ordinary_batch`` relies on), so the chunks encode on every core.
+    Each chunk is one task that returns counts, not token lists.
+    """
+    workers = min(_THREADS, os.cpu_count() or 1, len(texts))
+    if workers < 2:
+        return list(map(length, texts))
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    chunks: list[list[int]] = [[] for _ in range(workers * 4)]
+    for n, i in enumerate(order):  # largest first, dealt round robin
+        chunks[n % len(chunks)].append(i)
+
+    def work(chunk: list[int]) -> list[int]:
+        return [length(texts[i]) for i in chunk]
+
+    out = [0] * len(texts)
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for chunk, counts in zip(chunks, pool.map(work, chunks), strict=True):
+            for i, n in zip(chunk, counts, strict=True):
+                out[i] = n
+    return out
+
+
+def batch_lengths(
+    length: Callable[[str], int],
+) -> Callable[[list[str]], list[int]] | None:
+    """``length`` of many texts at once, on several threads (None: not tiktoken)."""
+    return _batches.get(length)
 
 
 def _try_offline_cl100k() -> Callable[[str], int] | None:

@@ -249,6 +249,9 @@ class ContextGuard:
         """
         original, known, rebuilt = self._read(messages)
         count = self.counter.count_message
+        prime = getattr(self.counter, "prime", None)
+        if prime is not None:  # uncounted texts in one batch, on tiktoken's threads
+            prime(original if known is None else original[len(known.messages) :])
         if known is None:
             scan = scan_history(original, count)
             base: list[BaseMessage] | None = None
@@ -299,7 +302,15 @@ class ContextGuard:
             share = prune_share(policy.prune_to, body, original, budget)
             target = min(int(share * budget) + cap, budget)
         setting = Setting(
-            policy, target, info.tokens, turn_limit, count, gauge, cap, target < budget
+            policy,
+            target,
+            info.tokens,
+            turn_limit,
+            count,
+            gauge,
+            cap,
+            target < budget,
+            prime=prime,
         )
         scan = (body, usage_at, usage_body)
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)

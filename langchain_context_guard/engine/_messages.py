@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable, Collection, Hashable, Sequence
+from itertools import islice
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -173,7 +174,8 @@ def memo_rewrite(
     rewritten object each time keeps their work (and the token count's cache
     lookups) proportional to what is new, and the output byte-identical.
     Entries hold a plain weak reference (no callback, so nothing runs at
-    interpreter shutdown); dead ones are swept when the table has doubled.
+    interpreter shutdown); dead ones are swept every 4,096 new entries, so the
+    table holds at most that many rewrites of messages that are gone.
     """
     slot = (id(message), key)
     hit = _rewrites.get(slot)
@@ -187,8 +189,14 @@ def memo_rewrite(
         _rewrites[slot] = entry
         if len(_rewrites) >= _sweep_at[0]:
             sweep_dead(_rewrites)
-            _sweep_at[0] = max(_SWEEP_FLOOR, 2 * len(_rewrites))
+            _sweep_at[0] = len(_rewrites) + _SWEEP_FLOOR
     return result
+
+
+def drop_oldest(table: dict[Any, Any], keep: int) -> None:
+    """Drop ``table``'s oldest entries (insertion order) until ``keep`` are left."""
+    for slot in list(islice(table, max(len(table) - keep, 0))):
+        del table[slot]
 
 
 def sweep_dead(table: dict[Any, tuple[Any, ...]]) -> None:

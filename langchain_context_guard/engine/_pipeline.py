@@ -9,11 +9,11 @@ grow in turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ._anchor import Gauge, last_usage
 from ._compress import compress_message, compress_old_tool_results
@@ -34,9 +34,11 @@ from ._stages import (
     repair_step,
     strip_step,
 )
-from ._trim import Counter
+from ._trim import Costs, Counter
 from ._trim_step import grow_trim, trim_step
 from ._truncate import truncate_message
+from ._units import carried, reasoning_kind
+from ._units import kind as kind_of
 
 
 @dataclass(frozen=True)
@@ -54,10 +56,20 @@ class Setting:
     exact: bool = False
     """Cut exactly what is needed (no grid): a pruning of ``stable_prefix`` mode,
     whose prompt is then kept as it is while the history grows."""
+    prime: Callable[[Sequence[BaseMessage]], None] | None = None
+    """Counts many messages at once (``TiktokenCounter.prime``), if the counter can."""
+
+
+Memo = dict[str, Any]
+"""Per-message results a pass keeps for the next call: name -> (messages, results)."""
 
 
 class Run:
-    """One call's passes over ``original``, growing ``previous`` steps if given."""
+    """One call's passes over ``original``, growing ``previous`` steps if given.
+
+    ``memo``: per-message results of a previous call over a history this one
+    extends unchanged (``Record.memo``), reused by object identity.
+    """
 
     def __init__(
         self,
@@ -65,10 +77,12 @@ class Run:
         body: int,
         setting: Setting,
         previous: Sequence[Step] | None,
+        memo: Memo | None = None,
     ) -> None:
         self.original = original
         self.setting = setting
         self.previous = previous
+        self.memo: Memo = dict(memo or {})
         self.steps: list[Step] = []
         self.tokens: list[int] = []
         self.source = original
@@ -149,7 +163,14 @@ class Run:
         self._add(grown or _full(repair_step(self.source, count)))
 
     def _truncate_pass(self) -> None:
-        count = self.setting.count
+        count, prime = self.setting.count, self.setting.prime
+        if prime is not None and self.previous is None:
+            # A first run counts the assistant messages as truncation leaves them
+            # and every result as compression will (both memoised): in one batch.
+            calls = [m for m in self.source if isinstance(m, AIMessage)]
+            results = [m for m in self.source if isinstance(m, ToolMessage)]
+            kept = [m for m in map(self._truncate, calls) if m is not None]
+            prime([*kept, *map(self._compress, results)])
         self._add(
             map_step("truncate", self.source, self._truncate, count, self._prev())
         )
@@ -157,7 +178,12 @@ class Run:
 
     def _strip_thinking(self) -> None:
         keep = self.setting.policy.keep_recent_thinking
-        self._add(strip_step(self.source, keep, self.setting.count, self._prev()))
+        prev, codes = self._prev(), None
+        if prev is None:
+            kinds = carried(self.source, self.memo.get("reasoning"), reasoning_kind)
+            self.memo["reasoning"] = (self.source, kinds)
+            codes = "".join(kinds)
+        self._add(strip_step(self.source, keep, self.setting.count, prev, codes))
 
     def _hygiene(self) -> None:
         prev, count = self._prev(), self.setting.count
@@ -228,10 +254,14 @@ class Run:
                 if gauge.planned(body, intact) <= limit:
                     self._add(step)
                     return
+        costs: list[Costs] = carried(truncated, self.memo.get("costs"), self._costs)
+        codes = carried(self.source, self.memo.get("kinds"), kind_of)
+        self.memo["costs"] = (truncated, costs)
+        self.memo["kinds"] = (self.source, codes)
         self._add(
             trim_step(
                 self.source,
-                list(map(self._costs, truncated)),
+                costs,
                 room=room,
                 quantum=0.0 if s.exact else p.trim_step * s.budget,
                 keep=keep,
@@ -255,6 +285,7 @@ class Run:
                 source_tokens=self.body,
                 cut_room=cut_room,
                 cut_budget=cut_budget,
+                codes="".join(codes),
             )
         )
 
@@ -305,6 +336,8 @@ class Record:
     usage_at: int
     usage_body: int
     steps: tuple[Step, ...]
+    memo: Memo = field(default_factory=dict)
+    """The run's per-message results (``Run.memo``)."""
 
     def grows(
         self, messages: list[BaseMessage], base: list[BaseMessage] | None = None

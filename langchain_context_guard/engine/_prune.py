@@ -55,9 +55,12 @@ def _run(
     on the last, ``BudgetExceededError`` propagates.
     """
     key = (*key, setting.budget, setting.digest, setting.exact)
+    # Per-message results depend on the policy and the counter, not the budget.
+    memo = record.memo if record is not None and record.key[:2] == key[:2] else None
     if record is not None and record.key != key:
         record = None
-    run = Run(original, scan[0], setting, record.steps if record is not None else None)
+    steps = record.steps if record is not None else None
+    run = Run(original, scan[0], setting, steps, memo)
     if not enabled:
         return run, None
     try:
@@ -68,5 +71,5 @@ def _run(
         return None
     if run.steps and not run.steps[1].state.open:
         contents = recent_contents(original)
-        return run, Record(key, original, contents, *scan, tuple(run.steps))
+        return run, Record(key, original, contents, *scan, tuple(run.steps), run.memo)
     return run, None

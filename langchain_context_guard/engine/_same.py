@@ -56,8 +56,27 @@ def extends_unchanged(
         return True
     if longer[0] is not shorter[0] or longer[n - 1] is not shorter[n - 1]:
         return False
-    head = longer if len(longer) == n else longer[:n]
-    return head == shorter and unedited(longer, n, contents)
+    return starts_with(longer, shorter) and unedited(longer, n, contents)
+
+
+def starts_with(longer: Sequence[BaseMessage], shorter: Sequence[BaseMessage]) -> bool:
+    """``longer[:len(shorter)] == shorter``, without copying ``longer``.
+
+    A copy touches every message (its reference count), which at 50,000
+    messages costs more than the compare. For lists, ``shorter <= longer``
+    compares items with ``==`` up to the first that differs, skipping the very
+    same objects at C speed, and compares the lengths only when none differs;
+    messages define no order, so one that differs raises ``TypeError``.
+    """
+    n = len(shorter)
+    if len(longer) == n:
+        return longer == shorter
+    if not (type(longer) is list and type(shorter) is list):
+        return longer[:n] == shorter
+    try:
+        return shorter <= longer
+    except TypeError:
+        return False
 
 
 def unedited(messages: Sequence[BaseMessage], n: int, contents: Sequence[Any]) -> bool:

@@ -33,6 +33,7 @@ from ._messages import is_user, label
 from ._repair import repair_part
 from ._thinking import has_reasoning, strip_reasoning, stripped_count
 from ._trim import Counter
+from ._units import positions
 
 _content = attrgetter("content")
 NONE = sys.maxsize
@@ -283,13 +284,30 @@ def _scan_reasoning(
     return Reasoning(holders, last_user, open_turn, 0)
 
 
+def _read_reasoning(source: list[BaseMessage], codes: str) -> Reasoning:
+    """``_scan_reasoning`` of a whole history from its kinds (string scans)."""
+    last = len(codes.rstrip("T")) - 1  # the last message that is not a result
+    open_turn = last >= 0 and codes[last] in "AR"
+    if open_turn:
+        message = source[last]
+        open_turn = isinstance(message, AIMessage) and bool(message.tool_calls)
+    return Reasoning(positions(codes, "R"), codes.rfind("U"), open_turn, 0)
+
+
 def strip_step(
-    source: list[BaseMessage], keep: int, count: Counter, prev: Step | None = None
+    source: list[BaseMessage],
+    keep: int,
+    count: Counter,
+    prev: Step | None = None,
+    codes: str | None = None,
 ) -> Step:
-    """``strip_old_thinking``."""
+    """``strip_old_thinking``; ``codes``: ``source``'s ``_units.reasoning_kind``."""
     before = prev.state if prev is not None else Reasoning([], -1, False, 0)
     start = len(prev.source) if prev is not None else 0
-    state = _scan_reasoning(source, start, before)
+    if prev is None and codes is not None:
+        state = _read_reasoning(source, codes)
+    else:
+        state = _scan_reasoning(source, start, before)
     n = stripped_count(state.holders, state.turn_start(len(source)), keep)
     state = replace(state, stripped=n)
     if prev is None:

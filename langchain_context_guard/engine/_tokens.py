@@ -19,11 +19,14 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
+from ._encoding import batch_lengths
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
-from ._messages import sweep_dead
+from ._messages import drop_oldest, sweep_dead
 
 _SWEEP_FLOOR = 4_096
+_BATCH_MIN = 16
+"""Fewer uncounted messages than this are encoded one by one (``prime``)."""
 
 MESSAGE_OVERHEAD = 3
 """Tokens a provider adds around every message (role and separators)."""
@@ -104,7 +107,13 @@ class TiktokenCounter:
     The cache is keyed by message identity (checked through a weak reference and the
     content object) and, for equal messages rebuilt from a checkpoint, by content
     hash, so a history that grew by one message costs about one encode per call.
-    Safe to share between threads.
+    Identity entries (about 190 bytes each: the recent messages, which are
+    counted again) are at most ``max_entries``; content counts (an int each)
+    at most ``max_contents``, enough for a 50,000-message history with its
+    compressed copies. When full, the oldest quarter goes (the oldest messages,
+    which a pruned history no longer sends; clearing all re-encoded such a
+    history at once). Identity entries whose message is gone are swept every
+    4,096 new ones (they hold the content). Safe to share between threads.
     """
 
     def __init__(
@@ -114,14 +123,17 @@ class TiktokenCounter:
         encoding: str | None = None,
         image_tokens: int = 1_600,
         chars_per_token: float = 3.6,
-        max_entries: int = 50_000,
+        max_entries: int = 16_384,
+        max_contents: int = 200_000,
     ) -> None:
         self.encoding = encoding or encoding_for_model(model)
         self._length, self.name = load_encoding(self.encoding, chars_per_token)
+        self._lengths = batch_lengths(self._length)
         self.image_tokens = image_tokens
-        self._max = max_entries
         self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
-        self._by_key: dict[tuple[Any, ...], int] = {}
+        self._by_key: dict[int, int] = {}
+        self._max = max_entries
+        self._max_contents = max_contents
         self._sweep_at = _SWEEP_FLOOR
         self._lock = threading.Lock()
         self.encoded = 0
@@ -134,55 +146,104 @@ class TiktokenCounter:
     def count_message(self, message: BaseMessage) -> int:
         """Tokens of one message, overhead included (cached)."""
         tool_calls = message.tool_calls if isinstance(message, AIMessage) else None
+        known = self._known(message, tool_calls)
+        if known is not None:
+            return known
+        key = hash(content_key(message))  # an int: a third of the tuple's memory
+        with self._lock:
+            count = self._by_key.get(key)
+            if count is None:
+                count = self._encode(message)
+                self.encoded += 1
+            self._store(message, key, count, tool_calls)
+        return count
+
+    def prime(self, messages: Sequence[BaseMessage]) -> None:
+        """Count the messages not counted yet, their texts encoded in one batch.
+
+        tiktoken's ``encode_ordinary_batch`` spreads the texts over threads, so a
+        cold history costs the tokenizer's wall time on every core, not one; the
+        counts are the same as ``count_message``'s (same texts, same encoder).
+        """
+        if self._lengths is None:
+            return
+        todo: dict[int, tuple[BaseMessage, Any]] = {}
+        for message in messages:
+            calls = message.tool_calls if isinstance(message, AIMessage) else None
+            if self._known(message, calls) is not None:
+                continue
+            key = hash(content_key(message))
+            with self._lock:
+                if key in self._by_key or key in todo:
+                    continue
+            todo[key] = (message, calls)
+        if len(todo) < _BATCH_MIN:
+            return
+        parts = [self._parts(message) for message, _ in todo.values()]
+        lengths = iter(self._lengths([t for _, texts in parts for t in texts]))
+        with self._lock:
+            for (key, (message, calls)), (flat, texts) in zip(
+                todo.items(), parts, strict=True
+            ):
+                count = flat + sum(next(lengths) for _ in texts)
+                self.encoded += 1
+                self._store(message, key, count, calls)
+
+    def _known(self, message: BaseMessage, calls: Any) -> int | None:
+        """The count kept for this very message, unchanged since."""
         hit = self._by_id.get(id(message))
         if (
             hit is not None
             and hit[0]() is message
             and hit[1] is message.content
-            and hit[2] is tool_calls
+            and hit[2] is calls
         ):
             return hit[3]
-        key = content_key(message)
-        count = self._by_key.get(key)
-        with self._lock:
-            if count is None:
-                count = self._encode(message)
-                self.encoded += 1
-            if len(self._by_key) >= self._max:
-                self._by_key.clear()
-            if len(self._by_id) >= self._sweep_at:
-                # Plain weak references (no callback, so nothing runs at
-                # interpreter shutdown): sweep the dead ones, clear if all live.
-                sweep_dead(self._by_id)
-                if len(self._by_id) >= self._max:
-                    self._by_id.clear()
-                self._sweep_at = max(_SWEEP_FLOOR, 2 * len(self._by_id))
-            self._by_key[key] = count
-            ref = weakref.ref(message)
-            self._by_id[id(message)] = (ref, message.content, tool_calls, count)
-        return count
+        return None
+
+    def _store(self, message: BaseMessage, key: int, count: int, calls: Any) -> None:
+        """Remember ``count`` by content and by identity (under the lock)."""
+        if len(self._by_id) >= self._sweep_at:
+            # Plain weak references (no callback, so nothing runs at interpreter
+            # shutdown): sweep the dead ones, then the oldest if still full.
+            sweep_dead(self._by_id)
+            if len(self._by_id) >= self._max:
+                drop_oldest(self._by_id, self._max * 3 // 4)
+            self._sweep_at = len(self._by_id) + _SWEEP_FLOOR
+        if len(self._by_key) >= self._max_contents:
+            drop_oldest(self._by_key, self._max_contents * 3 // 4)
+        self._by_key[key] = count
+        ref = weakref.ref(message)
+        self._by_id[id(message)] = (ref, message.content, calls, count)
 
     def _encode(self, message: BaseMessage) -> int:
-        total = MESSAGE_OVERHEAD + self._length(message.type)
+        flat, texts = self._parts(message)
+        return flat + sum(map(self._length, texts))
+
+    def _parts(self, message: BaseMessage) -> tuple[int, list[str]]:
+        """A message's flat tokens, and the texts whose tokens add to them."""
+        flat, texts = MESSAGE_OVERHEAD, [message.type]
         if message.name:
-            total += 1 + self._length(message.name)
+            flat += 1
+            texts.append(message.name)
         content = message.content
         blocks = [content] if isinstance(content, str) else list(content)
         calls_elsewhere = isinstance(message, AIMessage) and bool(message.tool_calls)
         for block in blocks:
-            text, flat = _block_text(block, self.image_tokens, calls_elsewhere)
-            total += self._length(text) + flat
+            text, cost = _block_text(block, self.image_tokens, calls_elsewhere)
+            flat += cost
+            texts.append(text)
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                total += TOOL_CALL_OVERHEAD + self._length(call["name"])
-                total += self._length(_args_text(call["args"]))
+                flat += TOOL_CALL_OVERHEAD
+                texts += (call["name"], _args_text(call["args"]))
             for bad in message.invalid_tool_calls:
-                total += TOOL_CALL_OVERHEAD + self._length(bad.get("name") or "")
-                total += self._length(bad.get("args") or "")
+                flat += TOOL_CALL_OVERHEAD
+                texts += (bad.get("name") or "", bad.get("args") or "")
             reasoning = message.additional_kwargs.get("reasoning_content")
             if isinstance(reasoning, str):
-                total += self._length(reasoning)
-        return total
+                texts.append(reasoning)
+        return flat, texts
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Tokens of tool schemas, as OpenAI-format JSON."""

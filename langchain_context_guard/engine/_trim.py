@@ -17,10 +17,8 @@ exceeds its peak, what is kept fits.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
@@ -29,8 +27,19 @@ from ._errors import BudgetExceededError
 from ._messages import is_summary, is_user, text_of, with_marker
 from ._text import truncate_text
 from ._tokens import REPLY_OVERHEAD
+from ._units import (
+    grid_points,
+    kept_positions,
+    kinds,
+    positions,
+    prefix_sums,
+    settle,
+    units_from,
+)
 
 Counter = Callable[[BaseMessage], int]
+Units = Sequence[Sequence[int]]
+"""Droppable units, oldest first: each the indices of its messages, in order."""
 Measure = Callable[[list[BaseMessage]], int]
 Squeeze = Callable[[list[BaseMessage]], list[BaseMessage]]
 
@@ -144,7 +153,7 @@ class Cut:
     leading units dropped (where ``fit_cut`` may move on to).
     """
 
-    units: list[list[int]]
+    units: Units
     dropped: int
     grid: tuple[int, ...] = ()
 
@@ -152,8 +161,11 @@ class Cut:
         """``messages`` without their first ``dropped`` units."""
         if not dropped:
             return messages
-        drop = {i for unit in self.units[:dropped] for i in unit}
-        return [m for i, m in enumerate(messages) if i not in drop]
+        return list(
+            map(
+                messages.__getitem__, kept_positions(self.units, dropped, len(messages))
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -165,7 +177,7 @@ class Plan:
     compression batch, as (size, results compressed, units it could drop).
     """
 
-    units: list[list[int]]
+    units: Units
     grid: list[tuple[int, int, int]]
     settled: list[tuple[int, int, int]]
     limit: int
@@ -198,40 +210,28 @@ def plan_cut(
     batch: int = 0,
     keep_first_user: bool = True,
     turn_limit: int | None = None,
+    codes: str | None = None,
 ) -> tuple[Plan, Sizes]:
     """The plan and sizes of a history (module docstring).
 
     ``costs`` describe each message (``Costs``); compression runs as ``Sizes``
     says with ``keep`` and ``batch``; grid points lie every ``quantum`` tokens of
-    droppable history as written; ``turn_limit`` sets a lower bound.
+    droppable history as written; ``turn_limit`` sets a lower bound. ``codes``:
+    the messages' ``_units.kinds``, when the caller kept them.
     """
-    units = droppable_units(messages, keep_first_user)
-    results = list(accumulate((c[2] for c in costs), initial=0))
-    grid: list[tuple[int, int, int]] = [(0, 0, 0)]
-    written, mark = 0, quantum
-    for k, unit in enumerate(units, start=1):
-        written += sum(costs[i][0] for i in unit)
-        if quantum < 1 or written >= mark:
-            grid.append((k, written, results[unit[-1] + 1]))
-            if quantum >= 1:
-                mark = (math.floor(written / quantum) + 1) * quantum
+    codes = kinds(messages) if codes is None else codes
+    units = units_from(codes, keep_first_user)
+    raw = prefix_sums(costs, 0)
+    grid = grid_points(units, raw, prefix_sums(costs, 2), quantum)
     limit = 0
     if turn_limit is not None:
-        users = [i for i, m in enumerate(messages) if is_user(m)]
+        users = positions(codes, "U")
         if len(users) > turn_limit:
             start = users[-turn_limit]
             limit = sum(1 for unit in units if unit[-1] < start)
     ends = [unit[-1] for unit in units]
-    settled: list[tuple[int, int, int]] = []
-    raw, saved, done = 0, [0], 0
-    for i, (cost, compressed, is_result) in enumerate(costs):
-        if is_result and batch and compress_boundary(len(saved), keep, batch) > done:
-            settled.append((raw - saved[done], done, bisect_left(ends, i)))
-        raw += cost
-        if is_result:
-            saved.append(saved[-1] + cost - compressed)
-            done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
-    return Plan(units, grid, settled, limit), Sizes(keep, batch, raw, tuple(saved))
+    settled, saved = settle(costs, raw, ends, keep, batch)
+    return Plan(units, grid, settled, limit), Sizes(keep, batch, raw[-1], saved)
 
 
 def _first_fit(

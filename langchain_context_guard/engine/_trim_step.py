@@ -27,6 +27,7 @@ from ._trim import (
     fit_cut,
     plan_cut,
 )
+from ._units import dropped_positions, kept_positions
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +59,7 @@ def trim_step(
     source_tokens: int,
     cut_room: float | None = None,
     cut_budget: int | None = None,
+    codes: str | None = None,
 ) -> Step:
     """``trim_to_budget`` with the guard's plan (see ``_trim``), in full.
 
@@ -72,6 +74,7 @@ def trim_step(
         batch=batch,
         keep_first_user=keep_first_user,
         turn_limit=turn_limit,
+        codes=codes,
     )
     cut = plan.cut(sizes, room)
     if (cut is None or cut.dropped) and cut_room is not None:
@@ -95,15 +98,16 @@ def trim_step(
     state = TrimState(plan, sizes, dropped, more or beyond)
     if kept is source:
         return Step("trim", source, source, NO_EDITS, 0, NONE, state)
-    gone = {i for unit in plan.units[:dropped] for i in unit}
-    changed: list[str] = []
-    j = 0
-    for i, m in enumerate(source):
-        if i not in gone:
-            if kept[j] is not m:
-                changed.append(label(kept[j], j))
-            j += 1
-    edits = Edits(tuple(changed), tuple(label(source[i], i) for i in sorted(gone)))
+    gone = dropped_positions(plan.units, dropped)
+    stay = kept_positions(plan.units, dropped, len(source))
+    changed = [
+        label(new, j)
+        for j, (i, new) in enumerate(zip(stay, kept, strict=False))
+        if new is not source[i]
+    ]
+    edits = Edits(
+        tuple(changed), tuple(map(label, map(source.__getitem__, gone), gone))
+    )
     delta = sum(map(count, kept)) - source_tokens
     return Step("trim", source, kept, edits, delta, first_diff(kept, source), state)
 

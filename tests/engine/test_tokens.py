@@ -27,6 +27,7 @@ from langchain_context_guard.engine._anchor import (
 from langchain_context_guard.engine._tokens import (
     MESSAGE_OVERHEAD,
     REPLY_OVERHEAD,
+    content_key,
     make_counter,
 )
 from tests.engine._support import agent_history, ai, call
@@ -336,3 +337,34 @@ def test_tool_schemas_inside_an_anchor_are_not_counted_twice():
     history[k] = history[k].model_copy(update={"usage_metadata": usage})
     rest = guard.counter.count_message(history[-1])
     assert guard.count_tokens(history, tools=tools) == ours + own + rest
+
+
+def test_prime_counts_in_one_batch_what_count_message_counts():
+    history = agent_history(30)
+    history.append(AIMessage("", invalid_tool_calls=[{"name": "x", "args": "{"}]))
+    history.append(HumanMessage([{"type": "text", "text": "see"}], name="ann"))
+    history.append(AIMessage("hm", additional_kwargs={"reasoning_content": "why"}))
+    history.append(ToolMessage("y" * (_encoding.EXACT_LIMIT + 10), tool_call_id="c"))
+    one_by_one = TiktokenCounter()
+    expected = [one_by_one.count_message(m) for m in history]
+    counter = TiktokenCounter()
+    distinct = len({content_key(m) for m in history})
+    counter.prime(history)
+    assert counter.encoded == distinct
+    assert [counter.count_message(m) for m in history] == expected
+    counter.prime(history)  # all counted: nothing encoded again
+    assert counter.encoded == distinct
+
+
+def test_batch_lengths_equal_one_by_one():
+    length, _ = _encoding.load_encoding("cl100k_base")
+    lengths = _encoding.batch_lengths(length)
+    assert lengths is not None
+    texts = [
+        "",
+        "a b c",
+        "日本語 👍" * 50,
+        "x" * (_encoding.EXACT_LIMIT + 1),
+        *map(str, range(40)),
+    ]
+    assert lengths(texts) == list(map(length, texts))

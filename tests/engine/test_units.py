@@ -1,0 +1,159 @@
+"""``_units``: the trim plan's fast inputs equal the plain per-message versions."""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from itertools import accumulate
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langchain_context_guard.engine import _units
+from langchain_context_guard.engine._compress import compress_boundary
+from langchain_context_guard.engine._messages import MARKER_KEY, is_user
+from langchain_context_guard.engine._stages import (
+    Reasoning,
+    _read_reasoning,
+    _scan_reasoning,
+)
+from langchain_context_guard.engine._trim import Cut, droppable_units, plan_cut
+from langchain_context_guard.engine._units import carried
+
+
+def _mark(kind: str) -> dict[str, object]:
+    return {MARKER_KEY: {"kind": kind}}
+
+
+def _message(code: str, i: int) -> BaseMessage:
+    call = {"name": "bash", "args": {"i": i}, "id": f"c{i}", "type": "tool_call"}
+    thinking = [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "x"}]
+    return {
+        "s": lambda: SystemMessage("sys"),
+        "u": lambda: HumanMessage(f"user {i}"),
+        "m": lambda: HumanMessage("summary", additional_kwargs=_mark("summary")),
+        "d": lambda: HumanMessage("digest", additional_kwargs=_mark("digest")),
+        "a": lambda: AIMessage(f"answer {i}"),
+        "c": lambda: AIMessage("", tool_calls=[call]),
+        "r": lambda: AIMessage(thinking, tool_calls=[call]),
+        "k": lambda: AIMessage("", additional_kwargs={"reasoning_content": "hm"}),
+        "t": lambda: ToolMessage(f"out {i}", tool_call_id=f"c{i}"),
+        "z": lambda: ToolMessage(
+            "cut", tool_call_id="x", additional_kwargs=_mark("compressed")
+        ),
+        "o": lambda: ChatMessage("other", role="critic"),
+    }[code]()
+
+
+HISTORIES = st.text(alphabet="suumdaccrktttzo", max_size=60).map(
+    lambda codes: [_message(c, i) for i, c in enumerate(codes)]
+)
+SETTINGS = settings(max_examples=100, deadline=None)
+
+
+@SETTINGS
+@given(HISTORIES, st.booleans())
+def test_units_equal_droppable_units(history, keep_first_user):
+    units = _units.units_from(_units.kinds(history), keep_first_user)
+    assert [list(u) for u in units] == droppable_units(history, keep_first_user)
+
+
+def _reference_plan(messages, costs, quantum, keep, batch, keep_first_user, turn_limit):
+    """``plan_cut`` as it was written per message (before ``_units``)."""
+    units = droppable_units(messages, keep_first_user)
+    results = list(accumulate((c[2] for c in costs), initial=0))
+    grid = [(0, 0, 0)]
+    written, mark = 0, quantum
+    for k, unit in enumerate(units, start=1):
+        written += sum(costs[i][0] for i in unit)
+        if quantum < 1 or written >= mark:
+            grid.append((k, written, results[unit[-1] + 1]))
+            if quantum >= 1:
+                mark = (math.floor(written / quantum) + 1) * quantum
+    limit = 0
+    if turn_limit is not None:
+        users = [i for i, m in enumerate(messages) if is_user(m)]
+        if len(users) > turn_limit:
+            start = users[-turn_limit]
+            limit = sum(1 for unit in units if unit[-1] < start)
+    ends = [unit[-1] for unit in units]
+    settled = []
+    raw, saved, done = 0, [0], 0
+    for i, (cost, compressed, is_result) in enumerate(costs):
+        if is_result and batch and compress_boundary(len(saved), keep, batch) > done:
+            settled.append((raw - saved[done], done, bisect_left(ends, i)))
+        raw += cost
+        if is_result:
+            saved.append(saved[-1] + cost - compressed)
+            done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
+    return units, grid, settled, limit, raw, tuple(saved)
+
+
+@SETTINGS
+@given(
+    HISTORIES,
+    st.data(),
+    st.sampled_from([0.0, 0.5, 7.0, 40.0]),
+    st.sampled_from([0, 1, 6]),
+    st.sampled_from([0, 1, 3, 8]),
+    st.booleans(),
+    st.sampled_from([None, 1, 2]),
+)
+def test_plan_cut_equals_the_per_message_plan(
+    history, data, quantum, keep, batch, keep_first_user, turn_limit
+):
+    costs = [
+        (c, data.draw(st.integers(0, c)), isinstance(m, ToolMessage))
+        for m in history
+        for c in [data.draw(st.integers(1, 30))]
+    ]
+    plan, sizes = plan_cut(
+        history,
+        costs,
+        quantum=quantum,
+        keep=keep,
+        batch=batch,
+        keep_first_user=keep_first_user,
+        turn_limit=turn_limit,
+    )
+    units, grid, settled, limit, raw, saved = _reference_plan(
+        history, costs, quantum, keep, batch, keep_first_user, turn_limit
+    )
+    assert [list(u) for u in plan.units] == units
+    assert (plan.grid, plan.settled, plan.limit) == (grid, settled, limit)
+    assert (sizes.raw, sizes.saved) == (raw, saved)
+    for dropped in range(len(units) + 1):
+        gone = {i for unit in units[:dropped] for i in unit}
+        kept = [m for i, m in enumerate(history) if i not in gone]
+        assert Cut(plan.units, dropped).keep(history, dropped) == kept
+        assert _units.dropped_positions(plan.units, dropped) == sorted(gone)
+
+
+@SETTINGS
+@given(HISTORIES)
+def test_reasoning_read_from_kinds_equals_the_scan(history):
+    codes = "".join(map(_units.reasoning_kind, history))
+    start = Reasoning([], -1, False, 0)
+    assert _read_reasoning(history, codes) == _scan_reasoning(history, 0, start)
+
+
+@SETTINGS
+@given(HISTORIES, HISTORIES, st.data())
+def test_carried_results_equal_fresh_ones(before, extra, data):
+    after = list(before)
+    for i in data.draw(st.sets(st.integers(0, max(len(after) - 1, 0)))):
+        if i < len(after):
+            after[i] = _message("t", 1000 + i)
+    cut = data.draw(st.integers(0, len(after)))
+    after = after[:cut] + extra
+    held = (before, list(map(_units.kind, before)))
+    assert carried(after, held, _units.kind) == list(map(_units.kind, after))
+    assert carried(after, None, _units.kind) == list(map(_units.kind, after))
