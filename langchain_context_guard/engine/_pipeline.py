@@ -16,7 +16,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ._anchor import Gauge, last_usage
-from ._compress import compress_message, compress_old_tool_results
+from ._compress import callers, compress_message, compress_old_tool_results
 from ._digest import digest_step
 from ._events import EventKind
 from ._hygiene import history_start, tidy_message
@@ -194,17 +194,28 @@ class Run:
             batch=p.compress_batch,
             compress=self._compress,
             count=self.setting.count,
+            assistant=p.compress_assistant_text,
         )
         prev = self._prev()
         step = run(self.source, prev=prev) if prev is not None else None
         self._add(step or _full(run(self.source)))
 
-    def _costs(self, message: BaseMessage) -> tuple[int, int, bool]:
-        """Raw cost, cost for good (compressed, for a result), is a result."""
-        count = self.setting.count(message)
+    def _costs(self, messages: list[BaseMessage], i: int) -> tuple[int, int, bool]:
+        """Raw cost, cost for good (compressed, for a result), is a result.
+
+        A result's cost for good also takes off what compressing its ``callers``
+        saves (with ``compress_assistant_text``): the two go together.
+        """
+        count = self.setting.count
+        message = messages[i]
+        raw = count(message)
         if not isinstance(message, ToolMessage):
-            return count, count, False
-        return count, self.setting.count(self._compress(message)), True
+            return raw, raw, False
+        good = count(self._compress(message))
+        if self.setting.policy.compress_assistant_text:
+            for j in callers(messages, i):
+                good -= count(messages[j]) - count(self._compress(messages[j]))
+        return raw, good, True
 
     def _trim(self) -> None:
         truncated = self._truncated
@@ -217,7 +228,8 @@ class Run:
         prev = self._prev()
         if prev is not None:
             start = len(prev.source)
-            sizes = prev.state.sizes.grow(map(self._costs, truncated[start:]))
+            new = range(start, len(truncated))
+            sizes = prev.state.sizes.grow(self._costs(truncated, i) for i in new)
             step = grow_trim(prev, self.source, sizes, room=room, cut_room=cut_room)
             if step is not None:
                 extra = self._lead_extra(step.result, len(prev.result))
@@ -230,7 +242,7 @@ class Run:
         self._add(
             trim_step(
                 self.source,
-                list(map(self._costs, truncated)),
+                [self._costs(truncated, i) for i in range(len(truncated))],
                 room=room,
                 quantum=0.0 if s.exact else p.trim_step * s.budget,
                 keep=keep,
@@ -248,6 +260,7 @@ class Run:
                     head_lines=p.compress_head_lines,
                     tail_lines=p.compress_tail_lines,
                     batch=1,
+                    assistant=p.compress_assistant_text,
                 ),
                 count=s.count,
                 source_tokens=self.body,

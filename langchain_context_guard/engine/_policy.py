@@ -108,6 +108,13 @@ class GuardPolicy(BaseModel):
     compress_tail_lines: int = Field(
         2, ge=0, description="Lines kept from the end of a compressed result."
     )
+    compress_assistant_text: bool = Field(
+        True,
+        description="Compress with each old result the text of the assistant "
+        "message that made its call (its tool calls stay whole): the commands an "
+        "agent ran hold most names it reuses, its prose most of its tokens, so "
+        "old turns are kept as commands before whole turns are dropped. FIGURE",
+    )
     compress_batch: int = Field(
         4,
         ge=1,
@@ -159,16 +166,11 @@ class GuardPolicy(BaseModel):
         "to at most this share of the budget (plus the digest), leaving room to "
         "grow before the next pruning re-sends the prompt at full price. The share "
         "comes from a cost model (engine._depth.prune_share): a history growing g "
-        "tokens a call, pruned from budget B to pB, bills per call about g + "
-        "g*p/(1-p) (the re-sent prefix, spread over the (1-p)B/g calls until the "
-        "next pruning) + c*B*(1+p)/2 (the cached prefix, cache rate c = 0.1) and "
-        "keeps B*(1+p)/2 on average, so one more token of kept context costs "
-        "2g/((1-p)^2 B) + c; it is worth it while that stays below the price of "
-        "an uncached token: p = 1 - sqrt(2g/(0.9B)), g the history's own tokens "
-        "per call, never below 0.3. On the shared trajectories g is ~620 tokens, "
-        "so p = 0.69 at 16k and 0.78 at 32k; this cap of 0.7 holds the 32k bill "
-        "(replay: 96.6% / 99.7% content evidence at 0.74x / 0.88x billed at 16k / "
-        "32k; a fixed 0.3: 92.0% / 98.5% at 0.66x / 0.81x).",
+        "tokens a call, pruned from budget B to pB, bills per kept token of "
+        "context 2g/((1-p)^2 B) + c (cache rate c = 0.1); worth it while below an "
+        "uncached token: p = 1 - sqrt(2g/(0.9B)), never below 0.3. On the shared "
+        "trajectories g is ~620, so p = 0.69 at 16k and 0.78 at 32k; this cap of "
+        "0.7 holds the 32k bill. PRUNEFIG",
     )
     digest: bool = Field(
         False,

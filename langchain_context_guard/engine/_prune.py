@@ -4,7 +4,8 @@
 it runs the passes (``_pipeline.Run``, growing the previous call's steps from
 ``record`` when the history only grew) at the target, then at the full budget,
 then without room for the digest; the last try's ``BudgetExceededError``
-propagates.
+propagates. A pruning that falls well short of its target is weighed against
+the cut just above it (``_nearer``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from langchain_core.messages import BaseMessage
 from ._errors import BudgetExceededError
 from ._pipeline import Record, Run, Setting
 from ._same import recent_contents
+
+NEAR = 0.1
+"""Share of its target a pruning may fall short by before the cut above is tried
+(a smaller miss changes the kept context and the bill by under a tenth)."""
 
 
 def prune(
@@ -36,8 +41,34 @@ def prune(
     for n, attempt in enumerate(tries, start=1):
         done = _run(original, scan, attempt, record, key, n == len(tries), enabled)
         if done is not None:
-            return done
+            if not (attempt.exact and enabled):
+                return done
+            return _nearer(original, scan, attempt, record, key, done)
     raise AssertionError("the last try raises")  # pragma: no cover
+
+
+def _nearer(
+    original: list[BaseMessage],
+    scan: tuple[int, int, int],
+    setting: Setting,
+    record: Record | None,
+    key: tuple[Any, ...],
+    done: tuple[Run, Record | None],
+) -> tuple[Run, Record | None]:
+    """The cut nearest the target, from below or above.
+
+    Whole turns go, so the first cut within the target can fall far below it (a
+    large turn just before the kept ones): the cost model's depth is then missed
+    by a turn. When it falls short by more than ``NEAR`` of the target, the cut
+    as far above the target is tried too (within the budget), and the one
+    keeping more is taken: it misses the target by no more.
+    """
+    short = setting.budget - done[0].now
+    if short <= NEAR * setting.budget:
+        return done
+    wider = replace(setting, budget=min(setting.budget + short, key[2]))
+    alt = _run(original, scan, wider, record, key, False, True)
+    return alt if alt is not None and alt[0].now > done[0].now else done
 
 
 def _run(

@@ -47,12 +47,16 @@ def _marker(omitted: int, original: int) -> str:
 
 
 def compress_lines(
-    text: str, head_lines: int = 3, tail_lines: int = 2, max_line_chars: int = 240
+    text: str,
+    head_lines: int = 3,
+    tail_lines: int = 2,
+    max_line_chars: int = 240,
+    what: str = "tool output",
 ) -> str:
     """Keep the first and last lines of ``text`` around an omission marker.
 
     Kept lines longer than ``max_line_chars`` are cut too, so a result made of one
-    huge line still shrinks.
+    huge line still shrinks. ``what`` names the text in the marker.
     """
     lines = text.split("\n")
     keep_all = len(lines) <= head_lines + tail_lines
@@ -67,6 +71,6 @@ def compress_lines(
 
     note = (
         f"[... {omitted:,} lines omitted, original {len(text):,} characters; "
-        "older tool output compressed by context guard ...]"
+        f"older {what} compressed by context guard ...]"
     )
     return "\n".join([*map(cut, head), note, *map(cut, tail)])

@@ -62,8 +62,8 @@ GUARD_WRITTEN = frozenset({"digest", "placeholder", "synthetic_result", "summary
 _NOTES = re.compile(
     r"\n*\.\.\. \[[\d,]+ characters truncated; original [\d,]+ characters\] "
     r"\.\.\.\n*"
-    r"|\[\.\.\. [\d,]+ lines omitted, original [\d,]+ characters; older tool "
-    r"output compressed by context guard \.\.\.\]"
+    r"|\[\.\.\. [\d,]+ lines omitted, original [\d,]+ characters; older "
+    r"(?:tool output|assistant message) compressed by context guard \.\.\.\]"
     r"| \.\.\.\[[\d,]+ chars\]"
 )
 """The marker text truncation and compression put inside a kept copy."""
