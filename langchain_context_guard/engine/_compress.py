@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ._messages import marker, memo_rewrite, text_of, with_marker
+from ._policy import GuardPolicy
 from ._text import compress_lines
 
 
@@ -49,6 +50,12 @@ def compress_old_tool_results(
     if changed:
         return out
     return messages if isinstance(messages, list) else out
+
+
+def compress_floor(policy: GuardPolicy, window: int) -> int:
+    """Characters at or below which an old message stays whole, for a window."""
+    share = policy.compress_min_share * policy.budget(window)
+    return max(policy.compress_min_chars, round(share * policy.chars_per_token))
 
 
 def compress_boundary(results: int, keep_recent: int, batch: int) -> int:

@@ -16,7 +16,12 @@ from typing import Any
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ._anchor import Gauge, last_usage
-from ._compress import callers, compress_message, compress_old_tool_results
+from ._compress import (
+    callers,
+    compress_floor,
+    compress_message,
+    compress_old_tool_results,
+)
 from ._digest import digest_step
 from ._events import EventKind
 from ._hygiene import history_start, tidy_message
@@ -81,7 +86,7 @@ class Run:
         self._truncate = truncator(p, p.budget(setting.window), setting.count)
         self._compress = partial(
             compress_message,
-            min_chars=p.compress_min_chars,
+            min_chars=compress_floor(p, setting.window),
             head_lines=p.compress_head_lines,
             tail_lines=p.compress_tail_lines,
         )
@@ -256,7 +261,7 @@ class Run:
                 squeeze=partial(
                     compress_old_tool_results,
                     keep_recent=keep,
-                    min_chars=p.compress_min_chars,
+                    min_chars=compress_floor(p, s.window),
                     head_lines=p.compress_head_lines,
                     tail_lines=p.compress_tail_lines,
                     batch=1,
