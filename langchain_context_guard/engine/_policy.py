@@ -106,7 +106,7 @@ class GuardPolicy(BaseModel):
         description="Nor is a message compressed below this share of the budget "
         "(characters at chars_per_token): compressing it saves at most that, and "
         "small outputs hold the values and line numbers asked for later. 32k "
-        "replay: needles 94.8% -> 96.8% for 0.845x -> 0.867x billed (16k: the "
+        "replay: needles 94.8% -> 96.7% for 0.846x -> 0.866x billed (16k: the "
         "floor of compress_min_chars decides).",
     )
     compress_head_lines: int = Field(3, ge=0, description="Head lines kept.")
@@ -117,7 +117,7 @@ class GuardPolicy(BaseModel):
         "message that made its call (its tool calls stay whole): the commands an "
         "agent ran hold most names it reuses, its prose most of its tokens, so "
         "old turns are kept as commands before whole turns are dropped. Replay: "
-        "98.2% / 99.9% content evidence at 0.75x / 0.87x billed (16k / 32k); "
+        "98.1% / 99.9% content evidence at 0.75x / 0.87x billed (16k / 32k); "
         "off: 96.7% / 99.8% at 0.77x / 0.90x.",
     )
     compress_batch: int = Field(
@@ -169,8 +169,8 @@ class GuardPolicy(BaseModel):
         "context 2g/((1-p)^2 B) + c (cache rate c = 0.1); worth it while below an "
         "uncached token: p = 1 - sqrt(2g/(0.9B)), never below 0.3. On the shared "
         "trajectories g is ~620, so p = 0.69 at 16k and 0.78 at 32k; the cap "
-        "binds at 32k only (uncapped: same evidence, +0.2% billed). 0.6: 97.9% / "
-        "99.9% content evidence at 0.74x / 0.86x (16k / 32k), 0.7: 98.2% at 0.75x.",
+        "binds at 32k only (0.9: same evidence, +0.6% billed). 0.6: 97.9% / 99.9% "
+        "content evidence at 0.74x / 0.86x (16k / 32k), 0.7: 98.1% at 0.75x.",
     )
     digest: bool = Field(
         False,

@@ -15,13 +15,10 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from ._depth import growth
 from ._errors import BudgetExceededError
 from ._pipeline import Record, Run, Setting
 from ._same import recent_contents
-
-NEAR = 0.1
-"""Share of its target a pruning may fall short by before the cut above is tried
-(a smaller miss changes the kept context and the bill by under a tenth)."""
 
 
 def prune(
@@ -57,14 +54,16 @@ def _nearer(
 ) -> tuple[Run, Record | None]:
     """The cut nearest the target, from below or above.
 
-    Whole turns go, so the first cut within the target can fall far below it (a
-    large turn just before the kept ones): the cost model's depth is then missed
-    by a turn. When it falls short by more than ``NEAR`` of the target, the cut
+    Whole turns go, so the first cut within the target falls below it by up to
+    a turn; an average turn is the history's growth per call (``_depth.growth``),
+    the cost model's g. A cut short by more than that had a larger turn in the
+    way (one just before the kept ones can leave little but the task): the cut
     as far above the target is tried too (within the budget), and the one
-    keeping more is taken: it misses the target by no more.
+    keeping more is taken, as it misses the target by no more.
     """
     short = setting.budget - done[0].now
-    if short <= NEAR * setting.budget:
+    turn = growth(scan[0], original)
+    if turn is None or short <= turn * setting.gauge.scale:
         return done
     wider = replace(setting, budget=min(setting.budget + short, key[2]))
     alt = _run(original, scan, wider, record, key, False, True)

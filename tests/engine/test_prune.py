@@ -34,8 +34,8 @@ def test_a_pruning_far_short_of_its_target_takes_the_cut_above(monkeypatch, near
     # Reaching the target means dropping the large turn before the latest one,
     # which leaves far less than the target; the cut above keeps it and misses
     # the target by no more.
-    if not near:
-        monkeypatch.setattr(_prune, "NEAR", 10.0)
+    if not near:  # as if every turn were huge: no miss is large enough
+        monkeypatch.setattr(_prune, "growth", lambda body, history: 1e9)
     policy = GuardPolicy(context_window=24_000, reserve_tokens=4_000)
     history = _big_turn_history()
     out = ContextGuard(policy, token_counter=COUNTER).prepare(history)
