@@ -9,6 +9,7 @@ most of the names an agent uses again, for a fraction of the tokens.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -108,15 +109,53 @@ def compress_message(
 def _compress(
     message: BaseMessage, min_chars: int, head_lines: int, tail_lines: int
 ) -> BaseMessage:
-    if isinstance(message, AIMessage) and not isinstance(message.content, str):
-        return message  # blocks (reasoning, signatures) stay as the provider sent
+    if isinstance(message, AIMessage):
+        return _compress_assistant(message, min_chars)
     text = text_of(message.content)
     if len(text) <= min_chars or (not isinstance(message.content, str) and not text):
         return message
-    if isinstance(message, AIMessage):
-        short = compress_lines(text, 1, 0, what="assistant message")
-    else:
-        short = compress_lines(text, head_lines, tail_lines)
+    short = compress_lines(text, head_lines, tail_lines)
     if len(short) >= len(text):
         return message
     return with_marker(message, "compressed", content=short, original_chars=len(text))
+
+
+def _compress_assistant(message: AIMessage, min_chars: int) -> BaseMessage:
+    """Its text to its first line and a marker; tool calls and other blocks stay.
+
+    Content blocks other than text (tool use, images) keep their place; one
+    holding reasoning leaves the message as the provider sent it (signatures).
+    """
+    content = message.content
+    texts: list[str | None] = [content] if isinstance(content, str) else []
+    if not isinstance(content, str):
+        kinds = {b.get("type") for b in content if isinstance(b, dict)}
+        if kinds & {"thinking", "redacted_thinking", "reasoning"}:
+            return message
+        texts = [_block_text(b) for b in content]
+    text = "\n".join(t for t in texts if t is not None)
+    if len(text) <= min_chars:
+        return message
+    short = compress_lines(text, 1, 0, what="assistant message")
+    if len(short) >= len(text):
+        return message
+    if isinstance(content, str):
+        new: Any = short
+    else:
+        new, placed = [], False
+        for block in content:
+            if _block_text(block) is None:
+                new.append(block)
+            elif not placed:
+                new.append({"type": "text", "text": short})
+                placed = True
+    return with_marker(message, "compressed", content=new, original_chars=len(text))
+
+
+def _block_text(block: Any) -> str | None:
+    """The text of a content block that is text, else None."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict) and block.get("type") == "text":
+        return str(block.get("text", ""))
+    return None

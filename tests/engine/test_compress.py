@@ -123,3 +123,20 @@ def test_callers_are_the_assistant_messages_since_the_previous_result():
     assert callers(history, 5) == [2, 4]
     assert callers(history, 6) == []  # a second result of the same step
     assert callers(history, 8) == [7]
+
+
+def test_assistant_blocks_keep_their_tool_use_and_reasoning_stays():
+    text = lines(40, prefix="thought")
+    use = {"type": "tool_use", "id": "c0", "name": "bash", "input": {"cmd": "ls"}}
+    blocks = AIMessage([{"type": "text", "text": text}, use], tool_calls=[call("c0")])
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
+    signed = AIMessage([thinking, {"type": "text", "text": text}], id="signed")
+    history = [blocks, result("c0", lines(100)), *agent_history(6)[2:]]
+    out = compress_old_tool_results(history, batch=1, assistant=True)
+    assert out[0].content[1] == use
+    assert out[0].content[0]["text"].splitlines()[0] == text.splitlines()[0]
+    assert out[0].tool_calls == blocks.tool_calls
+    assert out[0].additional_kwargs[MARKER_KEY]["original_chars"] == len(text)
+    history = [signed, ai(call("c1")), result("c1", lines(100)), *history[2:]]
+    out = compress_old_tool_results(history, batch=1, assistant=True)
+    assert out[0] is signed  # a signed reasoning block must go back unchanged
