@@ -34,9 +34,17 @@ def prune_share(
     Fast-growing histories (huge tool results) thus prune deeper, down to
     ``MIN_PRUNE_SHARE``.
     """
-    calls = list(map(_type, history)).count("ai")  # C speed at 50,000 messages
-    if not calls or budget <= 0:
+    g = growth(body, history)
+    if g is None or budget <= 0:
         return most
-    growth = body / calls
-    share = 1 - math.sqrt(2 * growth / ((1 - _CACHE_RATE) * budget))
+    share = 1 - math.sqrt(2 * g / ((1 - _CACHE_RATE) * budget))
     return max(min(share, most), min(MIN_PRUNE_SHARE, most))
+
+
+def growth(body: int, history: Sequence[BaseMessage]) -> float | None:
+    """Tokens a history grows by per model call (None without any call).
+
+    ``body`` over its assistant messages: also the size of an average turn.
+    """
+    calls = list(map(_type, history)).count("ai")  # C speed at 50,000 messages
+    return body / calls if calls else None

@@ -9,21 +9,10 @@ from typing import Any
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
-from ._anchor import (
-    Gauge,
-    make_gauge,
-    scan_history,
-    sent_key,
-)
+from ._anchor import Gauge, make_gauge, scan_history, sent_key
 from ._depth import prune_share
 from ._errors import ConfigError, InvalidInputError
-from ._events import (
-    GuardEvent,
-    GuardReport,
-    PrepareResult,
-    log_event,
-    step_events,
-)
+from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
 from ._handover import export_state, restore_state
 from ._input import to_messages
 from ._overflow import LimitMemory
@@ -301,16 +290,9 @@ class ContextGuard:
         if policy.stable_prefix and held(gauge, body, len(original)) > budget:
             share = prune_share(policy.prune_to, body, original, budget)
             target = min(int(share * budget) + cap, budget)
+        exact = target < budget
         setting = Setting(
-            policy,
-            target,
-            info.tokens,
-            turn_limit,
-            count,
-            gauge,
-            cap,
-            target < budget,
-            prime=prime,
+            policy, target, info.tokens, turn_limit, count, gauge, cap, exact, prime
         )
         scan = (body, usage_at, usage_body)
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)

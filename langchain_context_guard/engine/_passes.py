@@ -11,7 +11,8 @@ from the package; ``prepare`` applies them in this order:
 3. ``truncate``: ``truncate_tool_results`` keeps the head and tail of huge tool
    outputs; cheap, and it touches one message at a time.
 4. ``compress``: ``compress_old_tool_results`` shrinks old tool results (the
-   newest stay whole) before trimming has to drop whole turns.
+   newest stay whole), with the prose of the assistant messages that called them
+   (their tool calls stay whole), before trimming has to drop whole turns.
 5. ``strip_thinking``: ``strip_old_thinking``; old reasoning is dead weight once
    answered.
 6. ``trim``: ``trim_to_budget`` drops the oldest whole turns, only if the cheaper

@@ -16,7 +16,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ._anchor import Gauge, last_usage
-from ._compress import compress_message, compress_old_tool_results
+from ._compress import (
+    callers,
+    compress_floor,
+    compress_message,
+    compress_old_tool_results,
+)
 from ._digest import digest_step
 from ._events import EventKind
 from ._hygiene import history_start, tidy_message
@@ -37,7 +42,7 @@ from ._stages import (
 from ._trim import Costs, Counter
 from ._trim_step import grow_trim, trim_step
 from ._truncate import truncate_message
-from ._units import carried, reasoning_kind
+from ._units import carried, carried_at, reasoning_kind
 from ._units import kind as kind_of
 
 
@@ -95,7 +100,7 @@ class Run:
         self._truncate = truncator(p, p.budget(setting.window), setting.count)
         self._compress = partial(
             compress_message,
-            min_chars=p.compress_min_chars,
+            min_chars=compress_floor(p, setting.window),
             head_lines=p.compress_head_lines,
             tail_lines=p.compress_tail_lines,
             name_source=p.archived_results,
@@ -168,8 +173,12 @@ class Run:
             # A first run counts the assistant messages as truncation leaves them
             # and every result as compression will (both memoised): in one batch.
             calls = [m for m in self.source if isinstance(m, AIMessage)]
-            results = [m for m in self.source if isinstance(m, ToolMessage)]
+            results: list[BaseMessage] = [
+                m for m in self.source if isinstance(m, ToolMessage)
+            ]
             kept = [m for m in map(self._truncate, calls) if m is not None]
+            if self.setting.policy.compress_assistant_text:
+                results += kept  # compressed with their results
             prime([*kept, *map(self._compress, results)])
         self._add(
             map_step("truncate", self.source, self._truncate, count, self._prev())
@@ -214,24 +223,37 @@ class Run:
     def _compress_pass(self) -> None:
         p = self.setting.policy
         trigger = p.compress_trigger
+        # As sent: with what hygiene adds, so a prepared output compresses alike.
+        now = self.now + (self._lead_extra(self.source) if trigger else 0)
         run = partial(
             compress_step,
-            active=not (trigger and self.now <= trigger * self.setting.budget),
+            active=not (trigger and now <= trigger * self.setting.budget),
             keep=p.keep_recent_tool_results,
             batch=p.compress_batch,
             compress=self._compress,
             count=self.setting.count,
+            assistant=p.compress_assistant_text,
         )
         prev = self._prev()
         step = run(self.source, prev=prev) if prev is not None else None
         self._add(step or _full(run(self.source)))
 
-    def _costs(self, message: BaseMessage) -> tuple[int, int, bool]:
-        """Raw cost, cost for good (compressed, for a result), is a result."""
-        count = self.setting.count(message)
+    def _costs(self, messages: list[BaseMessage], i: int) -> tuple[int, int, bool]:
+        """Raw cost, cost for good (compressed, for a result), is a result.
+
+        A result's cost for good also takes off what compressing its ``callers``
+        saves (with ``compress_assistant_text``): the two go together.
+        """
+        count = self.setting.count
+        message = messages[i]
+        raw = count(message)
         if not isinstance(message, ToolMessage):
-            return count, count, False
-        return count, self.setting.count(self._compress(message)), True
+            return raw, raw, False
+        good = count(self._compress(message))
+        if self.setting.policy.compress_assistant_text:
+            for j in callers(messages, i):
+                good -= count(messages[j]) - count(self._compress(messages[j]))
+        return raw, good, True
 
     def _trim(self) -> None:
         truncated = self._truncated
@@ -244,7 +266,8 @@ class Run:
         prev = self._prev()
         if prev is not None:
             start = len(prev.source)
-            sizes = prev.state.sizes.grow(map(self._costs, truncated[start:]))
+            new = range(start, len(truncated))
+            sizes = prev.state.sizes.grow(self._costs(truncated, i) for i in new)
             step = grow_trim(prev, self.source, sizes, room=room, cut_room=cut_room)
             if step is not None:
                 extra = self._lead_extra(step.result, len(prev.result))
@@ -254,7 +277,7 @@ class Run:
                 if gauge.planned(body, intact) <= limit:
                     self._add(step)
                     return
-        costs: list[Costs] = carried(truncated, self.memo.get("costs"), self._costs)
+        costs: list[Costs] = carried_at(truncated, self.memo.get("costs"), self._costs)
         codes = carried(self.source, self.memo.get("kinds"), kind_of)
         self.memo["costs"] = (truncated, costs)
         self.memo["kinds"] = (self.source, codes)
@@ -275,11 +298,12 @@ class Run:
                 squeeze=partial(
                     compress_old_tool_results,
                     keep_recent=keep,
-                    min_chars=p.compress_min_chars,
+                    min_chars=compress_floor(p, s.window),
                     head_lines=p.compress_head_lines,
                     tail_lines=p.compress_tail_lines,
                     batch=1,
                     name_source=p.archived_results,
+                    assistant=p.compress_assistant_text,
                 ),
                 count=s.count,
                 source_tokens=self.body,

@@ -4,7 +4,8 @@
 it runs the passes (``_pipeline.Run``, growing the previous call's steps from
 ``record`` when the history only grew) at the target, then at the full budget,
 then without room for the digest; the last try's ``BudgetExceededError``
-propagates.
+propagates. A pruning that falls well short of its target is weighed against
+the cut just above it (``_nearer``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from ._depth import growth
 from ._errors import BudgetExceededError
 from ._pipeline import Record, Run, Setting
 from ._same import recent_contents
@@ -36,8 +38,36 @@ def prune(
     for n, attempt in enumerate(tries, start=1):
         done = _run(original, scan, attempt, record, key, n == len(tries), enabled)
         if done is not None:
-            return done
+            if not (attempt.exact and enabled):
+                return done
+            return _nearer(original, scan, attempt, record, key, done)
     raise AssertionError("the last try raises")  # pragma: no cover
+
+
+def _nearer(
+    original: list[BaseMessage],
+    scan: tuple[int, int, int],
+    setting: Setting,
+    record: Record | None,
+    key: tuple[Any, ...],
+    done: tuple[Run, Record | None],
+) -> tuple[Run, Record | None]:
+    """The cut nearest the target, from below or above.
+
+    Whole turns go, so the first cut within the target falls below it by up to
+    a turn; an average turn is the history's growth per call (``_depth.growth``),
+    the cost model's g. A cut short by more than that had a larger turn in the
+    way (one just before the kept ones can leave little but the task): the cut
+    as far above the target is tried too (within the budget), and the one
+    keeping more is taken, as it misses the target by no more.
+    """
+    short = setting.budget - done[0].now
+    turn = growth(scan[0], original)
+    if turn is None or short <= turn * setting.gauge.scale:
+        return done
+    wider = replace(setting, budget=min(setting.budget + short, key[2]))
+    alt = _run(original, scan, wider, record, key, False, True)
+    return alt if alt is not None and alt[0].now > done[0].now else done
 
 
 def _run(

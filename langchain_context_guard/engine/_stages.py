@@ -26,7 +26,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._compress import compress_boundary
+from ._compress import compress_boundary, with_callers
 from ._events import NO_EDITS, Edits, EventKind
 from ._hygiene import history_start, tidy_message
 from ._messages import is_user, label
@@ -220,13 +220,18 @@ def compress_step(
     compress: Each,
     count: Counter,
     prev: Step | None = None,
+    assistant: bool = False,
 ) -> Step | None:
     """``compress_old_tool_results`` (a no-op unless ``active``)."""
+
+    def due(done: Sequence[int]) -> Sequence[int]:
+        return with_callers(source, done) if assistant else done
+
     if prev is None:
         results = [i for i, m in enumerate(source) if isinstance(m, ToolMessage)]
         upto = compress_boundary(len(results), keep, batch) if active else 0
         out = list(source)
-        edits, delta, _ = _patch(out, results[:upto], compress, count)
+        edits, delta, _ = _patch(out, due(results[:upto]), compress, count)
         return whole(
             "compress", source, out, edits, delta, Batch(active, results, upto)
         )
@@ -238,7 +243,8 @@ def compress_step(
     results = [*state.results, *new] if new else state.results
     upto = compress_boundary(len(results), keep, batch) if active else 0
     grown = Batch(active, results, upto)
-    return _patched(prev, source, results[state.upto : upto], compress, count, grown)
+    done = due(results[state.upto : upto])
+    return _patched(prev, source, done, compress, count, grown)
 
 
 @dataclass(frozen=True, slots=True)

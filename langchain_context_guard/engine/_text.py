@@ -62,12 +62,13 @@ def compress_lines(
     tail_lines: int = 2,
     max_line_chars: int = 240,
     source: str | None = None,
+    what: str = "tool output",
 ) -> str:
     """Keep the first and last lines of ``text`` around an omission marker.
 
     Kept lines longer than ``max_line_chars`` are cut too, so a result made of one
-    huge line still shrinks. With ``source`` (a tool call id) the marker says
-    where the full text can be read back.
+    huge line still shrinks. ``what`` names the text in the marker; with
+    ``source`` (a tool call id) the marker says where the full text can be read back.
     """
     lines = text.split("\n")
     keep_all = len(lines) <= head_lines + tail_lines
@@ -82,6 +83,6 @@ def compress_lines(
 
     note = (
         f"[... {omitted:,} lines omitted, original {len(text):,} characters; "
-        f"older tool output compressed by context guard{where(source)} ...]"
+        f"older {what} compressed by context guard{where(source)} ...]"
     )
     return "\n".join([*map(cut, head), note, *map(cut, tail)])

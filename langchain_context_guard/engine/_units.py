@@ -239,3 +239,38 @@ def carried(
         out[i] = each(messages[i])
     out.extend(map(each, messages[m:]))
     return out
+
+
+def carried_at(
+    messages: list[BaseMessage],
+    held: tuple[list[BaseMessage], list[Any]] | None,
+    each: Callable[[list[BaseMessage], int], Any],
+) -> list[Any]:
+    """``carried`` for a result that also depends on the messages before it.
+
+    ``each(messages, i)`` may read back to the previous tool result (a result's
+    cost for good counts its callers' compression; ``_pipeline.Run._costs``):
+    a message that moved also recomputes the messages after it through the
+    next group of tool results.
+    """
+    if held is None:
+        return [each(messages, i) for i in range(len(messages))]
+    old, results = held
+    m = min(len(old), len(messages))
+    out = results[:m]
+    upto = -1
+    for i in compress(range(m), map(is_not, messages, old)):
+        j = max(i, upto + 1)
+        if j >= m:
+            break
+        seen = False  # through the first run of results after the one that moved
+        while j < m:
+            is_result = j > i and isinstance(messages[j], ToolMessage)
+            if seen and not is_result:
+                break
+            seen = seen or is_result
+            out[j] = each(messages, j)
+            j += 1
+        upto = j - 1
+    out.extend(each(messages, i) for i in range(m, len(messages)))
+    return out

@@ -59,11 +59,16 @@ def identifiers(text: str) -> frozenset[str]:
 
 GUARD_WRITTEN = frozenset({"digest", "placeholder", "synthetic_result", "summary"})
 """``MARKER_KEY`` kinds of messages whose text the library wrote, not the history."""
+_SOURCE = r'(?:; full text: read_tool_result\("[^"\n]*"\))?'
 _NOTES = re.compile(
-    r"\n*\.\.\. \[[\d,]+ characters truncated; original [\d,]+ characters\] "
+    r"\n*\.\.\. \[[\d,]+ characters truncated; original [\d,]+ characters"
+    + _SOURCE
+    + r"\] "
     r"\.\.\.\n*"
-    r"|\[\.\.\. [\d,]+ lines omitted, original [\d,]+ characters; older tool "
-    r"output compressed by context guard \.\.\.\]"
+    r"|\[\.\.\. [\d,]+ lines omitted, original [\d,]+ characters; older "
+    r"(?:tool output|assistant message) compressed by context guard"
+    + _SOURCE
+    + r" \.\.\.\]"
     r"| \.\.\.\[[\d,]+ chars\]"
 )
 """The marker text truncation and compression put inside a kept copy."""

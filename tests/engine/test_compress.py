@@ -1,9 +1,10 @@
 import itertools
 
 import pytest
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_guard import MARKER_KEY, compress_old_tool_results
+from langchain_context_guard.engine._compress import callers
 from tests.engine._support import agent_history, ai, call, lines, result, snapshot
 
 
@@ -81,3 +82,61 @@ def test_synthetic_results_are_not_compressed():
     )
     history = [ai(call("c0")), synthetic, *agent_history(6)[2:]]
     assert compress_old_tool_results(history, batch=1) is history
+
+
+def test_assistant_text_is_compressed_with_its_result_and_its_calls_stay():
+    thought = lines(40, prefix="thought")
+    plain = AIMessage(lines(30, prefix="no command"), id="plain")
+    history = [
+        plain,
+        ai(call("c0", command="sed -n 1,80p pkg/mod.py"), content=thought, id="a0"),
+        result("c0", lines(100)),
+        *agent_history(6)[2:],
+    ]
+    assert compress_old_tool_results(history, batch=1)[1] is history[1]  # default
+    out = compress_old_tool_results(history, batch=1, assistant=True)
+    for i in (0, 1):  # the caller, and the message before it that made no call
+        mark = out[i].additional_kwargs[MARKER_KEY]
+        assert mark["kind"] == "compressed"
+        assert mark["original_chars"] == len(history[i].content)
+        assert out[i].content.splitlines()[0] == history[i].content.splitlines()[0]
+        assert "older assistant message compressed" in out[i].content
+    assert out[1].tool_calls == history[1].tool_calls
+    assert out[1].id == "a0"
+    assert out[2].additional_kwargs[MARKER_KEY]["kind"] == "compressed"
+    assert all(a is b for a, b in zip(out[3:], history[3:], strict=True))
+    assert history[1].content == thought  # the caller's messages are not touched
+
+
+def test_callers_are_the_assistant_messages_since_the_previous_result():
+    history = [
+        SystemMessage("s"),
+        HumanMessage("task"),
+        AIMessage("thinking aloud"),
+        HumanMessage("please run a command"),
+        ai(call("a"), call("b")),
+        result("a"),
+        result("b"),
+        ai(call("c")),
+        result("c"),
+    ]
+    assert callers(history, 5) == [2, 4]
+    assert callers(history, 6) == []  # a second result of the same step
+    assert callers(history, 8) == [7]
+
+
+def test_assistant_blocks_keep_their_tool_use_and_reasoning_stays():
+    text = lines(40, prefix="thought")
+    use = {"type": "tool_use", "id": "c0", "name": "bash", "input": {"cmd": "ls"}}
+    blocks = AIMessage([{"type": "text", "text": text}, use], tool_calls=[call("c0")])
+    thinking = {"type": "thinking", "thinking": "hmm", "signature": "sig"}
+    signed = AIMessage([thinking, {"type": "text", "text": text}], id="signed")
+    history = [blocks, result("c0", lines(100)), *agent_history(6)[2:]]
+    out = compress_old_tool_results(history, batch=1, assistant=True)
+    assert out[0].content[1] == use
+    assert out[0].content[0]["text"].splitlines()[0] == text.splitlines()[0]
+    assert out[0].tool_calls == blocks.tool_calls
+    assert out[0].additional_kwargs[MARKER_KEY]["original_chars"] == len(text)
+    history = [signed, ai(call("c1")), result("c1", lines(100)), *history[2:]]
+    out = compress_old_tool_results(history, batch=1, assistant=True)
+    assert out[0] is signed  # a signed reasoning block must go back unchanged

@@ -6,7 +6,7 @@ import math
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_context_guard.engine._depth import MIN_PRUNE_SHARE, prune_share
+from langchain_context_guard.engine._depth import MIN_PRUNE_SHARE, growth, prune_share
 
 
 def _history(calls: int) -> list[BaseMessage]:
@@ -36,3 +36,8 @@ def test_a_larger_budget_keeps_a_larger_share() -> None:
     small = prune_share(1.0, 30 * 600, history, 14_000)
     large = prune_share(1.0, 30 * 600, history, 28_000)
     assert MIN_PRUNE_SHARE < small < large < 1
+
+
+def test_growth_is_the_history_per_assistant_message() -> None:
+    assert growth(6_000, _history(3)) == 2_000
+    assert growth(6_000, _history(0)) is None

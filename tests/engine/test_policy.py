@@ -36,10 +36,14 @@ def test_defaults_tuned_on_the_replay_say_why():
     assert (p.keep_recent_tool_results, p.compress_trigger) == (3, 0.5)
     assert (p.trim_step, p.compress_batch) == (0.5, 4)
     fields = GuardPolicy.model_fields
-    assert "replayed trajectories" in (
-        fields["keep_recent_tool_results"].description or ""
-    )
-    assert "replay" in (fields["compress_trigger"].description or "")
+    assert (p.compress_assistant_text, p.compress_min_share) == (True, 0.01)
+    for name in (
+        "keep_recent_tool_results",
+        "compress_trigger",
+        "compress_assistant_text",
+        "compress_min_share",
+    ):
+        assert "replay" in (fields[name].description or "").lower(), name
     assert (p.safety_margin, p.uncalibrated_margin) == (0.03, 0.05)
 
 
