@@ -18,7 +18,7 @@ from langchain_core.messages import (
 )
 
 from langchain_context_guard.engine import _units
-from langchain_context_guard.engine._compress import compress_boundary
+from langchain_context_guard.engine._compress import callers, compress_boundary
 from langchain_context_guard.engine._messages import MARKER_KEY, is_user
 from langchain_context_guard.engine._stages import (
     Reasoning,
@@ -26,7 +26,7 @@ from langchain_context_guard.engine._stages import (
     _scan_reasoning,
 )
 from langchain_context_guard.engine._trim import Cut, droppable_units, plan_cut
-from langchain_context_guard.engine._units import carried
+from langchain_context_guard.engine._units import carried, carried_at
 
 
 def _mark(kind: str) -> dict[str, object]:
@@ -157,3 +157,26 @@ def test_carried_results_equal_fresh_ones(before, extra, data):
     held = (before, list(map(_units.kind, before)))
     assert carried(after, held, _units.kind) == list(map(_units.kind, after))
     assert carried(after, None, _units.kind) == list(map(_units.kind, after))
+
+
+def _with_callers(messages: list[BaseMessage], i: int) -> tuple[int, ...]:
+    """A result's value depends on its callers (as ``Run._costs`` does)."""
+    mine = (id(messages[i]),)
+    if not isinstance(messages[i], ToolMessage):
+        return mine
+    return mine + tuple(id(messages[j]) for j in callers(messages, i))
+
+
+@SETTINGS
+@given(HISTORIES, HISTORIES, st.data())
+def test_carried_at_equals_fresh_results_that_read_back(before, extra, data):
+    after = list(before)
+    for i in data.draw(st.sets(st.integers(0, max(len(after) - 1, 0)))):
+        if i < len(after):  # any kind: a moved result changes its next callers
+            after[i] = _message(data.draw(st.sampled_from("uacrt")), 1000 + i)
+    cut = data.draw(st.integers(0, len(after)))
+    after = after[:cut] + extra
+    fresh = [_with_callers(after, i) for i in range(len(after))]
+    held = (before, [_with_callers(before, i) for i in range(len(before))])
+    assert carried_at(after, held, _with_callers) == fresh
+    assert carried_at(after, None, _with_callers) == fresh
