@@ -21,7 +21,9 @@ from ._digest import digest_step
 from ._events import EventKind
 from ._hygiene import history_start, tidy_message
 from ._passes import PASSES
+from ._peak import Costs
 from ._policy import GuardPolicy
+from ._repair import stand_in
 from ._same import extends, extends_unchanged
 from ._sanitize import clean_message
 from ._stages import (
@@ -199,12 +201,22 @@ class Run:
         step = run(self.source, prev=prev) if prev is not None else None
         self._add(step or _full(run(self.source)))
 
-    def _costs(self, message: BaseMessage) -> tuple[int, int, bool]:
-        """Raw cost, cost for good (compressed, for a result), is a result."""
-        count = self.setting.count(message)
-        if not isinstance(message, ToolMessage):
-            return count, count, False
-        return count, self.setting.count(self._compress(message)), True
+    def _costs(self, messages: list[BaseMessage], start: int = 0) -> list[Costs]:
+        """``Costs`` of ``messages[start:]`` (``_peak.Costs``).
+
+        Raw cost, cost for good (compressed, for a result), is a result, and the
+        cost of the synthetic result a result is sent as while not in yet.
+        """
+        count, out = self.setting.count, []
+        for i in range(start, len(messages)):
+            m = messages[i]
+            tokens = count(m)
+            if not isinstance(m, ToolMessage):
+                out.append((tokens, tokens, False, 0))
+                continue
+            twin = count(stand_in(messages, i))
+            out.append((tokens, count(self._compress(m)), True, twin))
+        return out
 
     def _trim(self) -> None:
         truncated = self._truncated
@@ -217,7 +229,7 @@ class Run:
         prev = self._prev()
         if prev is not None:
             start = len(prev.source)
-            sizes = prev.state.sizes.grow(map(self._costs, truncated[start:]))
+            sizes = prev.state.sizes.grow(self._costs(truncated, start))
             step = grow_trim(prev, self.source, sizes, room=room, cut_room=cut_room)
             if step is not None:
                 extra = self._lead_extra(step.result, len(prev.result))
@@ -230,7 +242,7 @@ class Run:
         self._add(
             trim_step(
                 self.source,
-                list(map(self._costs, truncated)),
+                self._costs(truncated),
                 room=room,
                 quantum=0.0 if s.exact else p.trim_step * s.budget,
                 keep=keep,

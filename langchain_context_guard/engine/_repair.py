@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -33,6 +34,28 @@ def synthetic_result(call_id: str, name: str) -> ToolMessage:
         id=f"context-guard-missing-{call_id}",
         additional_kwargs={MARKER_KEY: {"kind": "synthetic_result"}},
     )
+
+
+def stand_in(messages: Sequence[BaseMessage], i: int) -> ToolMessage:
+    """The synthetic result sent for the result ``messages[i]`` while it is not in.
+
+    Its call is in the assistant message before the results that follow it (as
+    repaired); counters count it by its name and content (``content_key``), so
+    one per name is kept.
+    """
+    result = cast(ToolMessage, messages[i])
+    j = i - 1
+    while j >= 0 and isinstance(messages[j], ToolMessage):
+        j -= 1
+    owner = messages[j] if j >= 0 else None
+    calls = owner.tool_calls if isinstance(owner, AIMessage) else []
+    names = (c["name"] for c in calls if c["id"] == result.tool_call_id)
+    return _stand_in(next(names, result.name or ""))
+
+
+@lru_cache(maxsize=256)
+def _stand_in(name: str) -> ToolMessage:
+    return synthetic_result("", name)
 
 
 def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

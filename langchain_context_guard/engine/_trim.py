@@ -2,10 +2,10 @@
 
 Where the history is cut must not move back as it grows: a cut that moves back
 re-sends messages dropped on the previous call, and each such call misses the
-provider's prompt cache entirely. A compression batch shrinks old results, so
-the history's size drops now and then as it grows; planning the cut on that size
-would bring dropped messages back. So the cut is planned on the *peak*: the
-largest size any prefix of the history had (``Peak``), which only grows. What is
+provider's prompt cache entirely. The history's size drops now and then as it
+grows (a compression batch; a real result smaller than the synthetic one sent for
+its open call), so the cut is planned on the *peak*: the largest size any prefix
+of the history had (``_peak``), which only grows. What is
 dropped is counted at what each message costs for good (old tool results end up
 compressed), and cut points lie on a fixed grid: the unit boundaries where that
 cost of the dropped prefix first reaches a multiple of ``step * budget``. The cut
@@ -17,7 +17,6 @@ exceeds its peak, what is kept fits.
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -27,6 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from ._compress import compress_boundary
 from ._errors import BudgetExceededError
 from ._messages import is_summary, is_user, text_of, with_marker
+from ._peak import Costs, Settled, walk
 from ._text import truncate_text
 from ._tokens import REPLY_OVERHEAD
 
@@ -95,11 +95,6 @@ def droppable_units(
     return units
 
 
-Costs = tuple[int, int, bool]
-"""A message's tokens as written, as it ends up (compressed, for a tool result),
-and whether it is a tool result."""
-
-
 @dataclass(frozen=True, slots=True)
 class Sizes:
     """A history's size as compression leaves it, kept up as the history grows.
@@ -113,6 +108,8 @@ class Sizes:
     raw: int = 0
     saved: tuple[int, ...] = (0,)
     """What compressing the first n results saves, for each n."""
+    peak: int = 0
+    """Grown since the plan: the largest size of a call's prefixes (``_peak``)."""
 
     @property
     def compressed(self) -> int:
@@ -126,14 +123,25 @@ class Sizes:
         """Tokens of the history once compressed."""
         return self.raw - self.saved[self.compressed]
 
-    def grow(self, costs: Iterable[Costs]) -> Sizes:
-        """The sizes after more messages."""
-        raw, saved = self.raw, list(self.saved)
-        for cost, compressed, is_result in costs:
-            raw += cost
-            if is_result:
-                saved.append(saved[-1] + cost - compressed)
-        return Sizes(self.keep, self.batch, raw, tuple(saved))
+    def grow(
+        self,
+        costs: Iterable[Costs],
+        settled: Settled | None = None,
+        ends: Sequence[int] = (),
+    ) -> Sizes:
+        """The sizes after more messages (``_peak.walk``: ``settled``, ``ends``)."""
+        saved, keep, batch = list(self.saved), self.keep, self.batch
+        raw, peak = walk(
+            costs,
+            keep=keep,
+            batch=batch,
+            raw=self.raw,
+            saved=saved,
+            peak=self.peak,
+            settled=settled,
+            ends=ends,
+        )
+        return Sizes(keep, batch, raw, tuple(saved), peak)
 
 
 @dataclass(frozen=True)
@@ -161,29 +169,32 @@ class Plan:
     """All a history's cut depends on besides its size and the room for it.
 
     ``grid`` holds the grid points as (units dropped, their tokens as written,
-    the results among them); ``settled`` the history just before each
-    compression batch, as (size, results compressed, units it could drop).
+    the results among them); ``settled`` the sizes the cut must stay fit for
+    (``_peak``): the history just before each compression batch, and prefixes
+    sent with synthetic results for open calls, as (size, results compressed,
+    units it could drop).
     """
 
     units: list[list[int]]
     grid: list[tuple[int, int, int]]
-    settled: list[tuple[int, int, int]]
+    settled: Settled
     limit: int
 
     def cut(self, sizes: Sizes, room: float) -> Cut | None:
         """The cut for a history of ``sizes`` in ``room`` (None: none is enough).
 
         The first grid point leaving the history within ``room``, and no earlier
-        than the cut it needed just before any compression batch.
+        than the cut each of ``settled`` needed.
         """
         grid = self.grid
-        own = _first_fit(grid, sizes.saved, sizes.compressed, sizes.size - room)
+        need = max(sizes.size, sizes.peak) - room
+        own = _first_fit(grid, sizes.saved, sizes.compressed, need)
         if own >= len(grid):
             return None
         dropped = max(grid[own][0], self.limit)
         for size, done, cap in reversed(self.settled):
             if cap <= dropped:
-                break  # earlier batches could drop no more than this (caps grow)
+                break  # earlier ones could drop no more than this (caps grow)
             g = _first_fit(grid, sizes.saved, done, size - room)
             dropped = max(dropped, min(grid[g][0] if g < len(grid) else cap, cap))
         return Cut(self.units, dropped, tuple(k for k, _, _ in grid if k >= dropped))
@@ -221,17 +232,9 @@ def plan_cut(
         if len(users) > turn_limit:
             start = users[-turn_limit]
             limit = sum(1 for unit in units if unit[-1] < start)
-    ends = [unit[-1] for unit in units]
-    settled: list[tuple[int, int, int]] = []
-    raw, saved, done = 0, [0], 0
-    for i, (cost, compressed, is_result) in enumerate(costs):
-        if is_result and batch and compress_boundary(len(saved), keep, batch) > done:
-            settled.append((raw - saved[done], done, bisect_left(ends, i)))
-        raw += cost
-        if is_result:
-            saved.append(saved[-1] + cost - compressed)
-            done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
-    return Plan(units, grid, settled, limit), Sizes(keep, batch, raw, tuple(saved))
+    settled: Settled = []
+    sizes = Sizes(keep, batch).grow(costs, settled, [unit[-1] for unit in units])
+    return Plan(units, grid, settled, limit), sizes
 
 
 def _first_fit(
@@ -355,7 +358,7 @@ def trim_to_budget(
     counts = [token_counter(m) for m in source]
     plan, sizes = plan_cut(
         source,
-        [(c, c, False) for c in counts],
+        [(c, c, False, 0) for c in counts],
         quantum=step * budget,
         keep_first_user=keep_first_user,
         turn_limit=turn_limit,

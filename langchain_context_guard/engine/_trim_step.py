@@ -15,9 +15,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ._events import NO_EDITS, Edits
 from ._messages import label
+from ._peak import Costs
 from ._stages import NONE, Step, first_diff, grown
 from ._trim import (
-    Costs,
     Counter,
     Cut,
     Measure,
