@@ -33,20 +33,21 @@ whether it is a tool result, and for one the tokens of the synthetic result it
 is sent as while not in yet (0: none)."""
 Settled = list[tuple[int, int, int]]
 """Sizes a cut must stay fit for: (size, results compressed, units it could drop)."""
+Ends = Sequence[int]
+"""The last message index of each droppable unit, in order."""
 
 _END: Costs = (0, 0, False, 0)
 
 
 def walk(
     costs: Iterable[Costs],
-    *,
     keep: int,
     batch: int,
     raw: int,
     saved: list[int],
     peak: int,
     settled: Settled | None = None,
-    ends: Sequence[int] = (),
+    ends: Ends = (),
 ) -> tuple[int, int]:
     """Grow a history's sizes by ``costs``; returns its raw tokens and peak.
 

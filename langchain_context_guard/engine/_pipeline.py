@@ -210,6 +210,8 @@ class Run:
         count, out = self.setting.count, []
         for i in range(start, len(messages)):
             m = messages[i]
+            if isinstance(m, ToolMessage):
+                m = tidy_message(m) or m  # as sent: an empty result's placeholder
             tokens = count(m)
             if not isinstance(m, ToolMessage):
                 out.append((tokens, tokens, False, 0))
@@ -265,6 +267,7 @@ class Run:
                 source_tokens=self.body,
                 cut_room=cut_room,
                 cut_budget=cut_budget,
+                lead=0 if self._opened() else s.count(history_start(False)),
             )
         )
 

@@ -117,7 +117,7 @@ def reuse_prompt(
                 tokens_before=before,
                 tokens_after=after,
                 budget=budget,
-                detail=f"sent the previous prompt's {len(stable.output)} "
+                detail=f"sent the previous prompt's {appended.unchanged} "
                 f"messages unchanged and {len(tail)} new; what was pruned "
                 "stays out until the history no longer fits",
             )
@@ -133,7 +133,7 @@ def reuse_prompt(
         window_source=info.source,
         counter=counter.name,
         events=tuple(events),
-        reused=len(stable.output),
+        reused=appended.unchanged,
     )
     return Reused(
         PrepareResult(list(out), report),

@@ -26,7 +26,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 from ._compress import compress_boundary
 from ._errors import BudgetExceededError
 from ._messages import is_summary, is_user, text_of, with_marker
-from ._peak import Costs, Settled, walk
+from ._peak import Costs, Ends, Settled, walk
 from ._text import truncate_text
 from ._tokens import REPLY_OVERHEAD
 
@@ -124,23 +124,11 @@ class Sizes:
         return self.raw - self.saved[self.compressed]
 
     def grow(
-        self,
-        costs: Iterable[Costs],
-        settled: Settled | None = None,
-        ends: Sequence[int] = (),
+        self, costs: Iterable[Costs], settled: Settled | None = None, ends: Ends = ()
     ) -> Sizes:
         """The sizes after more messages (``_peak.walk``: ``settled``, ``ends``)."""
         saved, keep, batch = list(self.saved), self.keep, self.batch
-        raw, peak = walk(
-            costs,
-            keep=keep,
-            batch=batch,
-            raw=self.raw,
-            saved=saved,
-            peak=self.peak,
-            settled=settled,
-            ends=ends,
-        )
+        raw, peak = walk(costs, keep, batch, self.raw, saved, self.peak, settled, ends)
         return Sizes(keep, batch, raw, tuple(saved), peak)
 
 
@@ -209,12 +197,14 @@ def plan_cut(
     batch: int = 0,
     keep_first_user: bool = True,
     turn_limit: int | None = None,
+    lead: int = 0,
 ) -> tuple[Plan, Sizes]:
     """The plan and sizes of a history (module docstring).
 
     ``costs`` describe each message (``Costs``); compression runs as ``Sizes``
     says with ``keep`` and ``batch``; grid points lie every ``quantum`` tokens of
-    droppable history as written; ``turn_limit`` sets a lower bound.
+    droppable history as written; ``turn_limit`` sets a lower bound; ``lead``
+    counts what is sent besides the messages (the placeholder first turn).
     """
     units = droppable_units(messages, keep_first_user)
     results = list(accumulate((c[2] for c in costs), initial=0))
@@ -233,7 +223,7 @@ def plan_cut(
             start = users[-turn_limit]
             limit = sum(1 for unit in units if unit[-1] < start)
     settled: Settled = []
-    sizes = Sizes(keep, batch).grow(costs, settled, [unit[-1] for unit in units])
+    sizes = Sizes(keep, batch, lead).grow(costs, settled, [u[-1] for u in units])
     return Plan(units, grid, settled, limit), sizes
 
 

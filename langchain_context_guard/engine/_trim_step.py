@@ -58,11 +58,13 @@ def trim_step(
     source_tokens: int,
     cut_room: float | None = None,
     cut_budget: int | None = None,
+    lead: int = 0,
 ) -> Step:
     """``trim_to_budget`` with the guard's plan (see ``_trim``), in full.
 
     A history that fits ``room`` is kept whole; one that must be cut is cut to
     ``cut_room`` / ``cut_budget`` when given (room left for the digest).
+    ``lead``: tokens hygiene puts first (``plan_cut``).
     """
     plan, sizes = plan_cut(
         source,
@@ -72,6 +74,7 @@ def trim_step(
         batch=batch,
         keep_first_user=keep_first_user,
         turn_limit=turn_limit,
+        lead=lead,
     )
     cut = plan.cut(sizes, room)
     if (cut is None or cut.dropped) and cut_room is not None:

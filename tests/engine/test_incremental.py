@@ -327,7 +327,7 @@ def test_the_cut_never_moves_back_as_an_agent_history_grows(options):
     assert cuts[-1] > 2  # it did trim
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(
         st.sampled_from([40, 400, 2_000, 8_000, 30_000]), min_size=20, max_size=70
@@ -358,42 +358,54 @@ def test_the_cut_never_moves_back_for_any_result_sizes(sizes, policy):
     assert all(a <= b for a, b in itertools.pairwise(cuts))
 
 
-SMALL = ["ok", "[]", "done", "x" * 40]
+SMALL = ("ok", "[]", "done", "x" * 40)
 """Results smaller than the synthetic result sent for an open call (~35 tokens)."""
+STEPS = st.lists(
+    st.tuples(
+        st.integers(0, 9),  # 0: a user message first
+        st.lists(  # the step's parallel calls: tool name, result size (0: small)
+            st.tuples(
+                st.sampled_from(["bash", "read_file", "x"]),
+                st.sampled_from([0, 0, 40, 400, 2_000, 8_000, 30_000]),
+                st.sampled_from(SMALL),
+            ),
+            min_size=1,
+            max_size=3,
+        ),
+    ),
+    min_size=10,
+    max_size=45,
+)
 
 
-@st.composite
-def _parallel_steps(draw: Any) -> list[BaseMessage]:
-    """An agent run of 1-3 parallel calls per step, results from "ok" to 30k chars,
-    now and then a user message."""
+def _parallel_steps(steps: list[tuple[int, list[tuple[str, int, str]]]]) -> Any:
+    """An agent run of parallel calls per step, results from "ok" to 30k chars."""
     history: list[BaseMessage] = [
         SystemMessage("s", id="sys"),
         HumanMessage("t", id="task"),
     ]
-    sizes = st.sampled_from([0, 0, 40, 400, 2_000, 8_000, 30_000])
-    for k in range(draw(st.integers(10, 45))):
-        if draw(st.integers(0, 9)) == 0:
+    for k, (user, calls) in enumerate(steps):
+        if user == 0:
             history.append(HumanMessage(f"more {k}", id=f"u{k}"))
-        n = draw(st.integers(1, 3))
-        names = [draw(st.sampled_from(["bash", "read_file", "x"])) for _ in range(n)]
-        calls = [call(f"c{k}-{j}", names[j]) for j in range(n)]
-        history.append(ai(*calls, id=f"a{k}"))
-        for j in range(n):
-            chars = draw(sizes)
-            body = draw(st.sampled_from(SMALL)) if not chars else lines(chars // 36)
+        history.append(
+            ai(*(call(f"c{k}-{j}", n) for j, (n, _, _) in enumerate(calls)), id=f"a{k}")
+        )
+        for j, (_, chars, small) in enumerate(calls):
+            body = lines(chars // 36) if chars else small
             history.append(result(f"c{k}-{j}", body, id=f"t{k}-{j}"))
     return history
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(_parallel_steps(), POLICIES)
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(STEPS, POLICIES)
 def test_the_cut_never_moves_back_when_results_are_smaller_than_their_stand_ins(
-    history, policy
+    steps, policy
 ):
     """Every prefix is prepared, those that end in open calls too (sent with
     synthetic results, which a small real result then replaces): the cut never
     moves back, every prompt fits, and a guard grown call by call as an agent
     calls (after each step's results) gives what a fresh guard gives."""
+    history = _parallel_steps(steps)
     guard = ContextGuard(policy, token_counter=COUNTER)
     cuts = []
     for n in range(3, len(history) + 1):
