@@ -199,3 +199,39 @@ def test_tuple_input_is_accepted_and_an_ai_message_is_kept_whole():
         isinstance(m, AIMessage | HumanMessage | SystemMessage | ToolMessage)
         for m in out
     )
+
+
+def test_an_output_prepared_again_is_not_cut_for_its_placeholder_or_peaks():
+    """Found by the adversarial suite: a history that opens with an assistant
+    message gets a placeholder user turn, and its last result is smaller than the
+    synthetic one sent while it was open; the plan counts the placeholder as sent,
+    so preparing the output again (now opening with that placeholder) changes
+    nothing."""
+    history = [
+        SystemMessage("s" * 18, id="m0"),
+        ToolMessage("alpha", tool_call_id="c0", id="r0"),
+        AIMessage("alpha", id="m2"),
+        HumanMessage("alpha", id="m3"),
+        HumanMessage("alpha", id="m4"),
+        HumanMessage("alpha beta", id="m5"),
+        AIMessage("alpha " * 6, tool_calls=[call("c0")], id="m6"),
+        ToolMessage("alpha", tool_call_id="c0", id="r7"),
+    ]
+    policy = GuardPolicy(
+        context_window=200,
+        reserve_tokens=100,
+        uncalibrated_margin=0.0,
+        safety_margin=0.0,
+        trim_step=0.0,
+        compress_batch=1,
+        keep_recent_tool_results=0,
+        keep_first_user=False,
+        stable_prefix=False,
+        warn_below_tokens=0,
+        hard_min_tokens=0,
+    )
+    for size in range(0, 40, 3):  # budgets around the output's size
+        tuned = policy.model_copy(update={"context_window": 200 + size})
+        out = ContextGuard(tuned).prepare(history).messages
+        again = ContextGuard(tuned).prepare(out).messages
+        assert snapshot(again) == snapshot(out), size
