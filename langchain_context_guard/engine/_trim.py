@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from ._compress import compress_boundary
 from ._errors import BudgetExceededError
-from ._messages import is_summary, is_user, text_of, with_marker
+from ._messages import is_placeholder, is_summary, is_user, text_of, with_marker
 from ._peak import Costs, Ends, Settled, walk
 from ._text import truncate_text
 from ._tokens import REPLY_OVERHEAD
@@ -36,10 +36,10 @@ Squeeze = Callable[[list[BaseMessage]], list[BaseMessage]]
 
 
 def _protected(messages: Sequence[BaseMessage], keep_first_user: bool) -> set[int]:
-    keep = {
+    keep = {  # and the placeholder first turn (dropped, it would come back)
         i
         for i, m in enumerate(messages)
-        if isinstance(m, SystemMessage) or is_summary(m)
+        if isinstance(m, SystemMessage) or is_summary(m) or is_placeholder(m)
     }
     users = [i for i, m in enumerate(messages) if is_user(m)]
     if users:

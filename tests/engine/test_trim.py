@@ -220,6 +220,10 @@ PREPARED_AGAIN = {
         ToolMessage("alpha", tool_call_id="c0", id="r4"),
         HumanMessage("alpha", id="last"),
     ],
+    "placeholder-is-kept": [
+        AIMessage("", tool_calls=[call("c0"), call("c1")], id="m1"),
+        ToolMessage("alpha", tool_call_id="c1", id="r2"),
+    ],
 }
 
 
@@ -229,7 +233,8 @@ def test_an_output_prepared_again_is_not_cut_for_its_placeholder_or_peaks(name):
     message gets a placeholder user turn, and a result is smaller than the
     synthetic one sent while it was open. The plan counts the placeholder as sent
     and the placeholder is no user turn (the output splits into the turns its
-    history had), so preparing the output again changes nothing."""
+    history had) and is kept like the system prompt, so preparing the output
+    again changes nothing."""
     history = PREPARED_AGAIN[name]
     policy = GuardPolicy(
         context_window=150,
