@@ -23,7 +23,7 @@ from ._hygiene import history_start, tidy_message
 from ._passes import PASSES
 from ._peak import Costs
 from ._policy import GuardPolicy
-from ._repair import stand_in
+from ._repair import call_name, stand_in_named
 from ._same import extends, extends_unchanged
 from ._sanitize import clean_message
 from ._stages import (
@@ -208,16 +208,19 @@ class Run:
         cost of the synthetic result a result is sent as while not in yet.
         """
         count, out = self.setting.count, []
+        twins: dict[str, int] = {}  # by tool name (``stand_in_named``)
         for i in range(start, len(messages)):
             m = messages[i]
-            if isinstance(m, ToolMessage):
-                m = tidy_message(m) or m  # as sent: an empty result's placeholder
-            tokens = count(m)
             if not isinstance(m, ToolMessage):
+                tokens = count(m)
                 out.append((tokens, tokens, False, 0))
                 continue
-            twin = count(stand_in(messages, i))
-            out.append((tokens, count(self._compress(m)), True, twin))
+            m = tidy_message(m) or m  # as sent: an empty result's placeholder
+            name = call_name(messages, i)
+            twin = twins.get(name)
+            if twin is None:
+                twin = twins[name] = count(stand_in_named(name))
+            out.append((count(m), count(self._compress(m)), True, twin))
         return out
 
     def _trim(self) -> None:

@@ -36,12 +36,11 @@ def synthetic_result(call_id: str, name: str) -> ToolMessage:
     )
 
 
-def stand_in(messages: Sequence[BaseMessage], i: int) -> ToolMessage:
-    """The synthetic result sent for the result ``messages[i]`` while it is not in.
+def call_name(messages: Sequence[BaseMessage], i: int) -> str:
+    """The tool name of the call the result ``messages[i]`` answers.
 
     Its call is in the assistant message before the results that follow it (as
-    repaired); counters count it by its name and content (``content_key``), so
-    one per name is kept.
+    repaired); else the result's own name.
     """
     result = cast(ToolMessage, messages[i])
     j = i - 1
@@ -50,11 +49,16 @@ def stand_in(messages: Sequence[BaseMessage], i: int) -> ToolMessage:
     owner = messages[j] if j >= 0 else None
     calls = owner.tool_calls if isinstance(owner, AIMessage) else []
     names = (c["name"] for c in calls if c["id"] == result.tool_call_id)
-    return _stand_in(next(names, result.name or ""))
+    return next(names, result.name or "")
 
 
 @lru_cache(maxsize=256)
-def _stand_in(name: str) -> ToolMessage:
+def stand_in_named(name: str) -> ToolMessage:
+    """The synthetic result sent for a call to ``name`` while its result is not in.
+
+    Counters count it by its name and content (``content_key``), not its id, so
+    one per name is kept.
+    """
     return synthetic_result("", name)
 
 
