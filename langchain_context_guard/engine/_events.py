@@ -223,6 +223,8 @@ def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
         "digest": "noted the dropped turns' tool calls and names in their place",
         "repair": f"repaired tool pairing ({removed} dropped, {added} added, "
         f"{changed} moved or rewritten)",
+        "hygiene": f"shaped for the providers ({removed} dropped or joined to the "
+        f"next assistant message, {added} added, {changed} rewritten)",
     }
     return verbs.get(kind, "")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import (
@@ -13,7 +13,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._messages import MARKER_KEY, is_empty, map_messages, memo_rewrite
+from ._events import Edits
+from ._messages import MARKER_KEY, is_empty, label, map_messages, memo_rewrite
 
 HISTORY_START = (
     "(Earlier messages of this conversation were removed to fit the context window.)"
@@ -31,9 +32,11 @@ def enforce_provider_hygiene(messages: Sequence[BaseMessage]) -> list[BaseMessag
     put before it. Empty tool results get a short placeholder text, and blank text
     blocks are dropped from other messages (Anthropic and Gemini reject them), as
     are assistant messages left with only reasoning (OpenAI drops reasoning, and
-    an assistant message with nothing else is rejected).
+    an assistant message with nothing else is rejected). Consecutive assistant
+    messages are joined into one (``join_turns``): Anthropic wants roles to
+    alternate, and Gemini rejects a function call right after a model turn.
     """
-    out = map_messages(messages, tidy_message)
+    out = join_assistant_turns(map_messages(messages, tidy_message))
     first = first_turn(out)
     if first is not None and not isinstance(out[first], HumanMessage):
         return [*out[:first], history_start(), *out[first:]]
@@ -124,3 +127,112 @@ def _placeholder(message: BaseMessage) -> BaseMessage:
             },
         }
     )
+
+
+def tidy_part(
+    source: Sequence[BaseMessage],
+    start: int,
+    out_start: int,
+    count: Callable[[BaseMessage], int],
+    after: BaseMessage | None = None,
+) -> tuple[list[BaseMessage], Edits, int] | None:
+    """``tidy_message`` on ``source[start:]``, assistant turns joined.
+
+    Returns the messages (they go at output index ``out_start``), the edits and
+    the token change; None when the first of them joins ``after``, the output
+    message before them (the part before must change too).
+    """
+    out: list[BaseMessage] = []
+    at: list[int] = []  # source index of each output message
+    changed: dict[int, str] = {}
+    removed: list[str] = []
+    delta = 0
+    for i in range(start, len(source)):
+        message = source[i]
+        new = tidy_message(message)
+        if new is None:
+            removed.append(label(message, i))
+            delta -= count(message)
+            continue
+        delta += count(new) - count(message)
+        before = out[-1] if out else after
+        if before is not None and joinable(before) and isinstance(new, AIMessage):
+            if not out:
+                return None
+            joined = join_turns(before, new)
+            delta += count(joined) - count(before) - count(new)
+            removed.append(label(source[at[-1]], at[-1]))
+            changed.pop(len(out) - 1, None)
+            out[-1], at[-1] = joined, i
+            changed[len(out) - 1] = label(joined, out_start + len(out) - 1)
+            continue
+        if new is not message:
+            changed[len(out)] = label(new, out_start + len(out))
+        out.append(new)
+        at.append(i)
+    edits = Edits(tuple(changed[k] for k in sorted(changed)), tuple(removed))
+    return out, edits, delta
+
+
+def joinable(message: BaseMessage) -> bool:
+    """An assistant message the next assistant message is joined to (no calls)."""
+    return isinstance(message, AIMessage) and not message.tool_calls
+
+
+def join_assistant_turns(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with each run of assistant messages joined into one.
+
+    After ``repair_tool_pairs`` only the last of a run can make tool calls (the
+    others would be followed by their results). The input list if none.
+    """
+    out: list[BaseMessage] = []
+    for message in messages:
+        if out and joinable(out[-1]) and isinstance(message, AIMessage):
+            out[-1] = join_turns(out[-1], message)
+        else:
+            out.append(message)
+    return out if len(out) < len(messages) else messages
+
+
+def join_turns(first: BaseMessage, second: AIMessage) -> AIMessage:
+    """One assistant message saying what ``first`` then ``second`` said.
+
+    The content blocks of both in order (reasoning blocks first: Anthropic wants
+    a turn's thinking before its text and tool use), ``second``'s tool calls,
+    id, name and metadata, and a ``merged`` marker with the ids of all the
+    messages it stands for.
+    The same two messages always give an equal message, so a prompt that sends
+    it again is byte-identical; its text is the history's (not the guard's).
+    """
+    blocks = [*_as_blocks(first.content), *_as_blocks(second.content)]
+    reasoning = [b for b in blocks if _is_reasoning(b)]
+    content = [*reasoning, *(b for b in blocks if not _is_reasoning(b))]
+    joined = [*_joined_ids(first), *_joined_ids(second)]
+    return second.model_copy(
+        update={
+            "content": content,
+            "additional_kwargs": {
+                **first.additional_kwargs,
+                **second.additional_kwargs,
+                MARKER_KEY: {"kind": "merged", "ids": joined},
+            },
+        }
+    )
+
+
+def _as_blocks(content: str | list[str | dict[str, Any]]) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content)
+
+
+def _is_reasoning(block: object) -> bool:
+    return isinstance(block, dict) and block.get("type") in _REASONING
+
+
+def _joined_ids(message: BaseMessage) -> list[str | None]:
+    """The ids ``message`` stands for: its marker's if it was joined already."""
+    mark = message.additional_kwargs.get(MARKER_KEY)
+    if isinstance(mark, dict) and mark.get("kind") == "merged":
+        return list(mark.get("ids", ()))
+    return [message.id]

@@ -32,12 +32,26 @@ def is_summary(message: BaseMessage) -> bool:
     return mark is not None and mark.get("kind") == "summary"
 
 
+def is_placeholder(message: BaseMessage) -> bool:
+    """Whether ``message`` is the placeholder first turn the guard puts first."""
+    mark = marker(message)
+    return (
+        isinstance(message, HumanMessage)
+        and mark is not None
+        and mark.get("kind") == "placeholder"
+    )
+
+
 def is_user(message: BaseMessage) -> bool:
-    """A real user turn: a human message that is not one of our summaries/digests."""
+    """A real user turn: a human message the guard did not write.
+
+    Not one of our summaries, digests or placeholder first turns (so a prepared
+    output splits into the same turns as the history it came from).
+    """
     if not isinstance(message, HumanMessage):
         return False
     mark = marker(message)
-    return mark is None or mark.get("kind") not in {"summary", "digest"}
+    return mark is None or mark.get("kind") not in {"summary", "digest", "placeholder"}
 
 
 def text_of(content: str | list[Any]) -> str:

@@ -26,11 +26,12 @@ from ._digest import digest_step
 from ._events import EventKind
 from ._hygiene import history_start, tidy_message
 from ._passes import PASSES
+from ._peak import Costs
 from ._policy import GuardPolicy
+from ._repair import call_name, stand_in_named
 from ._same import extends, extends_unchanged
 from ._sanitize import clean_message
 from ._stages import (
-    Each,
     Step,
     compress_step,
     hygiene_step,
@@ -39,9 +40,9 @@ from ._stages import (
     repair_step,
     strip_step,
 )
-from ._trim import Costs, Counter
+from ._trim import Counter
 from ._trim_step import grow_trim, trim_step
-from ._truncate import truncate_message
+from ._truncate import truncator
 from ._units import carried, carried_at, reasoning_kind
 from ._units import kind as kind_of
 
@@ -96,6 +97,7 @@ class Run:
         self.before = setting.gauge.tokens(body, len(original))
         self.linked = previous is not None
         self._truncated = original
+        self._twins: dict[str, int] = {}  # synthetic results' tokens, by tool name
         p = setting.policy
         self._truncate = truncator(p, p.budget(setting.window), setting.count)
         self._compress = partial(
@@ -238,22 +240,29 @@ class Run:
         step = run(self.source, prev=prev) if prev is not None else None
         self._add(step or _full(run(self.source)))
 
-    def _costs(self, messages: list[BaseMessage], i: int) -> tuple[int, int, bool]:
-        """Raw cost, cost for good (compressed, for a result), is a result.
+    def _costs(self, messages: list[BaseMessage], i: int) -> Costs:
+        """``_peak.Costs`` of ``messages[i]``: raw, for good, is a result, twin.
 
-        A result's cost for good also takes off what compressing its ``callers``
-        saves (with ``compress_assistant_text``): the two go together.
+        As sent (an empty result as its placeholder). A result's cost for good
+        also takes off what compressing its ``callers`` saves (with
+        ``compress_assistant_text``): the two go together. Its twin is the
+        synthetic result it is sent as while not in yet (by tool name).
         """
         count = self.setting.count
-        message = messages[i]
-        raw = count(message)
-        if not isinstance(message, ToolMessage):
-            return raw, raw, False
-        good = count(self._compress(message))
+        m = messages[i]
+        if not isinstance(m, ToolMessage):
+            tokens = count(m)
+            return tokens, tokens, False, 0
+        m = tidy_message(m) or m
+        good = count(self._compress(m))
         if self.setting.policy.compress_assistant_text:
             for j in callers(messages, i):
                 good -= count(messages[j]) - count(self._compress(messages[j]))
-        return raw, good, True
+        name = call_name(messages, i)
+        twin = self._twins.get(name)
+        if twin is None:
+            twin = self._twins[name] = count(stand_in_named(name))
+        return count(m), good, True, twin
 
     def _trim(self) -> None:
         truncated = self._truncated
@@ -310,6 +319,7 @@ class Run:
                 cut_room=cut_room,
                 cut_budget=cut_budget,
                 codes="".join(codes),
+                lead=0 if self._opened() else s.count(history_start(False)),
             )
         )
 
@@ -327,21 +337,6 @@ class Run:
                 prev=self._prev(),
             )
         )
-
-
-def truncator(policy: GuardPolicy, budget: int, count: Counter) -> Each:
-    """``truncate_message`` with a policy's settings for a budget."""
-    return partial(
-        truncate_message,
-        max_chars=policy.max_tool_result_chars,
-        head_chars=policy.truncate_head_chars,
-        tail_chars=policy.truncate_tail_chars,
-        max_tokens=int(policy.max_tool_result_share * budget),
-        token_counter=count,
-        max_message_chars=policy.max_chars_per_message,
-        dedupe_calls=policy.dedupe_call_text,
-        name_source=policy.archived_results,
-    )
 
 
 def _full(step: Step | None) -> Step:

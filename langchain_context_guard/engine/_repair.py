@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -33,6 +34,32 @@ def synthetic_result(call_id: str, name: str) -> ToolMessage:
         id=f"context-guard-missing-{call_id}",
         additional_kwargs={MARKER_KEY: {"kind": "synthetic_result"}},
     )
+
+
+def call_name(messages: Sequence[BaseMessage], i: int) -> str:
+    """The tool name of the call the result ``messages[i]`` answers.
+
+    Its call is in the assistant message before the results that follow it (as
+    repaired); else the result's own name.
+    """
+    result = cast(ToolMessage, messages[i])
+    j = i - 1
+    while j >= 0 and isinstance(messages[j], ToolMessage):
+        j -= 1
+    owner = messages[j] if j >= 0 else None
+    calls = owner.tool_calls if isinstance(owner, AIMessage) else []
+    names = (c["name"] for c in calls if c["id"] == result.tool_call_id)
+    return next(names, result.name or "")
+
+
+@lru_cache(maxsize=256)
+def stand_in_named(name: str) -> ToolMessage:
+    """The synthetic result sent for a call to ``name`` while its result is not in.
+
+    Counters count it by its name and content (``content_key``), not its id, so
+    one per name is kept.
+    """
+    return synthetic_result("", name)
 
 
 def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

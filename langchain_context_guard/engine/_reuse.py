@@ -26,12 +26,12 @@ from ._events import (
 )
 from ._hygiene import tidy_message
 from ._messages import is_user, label
-from ._pipeline import truncator
 from ._policy import GuardPolicy
 from ._sanitize import clean_message
 from ._stable import Each, Sent, append, held
 from ._stages import opens_with_user
 from ._tokens import TokenCounter
+from ._truncate import truncator
 from ._window import WindowInfo
 
 
@@ -117,7 +117,7 @@ def reuse_prompt(
                 tokens_before=before,
                 tokens_after=after,
                 budget=budget,
-                detail=f"sent the previous prompt's {len(stable.output)} "
+                detail=f"sent the previous prompt's {appended.unchanged} "
                 f"messages unchanged and {len(tail)} new; what was pruned "
                 "stays out until the history no longer fits",
             )
@@ -133,7 +133,7 @@ def reuse_prompt(
         window_source=info.source,
         counter=counter.name,
         events=tuple(events),
-        reused=len(stable.output),
+        reused=appended.unchanged,
     )
     return Reused(
         PrepareResult(list(out), report),

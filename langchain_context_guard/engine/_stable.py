@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from ._anchor import Gauge
 from ._events import EventKind
+from ._hygiene import join_turns, joinable
 from ._messages import label, marker
 from ._repair import synthetic_result
 from ._same import extends_unchanged, recent_contents
@@ -148,6 +149,9 @@ class Appended:
     removed: dict[EventKind, list[str]]
     closing: tuple[BaseMessage, ...] = ()
     """Synthetic results for calls still open at the end: sent, not kept."""
+    unchanged: int = 0
+    """How many of the previous output's messages are sent unchanged (all but
+    its last when a new assistant message was joined to it)."""
 
 
 def append(
@@ -180,14 +184,24 @@ def append(
             if done is not new:
                 edits.setdefault(kind, []).append(label(done, len(out)))
             new = done
-        if new is not None:
+        if new is not None and out and joinable(out[-1]) and isinstance(new, AIMessage):
+            joined = join_turns(out[-1], new)  # as the hygiene pass joins them
+            removed.setdefault("hygiene", []).append(label(out[-1], len(out) - 1))
+            edits.setdefault("hygiene", []).append(label(joined, len(out) - 1))
+            body += count(joined) - count(out[-1])
+            out[-1] = joined
+        elif new is not None:
             out.append(new)
             body += count(new)
         elif isinstance(message, AIMessage):
             pending = set()  # its calls went with it
     if pending and not (out and isinstance(out[-1], AIMessage)):
         return None  # some results of the last step are in, not all
-    return Appended(out, body, edits, removed, _open_calls(out, pending))
+    unchanged = min(len(sent.output), len(out))
+    if unchanged and out[unchanged - 1] is not sent.output[unchanged - 1]:
+        unchanged -= 1  # its last message was joined (one join at most there)
+    closing = _open_calls(out, pending)
+    return Appended(out, body, edits, removed, closing, unchanged)
 
 
 def open_results(messages: Sequence[BaseMessage]) -> int:

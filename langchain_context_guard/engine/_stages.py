@@ -28,7 +28,7 @@ from langchain_core.messages import (
 
 from ._compress import compress_boundary, with_callers
 from ._events import NO_EDITS, Edits, EventKind
-from ._hygiene import history_start, tidy_message
+from ._hygiene import history_start, tidy_message, tidy_part
 from ._messages import is_user, label
 from ._repair import repair_part
 from ._thinking import has_reasoning, strip_reasoning, stripped_count
@@ -336,6 +336,14 @@ def strip_step(
     return Step("strip_thinking", source, out, edits, delta, state.holders[0], state)
 
 
+def _tidy(
+    source: list[BaseMessage], start: int, out_start: int, count: Counter
+) -> tuple[list[BaseMessage], Edits, int]:
+    part = tidy_part(source, start, out_start, count)
+    assert part is not None  # nothing before it to join
+    return part
+
+
 def hygiene_step(
     source: list[BaseMessage],
     count: Counter,
@@ -354,9 +362,11 @@ def hygiene_step(
     if prev is not None:
         if not prev.state:  # no turn yet: new messages may need a placeholder
             return None
-        start = len(prev.source)
-        out, edits, delta = _map(source, start, len(prev.result), tidy_message, count)
-        return grown(prev, source, out, edits, delta, True)
+        last = prev.result[-1] if prev.result else None
+        part = tidy_part(source, len(prev.source), len(prev.result), count, last)
+        if part is None:  # joins the previous output's last message
+            return None
+        return grown(prev, source, *part, True)
     lead = next(
         (
             i
@@ -366,15 +376,10 @@ def hygiene_step(
         None,
     )
     if lead is None or isinstance(source[lead], HumanMessage):
-        return whole(
-            "hygiene",
-            source,
-            *_map(source, 0, 0, tidy_message, count),
-            lead is not None,
-        )
+        return whole("hygiene", source, *_tidy(source, 0, 0, count), lead is not None)
     head, head_edits, head_delta = _map(source[:lead], 0, 0, tidy_message, count)
     placeholder = history_start(removed)
-    rest, edits, delta = _map(source, lead, len(head) + 1, tidy_message, count)
+    rest, edits, delta = _tidy(source, lead, len(head) + 1, count)
     edits = head_edits + Edits(added=(label(placeholder, len(head)),)) + edits
     out = [*head, placeholder, *rest]
     return whole(

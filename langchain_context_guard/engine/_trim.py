@@ -2,10 +2,10 @@
 
 Where the history is cut must not move back as it grows: a cut that moves back
 re-sends messages dropped on the previous call, and each such call misses the
-provider's prompt cache entirely. A compression batch shrinks old results, so
-the history's size drops now and then as it grows; planning the cut on that size
-would bring dropped messages back. So the cut is planned on the *peak*: the
-largest size any prefix of the history had (``Peak``), which only grows. What is
+provider's prompt cache entirely. The history's size drops now and then as it
+grows (a compression batch; a real result smaller than the synthetic one sent for
+its open call), so the cut is planned on the *peak*: the largest size any prefix
+of the history had (``_peak``), which only grows. What is
 dropped is counted at what each message costs for good (old tool results end up
 compressed), and cut points lie on a fixed grid: the unit boundaries where that
 cost of the dropped prefix first reaches a multiple of ``step * budget``. The cut
@@ -24,7 +24,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from ._compress import compress_boundary
 from ._errors import BudgetExceededError
-from ._messages import is_summary, is_user, text_of, with_marker
+from ._messages import is_placeholder, is_summary, is_user, text_of, with_marker
+from ._peak import Costs, Ends, Settled, walk
 from ._text import truncate_text
 from ._tokens import REPLY_OVERHEAD
 from ._units import (
@@ -33,7 +34,6 @@ from ._units import (
     kinds,
     positions,
     prefix_sums,
-    settle,
     units_from,
 )
 
@@ -45,10 +45,10 @@ Squeeze = Callable[[list[BaseMessage]], list[BaseMessage]]
 
 
 def _protected(messages: Sequence[BaseMessage], keep_first_user: bool) -> set[int]:
-    keep = {
+    keep = {  # and the placeholder first turn (dropped, it would come back)
         i
         for i, m in enumerate(messages)
-        if isinstance(m, SystemMessage) or is_summary(m)
+        if isinstance(m, SystemMessage) or is_summary(m) or is_placeholder(m)
     }
     users = [i for i, m in enumerate(messages) if is_user(m)]
     if users:
@@ -104,11 +104,6 @@ def droppable_units(
     return units
 
 
-Costs = tuple[int, int, bool]
-"""A message's tokens as written, as it ends up (compressed, for a tool result),
-and whether it is a tool result."""
-
-
 @dataclass(frozen=True, slots=True)
 class Sizes:
     """A history's size as compression leaves it, kept up as the history grows.
@@ -122,6 +117,8 @@ class Sizes:
     raw: int = 0
     saved: tuple[int, ...] = (0,)
     """What compressing the first n results saves, for each n."""
+    peak: int = 0
+    """Grown since the plan: the largest size of a call's prefixes (``_peak``)."""
 
     @property
     def compressed(self) -> int:
@@ -135,14 +132,13 @@ class Sizes:
         """Tokens of the history once compressed."""
         return self.raw - self.saved[self.compressed]
 
-    def grow(self, costs: Iterable[Costs]) -> Sizes:
-        """The sizes after more messages."""
-        raw, saved = self.raw, list(self.saved)
-        for cost, compressed, is_result in costs:
-            raw += cost
-            if is_result:
-                saved.append(saved[-1] + cost - compressed)
-        return Sizes(self.keep, self.batch, raw, tuple(saved))
+    def grow(
+        self, costs: Iterable[Costs], settled: Settled | None = None, ends: Ends = ()
+    ) -> Sizes:
+        """The sizes after more messages (``_peak.walk``: ``settled``, ``ends``)."""
+        saved, keep, batch = list(self.saved), self.keep, self.batch
+        raw, peak = walk(costs, keep, batch, self.raw, saved, self.peak, settled, ends)
+        return Sizes(keep, batch, raw, tuple(saved), peak)
 
 
 @dataclass(frozen=True)
@@ -173,29 +169,32 @@ class Plan:
     """All a history's cut depends on besides its size and the room for it.
 
     ``grid`` holds the grid points as (units dropped, their tokens as written,
-    the results among them); ``settled`` the history just before each
-    compression batch, as (size, results compressed, units it could drop).
+    the results among them); ``settled`` the sizes the cut must stay fit for
+    (``_peak``): the history just before each compression batch, and prefixes
+    sent with synthetic results for open calls, as (size, results compressed,
+    units it could drop).
     """
 
     units: Units
     grid: list[tuple[int, int, int]]
-    settled: list[tuple[int, int, int]]
+    settled: Settled
     limit: int
 
     def cut(self, sizes: Sizes, room: float) -> Cut | None:
         """The cut for a history of ``sizes`` in ``room`` (None: none is enough).
 
         The first grid point leaving the history within ``room``, and no earlier
-        than the cut it needed just before any compression batch.
+        than the cut each of ``settled`` needed.
         """
         grid = self.grid
-        own = _first_fit(grid, sizes.saved, sizes.compressed, sizes.size - room)
+        need = max(sizes.size, sizes.peak) - room
+        own = _first_fit(grid, sizes.saved, sizes.compressed, need)
         if own >= len(grid):
             return None
         dropped = max(grid[own][0], self.limit)
         for size, done, cap in reversed(self.settled):
             if cap <= dropped:
-                break  # earlier batches could drop no more than this (caps grow)
+                break  # earlier ones could drop no more than this (caps grow)
             g = _first_fit(grid, sizes.saved, done, size - room)
             dropped = max(dropped, min(grid[g][0] if g < len(grid) else cap, cap))
         return Cut(self.units, dropped, tuple(k for k, _, _ in grid if k >= dropped))
@@ -211,13 +210,15 @@ def plan_cut(
     keep_first_user: bool = True,
     turn_limit: int | None = None,
     codes: str | None = None,
+    lead: int = 0,
 ) -> tuple[Plan, Sizes]:
     """The plan and sizes of a history (module docstring).
 
     ``costs`` describe each message (``Costs``); compression runs as ``Sizes``
     says with ``keep`` and ``batch``; grid points lie every ``quantum`` tokens of
-    droppable history as written; ``turn_limit`` sets a lower bound. ``codes``:
-    the messages' ``_units.kinds``, when the caller kept them.
+    droppable history as written; ``turn_limit`` sets a lower bound; ``lead``
+    counts what is sent besides the messages (the placeholder first turn).
+    ``codes``: the messages' ``_units.kinds``, when the caller kept them.
     """
     codes = kinds(messages) if codes is None else codes
     units = units_from(codes, keep_first_user)
@@ -229,9 +230,9 @@ def plan_cut(
         if len(users) > turn_limit:
             start = users[-turn_limit]
             limit = sum(1 for unit in units if unit[-1] < start)
-    ends = [unit[-1] for unit in units]
-    settled, saved = settle(costs, raw, ends, keep, batch)
-    return Plan(units, grid, settled, limit), Sizes(keep, batch, raw[-1], saved)
+    settled: Settled = []
+    sizes = Sizes(keep, batch, lead).grow(costs, settled, [u[-1] for u in units])
+    return Plan(units, grid, settled, limit), sizes
 
 
 def _first_fit(
@@ -355,7 +356,7 @@ def trim_to_budget(
     counts = [token_counter(m) for m in source]
     plan, sizes = plan_cut(
         source,
-        [(c, c, False) for c in counts],
+        [(c, c, False, 0) for c in counts],
         quantum=step * budget,
         keep_first_user=keep_first_user,
         turn_limit=turn_limit,

@@ -15,9 +15,9 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from ._events import NO_EDITS, Edits
 from ._messages import label
+from ._peak import Costs
 from ._stages import NONE, Step, first_diff, grown
 from ._trim import (
-    Costs,
     Counter,
     Cut,
     Measure,
@@ -60,11 +60,13 @@ def trim_step(
     cut_room: float | None = None,
     cut_budget: int | None = None,
     codes: str | None = None,
+    lead: int = 0,
 ) -> Step:
     """``trim_to_budget`` with the guard's plan (see ``_trim``), in full.
 
     A history that fits ``room`` is kept whole; one that must be cut is cut to
     ``cut_room`` / ``cut_budget`` when given (room left for the digest).
+    ``lead``: tokens hygiene puts first (``plan_cut``).
     """
     plan, sizes = plan_cut(
         source,
@@ -75,6 +77,7 @@ def trim_step(
         keep_first_user=keep_first_user,
         turn_limit=turn_limit,
         codes=codes,
+        lead=lead,
     )
     cut = plan.cut(sizes, room)
     if (cut is None or cut.dropped) and cut_room is not None:

@@ -9,6 +9,7 @@ from functools import partial
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from ._messages import map_messages, memo_rewrite, text_of, with_marker
+from ._policy import GuardPolicy
 from ._text import truncate_text
 
 
@@ -187,3 +188,20 @@ def _scaled(limit: int, max_chars: int, head: int, tail: int) -> tuple[int, int]
     share = head / (head + tail) if head + tail else 0.5
     h = int(room * share)
     return h, max(room - h, 0)
+
+
+def truncator(
+    policy: GuardPolicy, budget: int, count: Callable[[BaseMessage], int]
+) -> Callable[[BaseMessage], BaseMessage | None]:
+    """``truncate_message`` with a policy's settings for a budget."""
+    return partial(
+        truncate_message,
+        max_chars=policy.max_tool_result_chars,
+        head_chars=policy.truncate_head_chars,
+        tail_chars=policy.truncate_tail_chars,
+        max_tokens=int(policy.max_tool_result_share * budget),
+        token_counter=count,
+        max_message_chars=policy.max_chars_per_message,
+        dedupe_calls=policy.dedupe_call_text,
+        name_source=policy.archived_results,
+    )

@@ -15,7 +15,7 @@ import math
 import re
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
-from itertools import accumulate, chain, compress, count
+from itertools import accumulate, chain, compress
 from operator import is_not, itemgetter
 from typing import Any
 
@@ -58,7 +58,7 @@ def kind(message: BaseMessage) -> str:
         return SYSTEM
     mark = message.additional_kwargs.get(MARKER_KEY)
     marked = mark.get("kind") if isinstance(mark, dict) else None
-    if marked == "summary":
+    if marked in ("summary", "placeholder"):  # kept, as by ``_trim._protected``
         return SYSTEM
     if isinstance(message, HumanMessage):
         return OTHER if marked == "digest" else USER
@@ -155,32 +155,7 @@ def grid_points(
     return grid
 
 
-def settle(
-    costs: Sequence[tuple[int, int, bool]],
-    raw: Sequence[int],
-    ends: list[int],
-    keep: int,
-    batch: int,
-) -> tuple[list[tuple[int, int, int]], tuple[int, ...]]:
-    """``_trim.Plan.settled`` and ``_trim.Sizes.saved`` of a history.
-
-    Compression's boundary (``_compress.compress_boundary``) moves when the
-    ``keep + j * batch``-th result comes in; just before it the history was
-    settled at ``done = (j - 1) * batch`` compressed results.
-    """
-    at = list(compress(count(), map(itemgetter(2), costs)))
-    saved = tuple(accumulate((costs[i][0] - costs[i][1] for i in at), initial=0))
-    settled: list[tuple[int, int, int]] = []
-    if batch:
-        r, done = keep + batch - 1, 0
-        while r < len(at):
-            i = at[r]
-            settled.append((raw[i] - saved[done], done, bisect_left(ends, i)))
-            r, done = r + batch, done + batch
-    return settled, saved
-
-
-def prefix_sums(values: Sequence[tuple[int, int, bool]], item: int) -> list[int]:
+def prefix_sums(values: Sequence[tuple[int, ...]], item: int) -> list[int]:
     """Prefix sums of one field of ``values`` (0 first)."""
     return list(accumulate(map(itemgetter(item), values), initial=0))
 

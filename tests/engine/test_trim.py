@@ -199,3 +199,64 @@ def test_tuple_input_is_accepted_and_an_ai_message_is_kept_whole():
         isinstance(m, AIMessage | HumanMessage | SystemMessage | ToolMessage)
         for m in out
     )
+
+
+PREPARED_AGAIN = {
+    "result-smaller-than-its-stand-in": [
+        SystemMessage("s" * 18, id="m0"),
+        ToolMessage("alpha", tool_call_id="c0", id="r0"),
+        AIMessage("alpha", id="m2"),
+        HumanMessage("alpha", id="m3"),
+        HumanMessage("alpha", id="m4"),
+        HumanMessage("alpha beta", id="m5"),
+        AIMessage("alpha " * 6, tool_calls=[call("c0")], id="m6"),
+        ToolMessage("alpha", tool_call_id="c0", id="r7"),
+    ],
+    "placeholder-is-no-turn": [
+        SystemMessage("You are an agent. " * 25, id="m0"),
+        AIMessage("alpha", id="m1"),
+        HumanMessage("alpha", id="m2"),
+        AIMessage("", tool_calls=[call("c0")], id="m3"),
+        ToolMessage("alpha", tool_call_id="c0", id="r4"),
+        HumanMessage("alpha", id="last"),
+    ],
+    "placeholder-is-kept": [
+        AIMessage("", tool_calls=[call("c0"), call("c1")], id="m1"),
+        ToolMessage("alpha", tool_call_id="c1", id="r2"),
+    ],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PREPARED_AGAIN))
+def test_an_output_prepared_again_is_not_cut_for_its_placeholder_or_peaks(name):
+    """Found by the adversarial suite: a history that opens with an assistant
+    message gets a placeholder user turn, and a result is smaller than the
+    synthetic one sent while it was open. The plan counts the placeholder as sent
+    and the placeholder is no user turn (the output splits into the turns its
+    history had) and is kept like the system prompt, so preparing the output
+    again changes nothing."""
+    history = PREPARED_AGAIN[name]
+    policy = GuardPolicy(
+        context_window=150,
+        reserve_tokens=0,
+        uncalibrated_margin=0.0,
+        safety_margin=0.0,
+        trim_step=0.0,
+        compress_batch=1,
+        keep_recent_tool_results=0,
+        keep_first_user=False,
+        stable_prefix=False,
+        warn_below_tokens=0,
+        hard_min_tokens=0,
+    )
+    tried = 0
+    for window in range(150, 300, 2):  # budgets around the output's size
+        tuned = policy.model_copy(update={"context_window": window})
+        try:
+            out = ContextGuard(tuned).prepare(history).messages
+        except BudgetExceededError:
+            continue
+        tried += 1
+        again = ContextGuard(tuned).prepare(out).messages
+        assert snapshot(again) == snapshot(out), window
+    assert tried > 20

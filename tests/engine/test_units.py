@@ -87,7 +87,7 @@ def _reference_plan(messages, costs, quantum, keep, batch, keep_first_user, turn
     ends = [unit[-1] for unit in units]
     settled = []
     raw, saved, done = 0, [0], 0
-    for i, (cost, compressed, is_result) in enumerate(costs):
+    for i, (cost, compressed, is_result, _) in enumerate(costs):
         if is_result and batch and compress_boundary(len(saved), keep, batch) > done:
             settled.append((raw - saved[done], done, bisect_left(ends, i)))
         raw += cost
@@ -111,7 +111,7 @@ def test_plan_cut_equals_the_per_message_plan(
     history, data, quantum, keep, batch, keep_first_user, turn_limit
 ):
     costs = [
-        (c, data.draw(st.integers(0, c)), isinstance(m, ToolMessage))
+        (c, data.draw(st.integers(0, c)), isinstance(m, ToolMessage), 0)
         for m in history
         for c in [data.draw(st.integers(1, 30))]
     ]

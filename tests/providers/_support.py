@@ -248,9 +248,9 @@ def _content(draw: Any, text: str) -> Any:
 def histories(draw: Any, *, adjacent: bool = False) -> list[BaseMessage]:  # noqa: C901
     """Messy agent histories as real agents and checkpoints produce them.
 
-    With ``adjacent=False`` no two assistant messages stand next to each other
-    once blank user messages and stray tool results are dropped (the guard does
-    not merge assistant turns; see ``test_fuzz.py``).
+    With ``adjacent=True`` assistant messages may stand next to each other (the
+    guard joins them, ``test_fuzz_payloads.py``); with ``adjacent=False`` a user
+    message always comes between.
     """
     out: list[BaseMessage] = []
     texts = TEXTS if adjacent else st.sampled_from(["look at src/app.py", "done"])

@@ -4,9 +4,18 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langchain_context_guard import BudgetExceededError, ContextGuard, GuardPolicy
+from langchain_context_guard.engine._messages import marker
+from tests.engine._support import snapshot
 from tests.providers._support import histories, violations
 
 SETTINGS = settings(
@@ -26,7 +35,7 @@ def _sent(history, window=16_000):
 
 
 @SETTINGS
-@given(histories())
+@given(histories(adjacent=True))
 def test_guarded_histories_satisfy_every_provider(history):
     sent = _sent(history)
     if sent is not None:
@@ -34,9 +43,9 @@ def test_guarded_histories_satisfy_every_provider(history):
 
 
 @SETTINGS
-@given(histories())
-def test_a_growing_history_satisfies_every_provider_on_each_call(history):
-    guard = ContextGuard(GuardPolicy(context_window=16_000))
+@given(histories(adjacent=True), st.booleans())
+def test_a_growing_history_satisfies_every_provider_on_each_call(history, stable):
+    guard = ContextGuard(GuardPolicy(context_window=16_000, stable_prefix=stable))
     for k in range(1, len(history) + 1):
         try:
             sent = guard.prepare(history[:k]).messages
@@ -69,18 +78,80 @@ def test_blank_text_blocks_and_reasoning_only_replies_are_not_sent():
     assert sent[2].content == ""
 
 
-@pytest.mark.xfail(
-    reason="the guard does not merge two assistant turns in a row (Anthropic "
-    "documents that it combines them; Gemini rejects a function call after one)",
-    strict=True,
-)
-def test_two_assistant_turns_in_a_row_reach_the_provider_as_given():
-    history = [
-        HumanMessage("go"),
-        AIMessage("thinking aloud"),
-        AIMessage("", tool_calls=[{"name": "bash", "args": {}, "id": "c1"}]),
-        ToolMessage("ok", tool_call_id="c1"),
-    ]
-    sent = _sent(history)
-    assert sent is not None
+HISTORY = [
+    HumanMessage("go", id="h"),
+    AIMessage("thinking aloud", id="a1", response_metadata={"n": 1}),
+    AIMessage(
+        [{"type": "thinking", "thinking": "hm", "signature": "c2ln"}],
+        tool_calls=[{"name": "bash", "args": {}, "id": "c1"}],
+        id="a2",
+        response_metadata={"n": 2},
+    ),
+    ToolMessage("ok", tool_call_id="c1", id="t1"),
+]
+
+
+@pytest.mark.parametrize("stable", [True, False], ids=["stable", "pruned"])
+def test_two_assistant_turns_in_a_row_reach_every_provider_as_one(stable):
+    """Anthropic wants roles to alternate and Gemini rejects a function call right
+    after a model turn: the guard joins the turns (their text, the reasoning
+    first, the second's calls, id and metadata), as the provider would read them,
+    without touching the caller's messages."""
+    history = [m.model_copy(deep=True) for m in HISTORY]
+    before = snapshot(history)
+    assert violations(history) != {}  # as given, two providers refuse it
+    guard = ContextGuard(GuardPolicy(context_window=16_000, stable_prefix=stable))
+    sent = guard.prepare(history).messages
     assert violations(sent) == {}
+    assert snapshot(history) == before
+    assert [m.id for m in sent] == ["h", "a2", "t1"]
+    joined = sent[1]
+    assert isinstance(joined, AIMessage)
+    assert joined.content == [
+        HISTORY[2].content[0],
+        {"type": "text", "text": "thinking aloud"},
+    ]
+    assert joined.tool_calls == HISTORY[2].tool_calls
+    assert joined.response_metadata == {"n": 2}
+    assert marker(joined) == {"kind": "merged", "ids": ["a1", "a2"]}
+    assert guard.prepare(sent).messages == sent  # prepared again: unchanged
+    hygiene = [e for e in guard.prepare(history).report.events if e.kind == "hygiene"]
+    if not stable:  # (a stable prompt sent again whole reports nothing new)
+        assert hygiene and hygiene[0].removed == ("a1",)
+
+
+def _kept(sent: list[BaseMessage]) -> list[str]:
+    """A prompt as the provider reads it, less results made for open calls (the
+    real ones take their place on the next call)."""
+    while sent and (marker(sent[-1]) or {}).get("kind") == "synthetic_result":
+        sent = sent[:-1]
+    return [snapshot([m]) for m in sent]
+
+
+@pytest.mark.parametrize("stable", [True, False], ids=["stable", "pruned"])
+def test_a_join_on_a_growing_history_keeps_the_prefix_byte_identical(stable):
+    """Called as the history grows (a turn is sent alone, then joined with the
+    next), every prompt is valid and is what a fresh guard sends, and what the
+    previous call sent is sent again byte for byte, but for the joined turn."""
+    history = [SystemMessage("sys", id="sys"), *HISTORY, HumanMessage("next", id="n")]
+    history += [
+        AIMessage("I will look.", id="a3"),
+        AIMessage("", tool_calls=[{"name": "ls", "args": {}, "id": "c2"}], id="a4"),
+        ToolMessage("ok", tool_call_id="c2", id="t2"),
+    ]
+    policy = GuardPolicy(context_window=16_000, stable_prefix=stable)
+    guard = ContextGuard(policy)
+    previous: list[str] = []
+    for k in range(1, len(history) + 1):
+        sent = guard.prepare(history[:k]).messages
+        assert violations(sent) == {}
+        fresh = ContextGuard(policy).prepare(history[:k]).messages
+        assert snapshot(sent) == snapshot(fresh)
+        now = [snapshot([m]) for m in sent]
+        same = [a == b for a, b in zip(previous, now, strict=False)]
+        joined = isinstance(history[k - 1], AIMessage) and isinstance(
+            history[k - 2], AIMessage
+        )
+        assert all(same[:-1] if joined else same), k
+        assert joined == (len(same) > 0 and not same[-1]), k
+        previous = _kept(sent)

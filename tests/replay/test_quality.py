@@ -14,7 +14,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_guard import MARKER_KEY
+from langchain_context_guard import MARKER_KEY, ContextGuard, GuardPolicy
 from langchain_context_guard.engine._text import compress_lines, truncate_text
 from langchain_context_guard.replay._command import (
     DISTANCES,
@@ -23,6 +23,7 @@ from langchain_context_guard.replay._command import (
     TiktokenCounter,
     ask_plan,
     from_history,
+    message_text,
     needles_in,
     plot_tradeoff,
     replay,
@@ -69,6 +70,25 @@ def test_from_history_excludes_what_the_library_writes() -> None:
     assert from_history(compressed, ids)
     assert not from_history(digest, ids)
     assert not from_history(summary, ids)
+
+
+def test_joined_assistant_turns_still_count_as_history_text() -> None:
+    """Two assistant turns in a row are sent joined (``enforce_provider_hygiene``):
+    the joined message keeps a history id and the text of both, so the evidence
+    it holds is still counted as sent from the history."""
+    history: list[BaseMessage] = [
+        HumanMessage("Fix it.", id="h"),
+        AIMessage("I will read pkg/mod_7.py first.", id="a0"),
+        _call(1, "cat pkg/mod_7.py"),
+        _result(1, "def f(): ..."),
+    ]
+    sent = ContextGuard(GuardPolicy(context_window=16_000)).prepare(history).messages
+    ids = {m.id for m in history if m.id}
+    joined = next(m for m in sent if isinstance(m, AIMessage))
+    assert (joined.id, len(sent)) == ("a1", 3)
+    assert from_history(joined, ids)
+    assert "pkg/mod_7.py first" in message_text(joined)
+    assert "cat pkg/mod_7.py" in message_text(joined)
 
 
 class _DigestOnly(Strategy):

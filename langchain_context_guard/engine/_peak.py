@@ -1,0 +1,97 @@
+"""How big a history grows, prefix by prefix, for the trim plan (``_trim``).
+
+The cut must never move back as the history grows, so it is planned on the
+largest size any prefix of the history had (``_trim``'s module docstring). A
+prefix is not always smaller than the history after it:
+
+- a compression batch shrinks old results (the plan keeps the size just before
+  each batch);
+- a prefix that ends in an assistant message whose tool calls are not all
+  answered yet is sent with a synthetic error result for each open call
+  (``_repair.synthetic_result``, about 35 tokens). A real result that is smaller
+  (``ok``, an empty list) makes the next prefix smaller than this one, so the cut
+  that prefix needed would move back. Each call's results are counted as what
+  was sent on the way: while they come in, the results not in yet cost their
+  synthetic result's tokens (the peak of the group, ``highest``).
+
+A call's results come in one by one in the order the history keeps (``_repair``
+keeps them in that order and puts synthetic ones after), and the number of
+results counted for compression is the same on every such prefix (a synthetic
+result counts as one), so those prefixes differ only in which results are real.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable, Sequence
+
+from ._compress import compress_boundary
+
+Costs = tuple[int, int, bool, int]
+"""A message's tokens as written, as it ends up (compressed, for a tool result),
+whether it is a tool result, and for one the tokens of the synthetic result it
+is sent as while not in yet (0: none)."""
+Settled = list[tuple[int, int, int]]
+"""Sizes a cut must stay fit for: (size, results compressed, units it could drop)."""
+Ends = Sequence[int]
+"""The last message index of each droppable unit, in order."""
+
+_END: Costs = (0, 0, False, 0)
+
+
+def walk(
+    costs: Iterable[Costs],
+    keep: int,
+    batch: int,
+    raw: int,
+    saved: list[int],
+    peak: int,
+    settled: Settled | None = None,
+    ends: Ends = (),
+) -> tuple[int, int]:
+    """Grow a history's sizes by ``costs``; returns its raw tokens and peak.
+
+    ``saved`` (what compressing the first n results saves) grows in place.
+    ``settled``, if given, gets the size just before each compression batch and
+    each call's peak larger than its results' (``ends``: each droppable unit's
+    last index, to tell how many units each could drop); else ``peak`` becomes
+    the largest call's peak at the current compression (0 after a batch).
+    """
+    done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
+    group: list[tuple[int, int, int]] = []
+    for i, (cost, compressed, is_result, twin) in enumerate((*costs, _END)):
+        if group and not is_result:  # the call's results are all in
+            top = highest(group, raw - saved[done], len(saved) - len(group), done)
+            if top and settled is not None:
+                settled.append((top, done, bisect_left(ends, i - len(group) - 1)))
+            peak = max(peak, top)
+            group = []
+        if is_result and batch and compress_boundary(len(saved), keep, batch) > done:
+            if settled is not None:
+                settled.append((raw - saved[done], done, bisect_left(ends, i)))
+            peak = 0
+        raw += cost
+        if is_result:
+            saved.append(saved[-1] + cost - compressed)
+            done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
+            group.append((cost, compressed, twin))
+    return raw, 0 if settled is not None else peak
+
+
+def highest(
+    group: Sequence[tuple[int, int, int]], size: int, first: int, done: int
+) -> int:
+    """The largest size of the prefixes through a call's results (0: ``size``).
+
+    ``group`` holds each result's tokens as written, compressed, and synthetic;
+    ``size`` is the history's with all of them in, ``first`` the number of the
+    first among all results (from 1), ``done`` how many results are compressed.
+    Going back one result at a time, the latest real one gives way to its
+    synthetic result.
+    """
+    top = now = size
+    for k in range(len(group) - 1, -1, -1):
+        cost, compressed, twin = group[k]
+        now += twin - (compressed if first + k <= done else cost)
+        top = max(top, now)
+    return top if top > size else 0
