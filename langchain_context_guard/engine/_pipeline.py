@@ -115,7 +115,7 @@ class Run:
 
     def _prev(self) -> Step | None:
         """The previous call's step for the next pass, if this input extends it."""
-        if self.previous is None:
+        if self.previous is None or len(self.steps) >= len(self.previous):
             return None
         prev = self.previous[len(self.steps)]
         if self.linked or extends(self.source, prev.source):
@@ -320,6 +320,7 @@ class Run:
                 cut_budget=cut_budget,
                 codes="".join(codes),
                 lead=0 if self._opened() else s.count(history_start(False)),
+                memo=self.memo,
             )
         )
 

@@ -17,7 +17,8 @@ from langchain_core.messages import BaseMessage
 
 from ._depth import growth
 from ._errors import BudgetExceededError
-from ._pipeline import Record, Run, Setting
+from ._passes import PASSES
+from ._pipeline import Memo, Record, Run, Setting
 from ._same import recent_contents
 
 
@@ -66,7 +67,7 @@ def _nearer(
     if turn is None or short <= turn * setting.gauge.scale:
         return done
     wider = replace(setting, budget=min(setting.budget + short, key[2]))
-    alt = _run(original, scan, wider, record, key, False, True)
+    alt = _run(original, scan, wider, record, key, False, True, done[0].memo)
     return alt if alt is not None and alt[0].now > done[0].now else done
 
 
@@ -78,18 +79,25 @@ def _run(
     key: tuple[Any, ...],
     last: bool,
     enabled: bool,
+    memo: Memo | None = None,
 ) -> tuple[Run, Record | None] | None:
     """The passes at ``setting``'s budget.
 
     None when what must be kept does not fit and this is not the ``last`` try;
-    on the last, ``BudgetExceededError`` propagates.
+    on the last, ``BudgetExceededError`` propagates. ``memo``: per-message
+    results of this very history (a second try), else the record's.
     """
     key = (*key, setting.budget, setting.digest, setting.exact)
     # Per-message results depend on the policy and the counter, not the budget.
-    memo = record.memo if record is not None and record.key[:2] == key[:2] else None
-    if record is not None and record.key != key:
-        record = None
-    steps = record.steps if record is not None else None
+    if memo is None and record is not None and record.key[:2] == key[:2]:
+        memo = record.memo
+    steps = None
+    if record is not None and record.key == key:
+        steps = record.steps
+    elif record is not None and record.key[:-3] == key[:-3]:
+        # Another target (the cost model's depth moved, or ``_nearer``): the
+        # passes before the trim do not depend on it; grow those.
+        steps = record.steps[: PASSES.index("trim")]
     run = Run(original, scan[0], setting, steps, memo)
     if not enabled:
         return run, None

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
+from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
@@ -61,24 +62,34 @@ def trim_step(
     cut_budget: int | None = None,
     codes: str | None = None,
     lead: int = 0,
+    memo: dict[str, Any] | None = None,
 ) -> Step:
     """``trim_to_budget`` with the guard's plan (see ``_trim``), in full.
 
     A history that fits ``room`` is kept whole; one that must be cut is cut to
     ``cut_room`` / ``cut_budget`` when given (room left for the digest).
-    ``lead``: tokens hygiene puts first (``plan_cut``).
+    ``lead``: tokens hygiene puts first (``plan_cut``). ``memo`` keeps the plan:
+    it depends on the costs and kinds, not on the room, so a second try at
+    another target (``_prune._nearer``) reuses it.
     """
-    plan, sizes = plan_cut(
-        source,
-        costs,
-        quantum=quantum,
-        keep=keep,
-        batch=batch,
-        keep_first_user=keep_first_user,
-        turn_limit=turn_limit,
-        codes=codes,
-        lead=lead,
-    )
+    args = (quantum, keep, batch, keep_first_user, turn_limit, codes, lead)
+    held = memo.get("plan") if memo is not None and codes is not None else None
+    if held is not None and held[0] == args and held[1] == costs:
+        plan, sizes = held[2]
+    else:
+        plan, sizes = plan_cut(
+            source,
+            costs,
+            quantum=quantum,
+            keep=keep,
+            batch=batch,
+            keep_first_user=keep_first_user,
+            turn_limit=turn_limit,
+            codes=codes,
+            lead=lead,
+        )
+        if memo is not None and codes is not None:
+            memo["plan"] = (args, costs, (plan, sizes))
     cut = plan.cut(sizes, room)
     if (cut is None or cut.dropped) and cut_room is not None:
         cut = plan.cut(sizes, cut_room)
