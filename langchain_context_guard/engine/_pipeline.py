@@ -225,11 +225,15 @@ class Run:
     def _compress_pass(self) -> None:
         p = self.setting.policy
         trigger = p.compress_trigger
-        # As sent: with what hygiene adds, so a prepared output compresses alike.
-        now = self.now + (self._lead_extra(self.source) if trigger else 0)
+        # As sent: with what hygiene adds (never less), so a prepared output
+        # compresses alike; counted only when it can decide.
+        limit = trigger * self.setting.budget
+        quiet = bool(trigger) and self.now <= limit
+        if quiet and self.now + self._lead_extra(self.source) > limit:
+            quiet = False
         run = partial(
             compress_step,
-            active=not (trigger and now <= trigger * self.setting.budget),
+            active=not quiet,
             keep=p.keep_recent_tool_results,
             batch=p.compress_batch,
             compress=self._compress,

@@ -233,3 +233,33 @@ def test_every_property_on_adversarial_histories(case: Case) -> None:
     # prepare(prepare(x)) == prepare(x)
     twice = ContextGuard(policy, token_counter=COUNTER).prepare(out)
     assert snapshot(twice.messages) == snapshot(out)
+
+
+def test_an_output_prepared_again_compresses_alike_at_the_trigger() -> None:
+    """Found by the property above: a history opening with a large assistant
+    message sat just under the compression trigger; the placeholder first turn
+    that hygiene puts before it took the prepared output just over it, so
+    preparing that output again compressed the assistant message."""
+    call = {"id": "c0", "name": "bash", "args": {"n": 0}}
+    history: list[BaseMessage] = [
+        AIMessage(BIG[:200_100], tool_calls=[call], id="m1"),
+        ToolMessage("alpha", tool_call_id="c0", id="r1"),
+    ]
+    policy = GuardPolicy(
+        context_window=191_446,
+        reserve_tokens=0,
+        hard_min_tokens=0,
+        digest=False,
+        stable_prefix=False,
+        max_tool_result_chars=5_000,
+        safety_margin=0.0,
+        warn_below_tokens=0,
+        keep_first_user=False,
+        keep_recent_tool_results=0,
+        compress_batch=1,
+        uncalibrated_margin=0.0,
+        trim_step=0.0,
+    )
+    out = ContextGuard(policy, token_counter=COUNTER).prepare(history).messages
+    again = ContextGuard(policy, token_counter=COUNTER).prepare(out).messages
+    assert snapshot(again) == snapshot(out)
