@@ -58,23 +58,31 @@ def walk(
     the largest call's peak at the current compression (0 after a batch).
     """
     done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
+    n = len(saved) - 1  # results so far
     group: list[tuple[int, int, int]] = []
+    rises = False  # a result of the group is smaller than its synthetic one
     for i, (cost, compressed, is_result, twin) in enumerate((*costs, _END)):
-        if group and not is_result:  # the call's results are all in
-            top = highest(group, raw - saved[done], len(saved) - len(group), done)
-            if top and settled is not None:
-                settled.append((top, done, bisect_left(ends, i - len(group) - 1)))
-            peak = max(peak, top)
-            group = []
-        if is_result and batch and compress_boundary(len(saved), keep, batch) > done:
+        if not is_result:
+            if group:  # the call's results are all in
+                if rises:
+                    top = highest(group, raw - saved[done], n + 1 - len(group), done)
+                    if top and settled is not None:
+                        at = bisect_left(ends, i - len(group) - 1)
+                        settled.append((top, done, at))
+                    peak = max(peak, top)
+                group, rises = [], False
+            raw += cost
+            continue
+        n += 1  # the boundary moves when the n-th result comes in (``_compress``)
+        if batch and n > keep and (n - keep) % batch == 0:
             if settled is not None:
                 settled.append((raw - saved[done], done, bisect_left(ends, i)))
             peak = 0
+            done = n - keep
         raw += cost
-        if is_result:
-            saved.append(saved[-1] + cost - compressed)
-            done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
-            group.append((cost, compressed, twin))
+        saved.append(saved[-1] + cost - compressed)
+        group.append((cost, compressed, twin))
+        rises = rises or twin > min(cost, compressed)
     return raw, 0 if settled is not None else peak
 
 

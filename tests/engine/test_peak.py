@@ -1,0 +1,68 @@
+"""``_peak.walk``: equal to the per-message walk it replaced, on random costs."""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from langchain_context_guard.engine._compress import compress_boundary
+from langchain_context_guard.engine._peak import highest, walk
+
+
+def _reference(costs, keep, batch, raw, saved, peak, settled=None, ends=()):
+    """The walk as first written (every result checks the boundary and its group)."""
+    done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
+    group: list[tuple[int, int, int]] = []
+    for i, (cost, compressed, is_result, twin) in enumerate((*costs, (0, 0, False, 0))):
+        if group and not is_result:
+            top = highest(group, raw - saved[done], len(saved) - len(group), done)
+            if top and settled is not None:
+                settled.append((top, done, bisect_left(ends, i - len(group) - 1)))
+            peak = max(peak, top)
+            group = []
+        if is_result and batch and compress_boundary(len(saved), keep, batch) > done:
+            if settled is not None:
+                settled.append((raw - saved[done], done, bisect_left(ends, i)))
+            peak = 0
+        raw += cost
+        if is_result:
+            saved.append(saved[-1] + cost - compressed)
+            done = compress_boundary(len(saved) - 1, keep, batch) if batch else 0
+            group.append((cost, compressed, twin))
+    return raw, 0 if settled is not None else peak
+
+
+@st.composite
+def _costs(draw):
+    out = []
+    for _ in range(draw(st.integers(0, 40))):
+        cost = draw(st.integers(1, 60))
+        is_result = draw(st.booleans())
+        compressed = draw(st.integers(-20, cost)) if is_result else cost
+        twin = draw(st.sampled_from([0, 5, 35])) if is_result else 0
+        out.append((cost, compressed, is_result, twin))
+    return out
+
+
+@settings(max_examples=400, deadline=None, database=None)
+@given(
+    _costs(),
+    _costs(),
+    st.integers(0, 6),
+    st.integers(0, 4),
+    st.booleans(),
+)
+def test_walk_equals_the_per_message_walk(first, more, keep, batch, plan):
+    ends = sorted({i for i in range(len(first) + len(more)) if i % 3 == 2})
+    got_saved, ref_saved = [0], [0]
+    got_settled: list | None = [] if plan else None
+    ref_settled: list | None = [] if plan else None
+    got = walk(first, keep, batch, 0, got_saved, 0, got_settled, ends)
+    ref = _reference(first, keep, batch, 0, ref_saved, 0, ref_settled, ends)
+    assert (got, got_saved, got_settled) == (ref, ref_saved, ref_settled)
+    # grown on from there, as ``Sizes.grow`` does between prunings
+    got = walk(more, keep, batch, got[0], got_saved, got[1])
+    ref = _reference(more, keep, batch, ref[0], ref_saved, ref[1])
+    assert (got, got_saved) == (ref, ref_saved)
