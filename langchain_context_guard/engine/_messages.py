@@ -32,16 +32,6 @@ def is_summary(message: BaseMessage) -> bool:
     return mark is not None and mark.get("kind") == "summary"
 
 
-def is_placeholder(message: BaseMessage) -> bool:
-    """Whether ``message`` is the placeholder first turn the guard puts first."""
-    mark = marker(message)
-    return (
-        isinstance(message, HumanMessage)
-        and mark is not None
-        and mark.get("kind") == "placeholder"
-    )
-
-
 def is_user(message: BaseMessage) -> bool:
     """A real user turn: a human message the guard did not write.
 

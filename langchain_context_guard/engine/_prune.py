@@ -87,14 +87,14 @@ def _run(
     on the last, ``BudgetExceededError`` propagates. ``memo``: per-message
     results of this very history (a second try), else the record's.
     """
-    key = (*key, setting.budget, setting.digest, setting.exact)
+    base, key = key, (*key, setting.budget, setting.digest, setting.exact)
     # Per-message results depend on the policy and the counter, not the budget.
     if memo is None and record is not None and record.key[:2] == key[:2]:
         memo = record.memo
     steps = None
     if record is not None and record.key == key:
         steps = record.steps
-    elif record is not None and record.key[:-3] == key[:-3]:
+    elif record is not None and record.key[: len(base)] == base:
         # Another target (the cost model's depth moved, or ``_nearer``): the
         # passes before the trim do not depend on it; grow those.
         steps = record.steps[: PASSES.index("trim")]

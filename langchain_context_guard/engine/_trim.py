@@ -20,11 +20,11 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from ._compress import compress_boundary
 from ._errors import BudgetExceededError
-from ._messages import is_placeholder, is_summary, is_user, text_of, with_marker
+from ._messages import text_of, with_marker
 from ._peak import Costs, Ends, Settled, walk
 from ._text import truncate_text
 from ._tokens import REPLY_OVERHEAD
@@ -42,66 +42,6 @@ Units = Sequence[Sequence[int]]
 """Droppable units, oldest first: each the indices of its messages, in order."""
 Measure = Callable[[list[BaseMessage]], int]
 Squeeze = Callable[[list[BaseMessage]], list[BaseMessage]]
-
-
-def _protected(messages: Sequence[BaseMessage], keep_first_user: bool) -> set[int]:
-    keep = {  # and the placeholder first turn (dropped, it would come back)
-        i
-        for i, m in enumerate(messages)
-        if isinstance(m, SystemMessage) or is_summary(m) or is_placeholder(m)
-    }
-    users = [i for i, m in enumerate(messages) if is_user(m)]
-    if users:
-        keep.add(users[-1])
-        if keep_first_user:
-            keep.add(users[0])
-    return keep
-
-
-def _groups(indices: list[int], messages: Sequence[BaseMessage]) -> list[list[int]]:
-    """Split indices into assistant + tool-result groups (never splitting a call)."""
-    groups: list[list[int]] = []
-    for i in indices:
-        if isinstance(messages[i], ToolMessage) and groups:
-            prev = messages[groups[-1][0]]
-            if isinstance(prev, AIMessage | ToolMessage):
-                groups[-1].append(i)
-                continue
-        groups.append([i])
-    return groups
-
-
-def droppable_units(
-    messages: Sequence[BaseMessage], keep_first_user: bool = True
-) -> list[list[int]]:
-    """Message indices in the order they may be dropped, as indivisible units.
-
-    Older turns go whole (a user message and everything answering it); the turn
-    holding the kept first user message and the latest turn give up their
-    assistant + tool-result groups one at a time, and the latest group after the
-    latest user message is kept.
-    """
-    keep = _protected(messages, keep_first_user)
-    users = [i for i, m in enumerate(messages) if is_user(m)]
-    bounds = [0, *users[1:], len(messages)] if users else [0, len(messages)]
-    units: list[list[int]] = []
-    for t in range(len(bounds) - 1):
-        turn = [i for i in range(bounds[t], bounds[t + 1]) if i not in keep]
-        if not turn:
-            continue
-        last_turn = t == len(bounds) - 2
-        split = last_turn or any(
-            i in keep for i in range(bounds[t], bounds[t + 1]) if is_user(messages[i])
-        )
-        if split:
-            groups = _groups(turn, messages)
-            # The latest step is kept; a message before the latest user message
-            # is not one (it may be an assistant message opening the history).
-            latest = last_turn and (not users or groups[-1][-1] > users[-1])
-            units.extend(groups[:-1] if latest else groups)
-        else:
-            units.append(turn)
-    return units
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,8 +4,8 @@
 50,000 messages every per-message step in Python shows. Here a history is read
 once into a string of kinds (``kinds``), and the droppable units, the user turns
 and the compression batches are found in it with string and regex scans, slices
-and prefix sums. ``units_from(kinds(m), k)`` equals ``_trim.droppable_units(m, k)``
-(``tests/engine/test_units.py`` checks it on random histories). ``carried`` keeps
+and prefix sums. ``units_from(kinds(m), k)`` equals the per-message reference in
+``tests/engine/test_units.py`` (checked on random histories). ``carried`` keeps
 such per-message results from one pruning to the next (``_pipeline.Run.memo``).
 """
 
@@ -80,7 +80,14 @@ def positions(codes: str, code: str) -> list[int]:
 
 
 def units_from(codes: str, keep_first_user: bool) -> list[tuple[int, ...]]:
-    """``_trim.droppable_units`` of the history whose kinds are ``codes``.
+    """The droppable units of the history whose kinds are ``codes``.
+
+    Message indices in the order they may be dropped, as indivisible units.
+    Older turns go whole (a user message and everything answering it); the turn
+    holding the kept first user message and the latest turn give up their
+    assistant + tool-result groups one at a time, and the latest group after the
+    latest user message is kept. System messages, summaries and the placeholder
+    first turn are never dropped.
 
     Each unit a tuple: tuples of ints leave the garbage collector's lists, so the
     plan a guard keeps does not bring on full collections (half a second at

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
+from collections.abc import Sequence
 from itertools import accumulate
 
 from hypothesis import given, settings
@@ -25,7 +26,7 @@ from langchain_context_guard.engine._stages import (
     _read_reasoning,
     _scan_reasoning,
 )
-from langchain_context_guard.engine._trim import Cut, droppable_units, plan_cut
+from langchain_context_guard.engine._trim import Cut, plan_cut
 from langchain_context_guard.engine._units import carried, carried_at
 
 
@@ -57,6 +58,76 @@ HISTORIES = st.text(alphabet="suumdaccrktttzo", max_size=60).map(
     lambda codes: [_message(c, i) for i, c in enumerate(codes)]
 )
 SETTINGS = settings(max_examples=100, deadline=None)
+
+
+def _marked(message: BaseMessage, kind: str) -> bool:
+    mark = message.additional_kwargs.get(MARKER_KEY)
+    return isinstance(mark, dict) and mark.get("kind") == kind
+
+
+def _protected(messages: Sequence[BaseMessage], keep_first_user: bool) -> set[int]:
+    """Kept by trimming: system, summary and placeholder messages, the users kept."""
+    keep = {  # and the placeholder first turn (dropped, it would come back)
+        i
+        for i, m in enumerate(messages)
+        if isinstance(m, SystemMessage)
+        or _marked(m, "summary")
+        or _marked(m, "placeholder")
+    }
+    users = [i for i, m in enumerate(messages) if is_user(m)]
+    if users:
+        keep.add(users[-1])
+        if keep_first_user:
+            keep.add(users[0])
+    return keep
+
+
+def _groups(indices: list[int], messages: Sequence[BaseMessage]) -> list[list[int]]:
+    """Split indices into assistant + tool-result groups (never splitting a call)."""
+    groups: list[list[int]] = []
+    for i in indices:
+        if isinstance(messages[i], ToolMessage) and groups:
+            prev = messages[groups[-1][0]]
+            if isinstance(prev, AIMessage | ToolMessage):
+                groups[-1].append(i)
+                continue
+        groups.append([i])
+    return groups
+
+
+def droppable_units(
+    messages: Sequence[BaseMessage], keep_first_user: bool = True
+) -> list[list[int]]:
+    """The units ``_units.units_from`` finds, per message (its readable spec).
+
+    Message indices in the order they may be dropped, as indivisible units.
+
+    Older turns go whole (a user message and everything answering it); the turn
+    holding the kept first user message and the latest turn give up their
+    assistant + tool-result groups one at a time, and the latest group after the
+    latest user message is kept.
+    """
+    keep = _protected(messages, keep_first_user)
+    users = [i for i, m in enumerate(messages) if is_user(m)]
+    bounds = [0, *users[1:], len(messages)] if users else [0, len(messages)]
+    units: list[list[int]] = []
+    for t in range(len(bounds) - 1):
+        turn = [i for i in range(bounds[t], bounds[t + 1]) if i not in keep]
+        if not turn:
+            continue
+        last_turn = t == len(bounds) - 2
+        split = last_turn or any(
+            i in keep for i in range(bounds[t], bounds[t + 1]) if is_user(messages[i])
+        )
+        if split:
+            groups = _groups(turn, messages)
+            # The latest step is kept; a message before the latest user message
+            # is not one (it may be an assistant message opening the history).
+            latest = last_turn and (not users or groups[-1][-1] > users[-1])
+            units.extend(groups[:-1] if latest else groups)
+        else:
+            units.append(turn)
+    return units
 
 
 @SETTINGS
