@@ -23,6 +23,9 @@ def make_guard(**overrides: Any) -> ContextGuard:
         "context_window": WINDOW,
         "reserve_tokens": RESERVE,
         "warn_below_tokens": 16_000,
+        # Each step's 20-60 KB output is kept near whole so a few steps fill the
+        # window and prune; the default share (0.1) would cut each to 1.7k tokens.
+        "max_tool_result_share": 0.5,
     }
     settings.update(overrides)
     return ContextGuard(GuardPolicy(**settings))

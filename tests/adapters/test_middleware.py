@@ -40,10 +40,17 @@ BUDGET = WINDOW - RESERVE
 PROFILE = {"max_input_tokens": WINDOW}
 
 
+def _policy() -> GuardPolicy:
+    """Big results prune, rather than being cut to the default 0.1 of the budget."""
+    return GuardPolicy(
+        reserve_tokens=RESERVE, warn_below_tokens=16_000, max_tool_result_share=0.5
+    )
+
+
 @pytest.fixture(scope="module")
 def guard() -> ContextGuard:
     """No window override: each call's window comes from ``request.model``."""
-    return ContextGuard(GuardPolicy(reserve_tokens=RESERVE, warn_below_tokens=16_000))
+    return ContextGuard(_policy())
 
 
 def _config(thread: str, **extra: Any) -> Any:
@@ -175,6 +182,7 @@ def test_structured_output_tools_count_against_the_budget() -> None:
             reserve_tokens=RESERVE,
             hard_min_tokens=0,
             warn_below_tokens=0,
+            max_tool_result_share=0.5,  # results are pruned, not cut
         )
         model = ScriptedToolModel(
             steps=1 if response_format else 0,
@@ -224,6 +232,7 @@ def test_system_message_stays_separate_and_tools_count() -> None:
             warn_below_tokens=16_000,
             stable_prefix=False,
             digest=False,
+            max_tool_result_share=0.5,  # results are pruned, not cut
         )
     )
     seen: list[ModelRequest[Any]] = []
@@ -283,7 +292,7 @@ def test_an_agent_run_keeps_its_prompt_prefix_between_prunings(tmp_path: Path) -
 
     The default ``stable_prefix`` at work in a real agent with a checkpointer.
     """
-    guard = ContextGuard(GuardPolicy(reserve_tokens=RESERVE, warn_below_tokens=16_000))
+    guard = ContextGuard(_policy())
     model = ScriptedToolModel(steps=40, profile={"max_input_tokens": WINDOW})
     with SqliteSaver.from_conn_string(str(tmp_path / "agent.sqlite")) as saver:
         agent = create_agent(

@@ -15,7 +15,10 @@ from langchain_core.messages import (
 from langchain_context_guard import ContextGuard, GuardPolicy
 
 POLICY = GuardPolicy(
-    context_window=20_000, reserve_tokens=3_000, warn_below_tokens=16_000
+    context_window=20_000,
+    reserve_tokens=3_000,
+    warn_below_tokens=16_000,
+    max_tool_result_share=0.5,  # big results prune, rather than being cut
 )
 
 

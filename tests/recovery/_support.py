@@ -223,6 +223,7 @@ def small_policy(**overrides: Any) -> GuardPolicy:
         "reserve_tokens": 1_000,
         "hard_min_tokens": 1_000,
         "warn_below_tokens": 1_000,
+        "max_tool_result_share": 0.5,  # big results prune, rather than being cut
         **overrides,
     }
     return GuardPolicy(**settings)

@@ -33,7 +33,12 @@ FACTOR = 1.6
 
 
 def policy() -> GuardPolicy:
-    return GuardPolicy(reserve_tokens=1_000, hard_min_tokens=1_000, warn_below_tokens=1)
+    return GuardPolicy(
+        reserve_tokens=1_000,
+        hard_min_tokens=1_000,
+        warn_below_tokens=1,
+        max_tool_result_share=0.5,  # big results prune, rather than being cut
+    )
 
 
 COUNTER = ContextGuard(policy())
