@@ -108,7 +108,7 @@ def breakdown(
                 "call": i,
                 "cpu": cpu,
                 "gc": clock.gc,
-                "gens": clock.gens,
+                "gens": list(clock.gens),
                 "encode": clock.encode,
                 "rest": cpu - clock.gc - clock.encode,
                 "new": big[n + 2 * i : n + 2 * (i + 1)],
