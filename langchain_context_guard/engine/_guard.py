@@ -355,19 +355,17 @@ class ContextGuard:
         n = len(last.messages)
         if not isinstance(messages, list) or len(messages) < n or not n:
             return to_messages(messages), None, None
-        rebuilt = None
+        rebuilt, original = None, messages[:n]
         if not extends_unchanged(messages, last.messages, last.contents):
-            head = messages[:n]
-            rebuilt = equal_values(head, last.messages)
+            rebuilt = equal_values(original, last.messages)
             if rebuilt is None:
-                if not all(map(same_message, head, last.messages)):
+                if not all(map(same_message, original, last.messages)):
                     return to_messages(messages), None, None
-                rebuilt = recent_contents(head)
+                rebuilt = recent_contents(original)
         try:
             new = to_messages(messages[n:])
         except InvalidInputError:  # its error names the right index
             return to_messages(messages), None, None
-        original = messages[:n]
         original.extend(new)
         return original, last, rebuilt
 
