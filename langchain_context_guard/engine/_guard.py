@@ -20,7 +20,8 @@ from ._pipeline import Known, Record, Setting
 from ._policy import GuardPolicy
 from ._prune import prune
 from ._reuse import Limits, reuse_prompt
-from ._same import extends_unchanged, more_contents, recent_contents
+from ._same import equal_values, extends_unchanged, more_contents, recent_contents
+from ._settle import settle
 from ._stable import (
     Sent,
     common_prefix,
@@ -244,13 +245,12 @@ class ContextGuard:
         if known is None:
             scan = scan_history(original, count)
             base: list[BaseMessage] | None = None
+            contents = recent_contents(original)
         else:
             scan = known.grow(original, count)
             base = known.messages
-        if known is None or rebuilt:
-            contents = recent_contents(original)
-        else:
-            contents = more_contents(known.contents, original[len(known.messages) :])
+            seen = known.contents if rebuilt is None else rebuilt
+            contents = more_contents(seen, original[len(known.messages) :])
         self._last = Known(original, contents, *scan)
         body, usage_at, usage_body = scan
         info = self.window(model)
@@ -279,7 +279,9 @@ class ContextGuard:
                 self._keep_sent(reused.sent)
                 return reused.result
         record = self._record
-        if record is not None and not record.grows(original, None if rebuilt else base):
+        if record is not None and not record.grows(
+            original, base if rebuilt is None else None
+        ):
             record = None
         cap = (
             min(int(policy.digest_share * budget), policy.digest_max_tokens)
@@ -317,6 +319,8 @@ class ContextGuard:
             del kept[-closing:]
         body = run.body - sum(map(count, current[len(kept) :]))
         self._keep_sent(Sent.of(key, original, kept, body))
+        if policy.stable_prefix:
+            settle(len(original))
         return PrepareResult(list(current), report)
 
     def export_state(self, messages: Any, *, model: Any = None) -> dict[str, Any]:
@@ -337,28 +341,31 @@ class ContextGuard:
     def _name(self, model: Any) -> str:
         return self.policy.model or model_name(model or self.model) or ""
 
-    def _read(self, messages: Any) -> tuple[list[BaseMessage], Known | None, bool]:
+    def _read(
+        self, messages: Any
+    ) -> tuple[list[BaseMessage], Known | None, list[Any] | None]:
         """``to_messages``, reading only what follows the previous call's history.
 
         A list that extends the last one read (``extends_unchanged``), or an
         equal copy of it (rebuilt from a checkpoint), only has its new items
         checked, converted and later counted; that one is returned as well, and
-        whether this one is a rebuilt copy.
+        for a rebuilt copy its ``recent_contents`` (else None).
         """
         last = self._last
         n = len(last.messages)
         if not isinstance(messages, list) or len(messages) < n or not n:
-            return to_messages(messages), None, False
-        rebuilt = False
+            return to_messages(messages), None, None
+        rebuilt, original = None, messages[:n]
         if not extends_unchanged(messages, last.messages, last.contents):
-            if not all(map(same_message, messages[:n], last.messages)):
-                return to_messages(messages), None, False
-            rebuilt = True
+            rebuilt = equal_values(original, last.messages)
+            if rebuilt is None:
+                if not all(map(same_message, original, last.messages)):
+                    return to_messages(messages), None, None
+                rebuilt = recent_contents(original)
         try:
             new = to_messages(messages[n:])
         except InvalidInputError:  # its error names the right index
-            return to_messages(messages), None, False
-        original = messages[:n]
+            return to_messages(messages), None, None
         original.extend(new)
         return original, last, rebuilt
 

@@ -27,6 +27,8 @@ from ._messages import drop_oldest, sweep_dead
 _SWEEP_FLOOR = 4_096
 _BATCH_MIN = 16
 """Fewer uncounted messages than this are encoded one by one (``prime``)."""
+_TEXT_MIN, _TEXT_MEMORY = 512, 1_024
+"""Texts this long are counted once per content (``_count_text``); how many kept."""
 
 MESSAGE_OVERHEAD = 3
 """Tokens a provider adds around every message (role and separators)."""
@@ -135,6 +137,7 @@ class TiktokenCounter:
         self._max = max_entries
         self._max_contents = max_contents
         self._sweep_at = _SWEEP_FLOOR
+        self._texts: dict[tuple[int, int], int] = {}
         self._lock = threading.Lock()
         self.encoded = 0
         """How many messages were actually encoded (cache misses)."""
@@ -218,7 +221,23 @@ class TiktokenCounter:
 
     def _encode(self, message: BaseMessage) -> int:
         flat, texts = self._parts(message)
-        return flat + sum(map(self._length, texts))
+        return flat + sum(map(self._count_text, texts))
+
+    def _count_text(self, text: str) -> int:
+        """Tokens of one text; a long one is remembered by length and hash.
+
+        A message rewritten by a pass (its text cut, its repeated command
+        dropped) keeps its tool-call arguments: those are not encoded again.
+        """
+        if len(text) < _TEXT_MIN:
+            return self._length(text)
+        key = (len(text), hash(text))
+        count = self._texts.get(key)
+        if count is None:
+            if len(self._texts) >= _TEXT_MEMORY:
+                drop_oldest(self._texts, _TEXT_MEMORY * 3 // 4)
+            count = self._texts[key] = self._length(text)
+        return count
 
     def _parts(self, message: BaseMessage) -> tuple[int, list[str]]:
         """A message's flat tokens, and the texts whose tokens add to them."""

@@ -32,3 +32,17 @@ def test_every_measure_runs_and_reaches_the_table() -> None:
     assert "a pruning call" in text
     assert results["memory"]["one_guard_mb"] > 0
     assert results["startup"]["help"]["wall_s"] > 0
+
+
+def test_the_warm_breakdown_splits_every_call() -> None:
+    import warm_breakdown
+
+    pool = agent_history(40, result_chars=20_000)
+    res = warm_breakdown.breakdown(pool, 60, calls=12, window=32_000)
+    rows = res["rows"] + res["prunes"]
+    assert len(rows) == 12 and res["rows"]
+    for r in rows:
+        assert abs(r["gc"] + r["encode"] + r["rest"] - r["cpu"]) < 1e-6
+    assert any(r["encode"] > 0 for r in rows)  # every call has new texts
+    text = warm_breakdown.report(res, "warm", slowest=2)
+    assert "| encode |" in text and "alone" in text

@@ -72,6 +72,25 @@ def test_equal_messages_rebuilt_as_new_objects_hit_the_content_cache():
     assert counter.encoded == encoded
 
 
+def test_a_rewritten_message_keeps_its_long_arguments_count_without_encoding_them():
+    counter = TiktokenCounter()
+    script = "\n".join(f"echo line {i} of a long command" for i in range(60))
+    first = ai(call("c1", cmd=script), content="THOUGHT: run it\n" + script, id="a1")
+    counter.count_message(first)
+    texts: list[str] = []
+    length = counter._length
+
+    def spy(text: str) -> int:
+        texts.append(text)
+        return length(text)
+
+    counter._length = spy  # type: ignore[method-assign]
+    cut = first.model_copy(update={"content": "THOUGHT: run it"})
+    assert counter.count_message(cut) == TiktokenCounter().count_message(cut)
+    assert all(len(t) < 512 for t in texts)  # the arguments came from the first count
+    assert texts  # the new text was encoded
+
+
 def test_changed_content_is_recounted():
     counter = TiktokenCounter()
     a = HumanMessage("short")
