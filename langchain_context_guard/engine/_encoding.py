@@ -13,9 +13,9 @@ import os
 import threading
 import warnings
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import Any, Protocol
 
 from ._window import base_model_name
 
@@ -33,7 +33,19 @@ _DOWNLOAD_TIMEOUT_S = 3.0
 _encodings: dict[str, tuple[Callable[[str], int], str]] = {}
 _THREADS = 8
 """Threads ``batch_lengths`` encodes on at most (tiktoken's batch default)."""
-_batches: dict[Callable[[str], int], Callable[[list[str]], list[int]]] = {}
+
+
+class Lengths(Protocol):
+    """Token lengths of texts; ``more`` runs meanwhile, its texts' lengths follow."""
+
+    def __call__(
+        self, texts: list[str], more: Callable[[], list[str]] | None = None
+    ) -> list[int]:
+        """Lengths of ``texts``, then of the texts ``more`` returns."""
+        ...
+
+
+_batches: dict[Callable[[str], int], Lengths] = {}
 """tiktoken's batch encoder (several threads) behind each exact length function."""
 _encodings_lock = threading.Lock()
 
@@ -98,43 +110,89 @@ def _length_fn(enc: Any) -> Callable[[str], int]:
 
     if batch is not None:
 
-        def lengths(texts: list[str]) -> list[int]:
-            return _in_threads(length, texts)
+        def lengths(
+            texts: list[str], more: Callable[[], list[str]] | None = None
+        ) -> list[int]:
+            return _in_threads(length, texts, more)
 
         _batches[length] = lengths
     return length
 
 
-def _in_threads(length: Callable[[str], int], texts: list[str]) -> list[int]:
+def encode_threads() -> int:
+    """Threads a batch is encoded on: tiktoken's default, at most one per core."""
+    return min(_THREADS, os.cpu_count() or 1)
+
+
+def _in_threads(
+    length: Callable[[str], int],
+    texts: list[str],
+    more: Callable[[], list[str]] | None = None,
+) -> list[int]:
     """``length`` of every text, chunks of them on a few threads.
 
     tiktoken releases the GIL while it encodes (as its own
     ``encode_ordinary_batch`` relies on), so the chunks encode on every core.
-    Each chunk is one task that returns counts, not token lists.
+    Each chunk is one task that returns counts, not token lists. ``more``
+    runs while ``texts`` encode; the lengths of the texts it returns follow.
     """
-    workers = min(_THREADS, os.cpu_count() or 1, len(texts))
+    workers = encode_threads()
     if workers < 2:
-        return list(map(length, texts))
-    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
-    chunks: list[list[int]] = [[] for _ in range(workers * 4)]
-    for n, i in enumerate(order):  # largest first, dealt round robin
-        chunks[n % len(chunks)].append(i)
+        out = list(map(length, texts))
+        return out + list(map(length, more())) if more is not None else out
 
-    def work(chunk: list[int]) -> list[int]:
-        return [length(texts[i]) for i in chunk]
+    def work(batch: list[str], chunk: list[int]) -> list[int]:
+        return [length(batch[i]) for i in chunk]
 
-    out = [0] * len(texts)
+    jobs: list[tuple[list[int], int, Future[list[int]]]] = []
+
+    def submit(batch: list[str], offset: int) -> None:
+        order = sorted(range(len(batch)), key=lambda i: -len(batch[i]))
+        for k in range(workers * 4):  # largest first, dealt round robin
+            chunk = order[k :: workers * 4]
+            if chunk:
+                jobs.append((chunk, offset, pool.submit(work, batch, chunk)))
+
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        for chunk, counts in zip(chunks, pool.map(work, chunks), strict=True):
-            for i, n in zip(chunk, counts, strict=True):
-                out[i] = n
+        submit(texts, 0)
+        extra = more() if more is not None else []
+        submit(extra, len(texts))
+    out = [0] * (len(texts) + len(extra))
+    for chunk, offset, job in jobs:
+        for i, n in zip(chunk, job.result(), strict=True):
+            out[offset + i] = n
     return out
 
 
-def batch_lengths(
-    length: Callable[[str], int],
-) -> Callable[[list[str]], list[int]] | None:
-    """``length`` of many texts at once, on several threads (None: not tiktoken)."""
+_SHORT = 64
+"""Texts up to this long are encoded once per batch (roles, names; ``place``)."""
+
+
+def place(new: list[str], texts: list[str], short: dict[str, int]) -> list[int]:
+    """Indices of ``new`` in a batch of ``texts``, appending what is not there.
+
+    A short text already in the batch (``short``: text -> index) is not added.
+    """
+    out = []
+    for text in new:
+        if len(text) <= _SHORT:
+            i = short.get(text)
+            if i is None:
+                i = short[text] = len(texts)
+                texts.append(text)
+        else:
+            i = len(texts)
+            texts.append(text)
+        out.append(i)
+    return out
+
+
+def batch_lengths(length: Callable[[str], int]) -> Lengths | None:
+    """``length`` of many texts at once, on several threads (None: not tiktoken).
+
+    Called as ``lengths(texts, more)``: ``more`` (or None) runs while ``texts``
+    encode and returns texts whose lengths follow.
+    """
     return _batches.get(length)
 
 

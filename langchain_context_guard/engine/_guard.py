@@ -10,6 +10,7 @@ from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
 from ._anchor import Gauge, make_gauge, scan_history, sent_key
+from ._cold import first_rewrites
 from ._depth import prune_share
 from ._errors import ConfigError, InvalidInputError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
@@ -238,8 +239,16 @@ class ContextGuard:
         """
         original, known, rebuilt = self._read(messages)
         count = self.counter.count_message
+        info, policy = self.window(model), self.policy
+        stable = self._last_sent(original) if policy.stable_prefix else None
         prime = getattr(self.counter, "prime", None)
-        if prime is not None:  # uncounted texts in one batch, on tiktoken's threads
+        if prime is not None and known is None and stable is None and policy.enabled:
+            # A first run: with what its passes will count, in one batch (``_cold``).
+            prime(
+                original, lambda: first_rewrites(original, policy, info.tokens, count)
+            )
+            prime = None
+        elif prime is not None:  # uncounted texts in one batch, on tiktoken's threads
             prime(original if known is None else original[len(known.messages) :])
         if known is None:
             scan = scan_history(original, count)
@@ -253,8 +262,6 @@ class ContextGuard:
             contents = more_contents(known.contents, original[len(known.messages) :])
         self._last = Known(original, contents, *scan)
         body, usage_at, usage_body = scan
-        info = self.window(model)
-        policy = self.policy
         budget = self._budget(info.tokens, model, info.source)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
@@ -263,7 +270,6 @@ class ContextGuard:
         events: list[GuardEvent] = []
         if info.should_warn:
             events.append(self._window_warning(info, budget))
-        stable = self._last_sent(original) if policy.stable_prefix else None
         if stable is not None and stable.key == key:
             reused = reuse_prompt(
                 stable,

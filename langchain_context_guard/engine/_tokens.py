@@ -19,7 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
-from ._encoding import batch_lengths
+from ._encoding import batch_lengths, place
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
 from ._messages import drop_oldest, sweep_dead
@@ -101,6 +101,14 @@ def _args_text(args: Any) -> str:
     return args if isinstance(args, str) else json.dumps(args, default=str)
 
 
+def _call_parts(calls: Sequence[Any]) -> tuple[int, list[str]]:
+    """Flat tokens and texts of an assistant message's tool calls."""
+    texts: list[str] = []
+    for call in calls:
+        texts += (call["name"], _args_text(call["args"]))
+    return TOOL_CALL_OVERHEAD * len(calls), texts
+
+
 class TiktokenCounter:
     """Counts with a tiktoken encoding; caches every message's count.
 
@@ -158,16 +166,62 @@ class TiktokenCounter:
             self._store(message, key, count, tool_calls)
         return count
 
-    def prime(self, messages: Sequence[BaseMessage]) -> None:
+    def prime(
+        self,
+        messages: Sequence[BaseMessage],
+        more: Callable[[], Sequence[BaseMessage]] | None = None,
+    ) -> None:
         """Count the messages not counted yet, their texts encoded in one batch.
 
         tiktoken's ``encode_ordinary_batch`` spreads the texts over threads, so a
         cold history costs the tokenizer's wall time on every core, not one; the
-        counts are the same as ``count_message``'s (same texts, same encoder).
+        counts are the same as ``count_message``'s (same texts, same encoder: a
+        count is a sum over texts). A text is encoded once per batch when it is
+        short (roles, tool names) or the tool calls of a rewritten copy (the
+        very same list object as its original's). ``more`` gives further
+        messages; it runs while the first ones encode.
         """
         if self._lengths is None:
             return
         todo: dict[int, tuple[BaseMessage, Any]] = {}
+        texts: list[str] = []
+        plans: list[tuple[int, list[int]]] = []
+        short: dict[str, int] = {}
+        shared: dict[int, tuple[int, list[int]]] = {}  # by id of a tool-call list
+
+        def plan(batch: Sequence[BaseMessage]) -> list[str]:
+            start = len(texts)
+            for message, calls in self._uncounted(batch, todo):
+                flat, own = self._parts(message, calls=False)
+                where = place(own, texts, short)
+                if calls:
+                    got = shared.get(id(calls))
+                    if got is None:
+                        extra, call_texts = _call_parts(calls)
+                        at = place(call_texts, texts, short)
+                        got = shared[id(calls)] = (extra, at)
+                    flat += got[0]
+                    where += got[1]
+                plans.append((flat, where))
+            return texts[start:]
+
+        first = plan(messages)
+        if more is None and len(todo) < _BATCH_MIN:
+            return
+        lengths = self._lengths(first, (lambda: plan(more())) if more else None)
+        with self._lock:
+            for (key, (message, calls)), (flat, where) in zip(
+                todo.items(), plans, strict=True
+            ):
+                count = flat + sum([lengths[i] for i in where])
+                self.encoded += 1
+                self._store(message, key, count, calls)
+
+    def _uncounted(
+        self, messages: Sequence[BaseMessage], todo: dict[int, tuple[BaseMessage, Any]]
+    ) -> list[tuple[BaseMessage, Any]]:
+        """Messages with no count yet and not in ``todo``, added to it."""
+        out = []
         for message in messages:
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if self._known(message, calls) is not None:
@@ -177,17 +231,8 @@ class TiktokenCounter:
                 if key in self._by_key or key in todo:
                     continue
             todo[key] = (message, calls)
-        if len(todo) < _BATCH_MIN:
-            return
-        parts = [self._parts(message) for message, _ in todo.values()]
-        lengths = iter(self._lengths([t for _, texts in parts for t in texts]))
-        with self._lock:
-            for (key, (message, calls)), (flat, texts) in zip(
-                todo.items(), parts, strict=True
-            ):
-                count = flat + sum(next(lengths) for _ in texts)
-                self.encoded += 1
-                self._store(message, key, count, calls)
+            out.append((message, calls))
+        return out
 
     def _known(self, message: BaseMessage, calls: Any) -> int | None:
         """The count kept for this very message, unchanged since."""
@@ -220,8 +265,11 @@ class TiktokenCounter:
         flat, texts = self._parts(message)
         return flat + sum(map(self._length, texts))
 
-    def _parts(self, message: BaseMessage) -> tuple[int, list[str]]:
-        """A message's flat tokens, and the texts whose tokens add to them."""
+    def _parts(self, message: BaseMessage, calls: bool = True) -> tuple[int, list[str]]:
+        """A message's flat tokens, and the texts whose tokens add to them.
+
+        ``calls=False``: without its ``tool_calls`` (``_call_parts``).
+        """
         flat, texts = MESSAGE_OVERHEAD, [message.type]
         if message.name:
             flat += 1
@@ -234,9 +282,10 @@ class TiktokenCounter:
             flat += cost
             texts.append(text)
         if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                flat += TOOL_CALL_OVERHEAD
-                texts += (call["name"], _args_text(call["args"]))
+            if calls:
+                extra, call_texts = _call_parts(message.tool_calls)
+                flat += extra
+                texts += call_texts
             for bad in message.invalid_tool_calls:
                 flat += TOOL_CALL_OVERHEAD
                 texts += (bad.get("name") or "", bad.get("args") or "")

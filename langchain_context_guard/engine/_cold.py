@@ -1,0 +1,77 @@
+"""What a first run of the passes counts, so a cold history is counted in one batch.
+
+A run with no previous call to grow from counts every message, every assistant
+message as truncation leaves it (``dedupe_call_text`` rewrites most of them),
+and every tool result (with ``compress_assistant_text``, its assistant messages
+too) as compression would leave it: the trim plan weighs each result at its
+compressed size. ``TiktokenCounter.prime`` encodes all of those texts in one
+batch on tiktoken's threads (the rewrites are made while the messages encode);
+counted one by one, each would wait on the last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ._compress import compress_floor, compress_message
+from ._policy import GuardPolicy
+from ._truncate import truncator
+
+Count = Callable[[BaseMessage], int]
+Rewrite = Callable[[BaseMessage], BaseMessage]
+
+
+def rewriters(
+    policy: GuardPolicy, window: int, count: Count
+) -> tuple[Callable[[BaseMessage], BaseMessage | None], Rewrite]:
+    """One message truncated, and compressed, as the passes do it for ``window``."""
+    truncate = truncator(policy, policy.budget(window), count)
+    compress = partial(
+        compress_message,
+        min_chars=compress_floor(policy, window),
+        head_lines=policy.compress_head_lines,
+        tail_lines=policy.compress_tail_lines,
+        name_source=policy.archived_results,
+    )
+    return truncate, compress
+
+
+def rewrites(
+    source: Sequence[BaseMessage],
+    truncate: Callable[[BaseMessage], BaseMessage | None],
+    compress: Rewrite,
+    assistant: bool,
+) -> list[BaseMessage]:
+    """The rewritten messages a first run over ``source`` counts (not ``source``'s).
+
+    Assistant messages as truncation leaves them (no count needed: only tool
+    results are cut to a token share) and, with ``assistant``, compressed; tool
+    results compressed as they are (the few that truncation cuts are counted
+    when cut). Memoised rewrites: the run gets these very objects.
+    """
+    out: list[BaseMessage] = []
+    for message in source:
+        if isinstance(message, AIMessage):
+            kept = truncate(message)
+            if kept is None:
+                continue
+            if kept is not message:
+                out.append(kept)
+            if assistant and (short := compress(kept)) is not kept:
+                out.append(short)
+        elif isinstance(message, ToolMessage):
+            short = compress(message)
+            if short is not message:
+                out.append(short)
+    return out
+
+
+def first_rewrites(
+    original: list[BaseMessage], policy: GuardPolicy, window: int, count: Count
+) -> list[BaseMessage]:
+    """The rewrites a first run of the passes over ``original`` counts."""
+    truncate, compress = rewriters(policy, window, count)
+    return rewrites(original, truncate, compress, policy.compress_assistant_text)
