@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -22,6 +23,7 @@ from ._truncate import truncator
 
 Count = Callable[[BaseMessage], int]
 Rewrite = Callable[[BaseMessage], BaseMessage]
+Prime = Callable[[Sequence[BaseMessage]], Any]
 
 
 def rewriters(
@@ -75,3 +77,60 @@ def first_rewrites(
     """The rewrites a first run of the passes over ``original`` counts."""
     truncate, compress = rewriters(policy, window, count)
     return rewrites(original, truncate, compress, policy.compress_assistant_text)
+
+
+class CallCounts:
+    """``count`` remembering, for one call, every message it counted by identity.
+
+    A first run counts most messages several times (the scan, each pass, the
+    trim plan); a 50,000-message history overflows the counter's own identity
+    table, so each of those would hash the message again. The messages are held
+    (no id is reused while kept) until ``close``.
+    """
+
+    def __init__(self, count: Count, counted: dict[int, tuple[BaseMessage, int]]):
+        self._count, self._held = count, counted
+
+    def __call__(self, message: BaseMessage) -> int:
+        """The count of ``message``, from this call's table when it is there."""
+        hit = self._held.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        n = self._count(message)
+        self._held[id(message)] = (message, n)
+        return n
+
+    def close(self) -> None:
+        """Let the messages go."""
+        self._held = {}
+
+
+def count_new(
+    counter: Any,
+    original: list[BaseMessage],
+    seen: int | None,
+    fresh: bool,
+    policy: GuardPolicy,
+    window: int,
+) -> tuple[Count, Prime | None, CallCounts | None]:
+    """Count what is new in one batch, if ``counter`` can (``prime``).
+
+    ``seen``: how many leading messages the guard read last call (None: none
+    of them). A history that is all new and ``fresh`` (no prompt of its
+    conversation kept) gets a first run of the passes: its rewrites join the
+    batch and the call counts through ``CallCounts``. Returns the count for
+    the call, the prime for the passes (None: nothing left to batch) and the
+    ``CallCounts`` to close.
+    """
+    count: Count = counter.count_message
+    prime = getattr(counter, "prime", None)
+    if prime is None:
+        return count, None, None
+    if seen is None and fresh and policy.enabled:
+        counted = prime(
+            original, lambda: first_rewrites(original, policy, window, count)
+        )
+        calls = CallCounts(count, counted)
+        return calls, None, calls
+    prime(original if seen is None else original[seen:])
+    return count, prime, None

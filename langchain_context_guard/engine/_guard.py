@@ -10,7 +10,7 @@ from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
 from ._anchor import Gauge, make_gauge, scan_history, sent_key
-from ._cold import first_rewrites
+from ._cold import count_new
 from ._depth import prune_share
 from ._errors import ConfigError, InvalidInputError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
@@ -238,18 +238,12 @@ class ContextGuard:
         gives an empty list, on every call.
         """
         original, known, rebuilt = self._read(messages)
-        count = self.counter.count_message
         info, policy = self.window(model), self.policy
         stable = self._last_sent(original) if policy.stable_prefix else None
-        prime = getattr(self.counter, "prime", None)
-        if prime is not None and known is None and stable is None and policy.enabled:
-            # A first run: with what its passes will count, in one batch (``_cold``).
-            prime(
-                original, lambda: first_rewrites(original, policy, info.tokens, count)
-            )
-            prime = None
-        elif prime is not None:  # uncounted texts in one batch, on tiktoken's threads
-            prime(original if known is None else original[len(known.messages) :])
+        seen = None if known is None else len(known.messages)
+        count, prime, calls = count_new(
+            self.counter, original, seen, stable is None, policy, info.tokens
+        )
         if known is None:
             scan = scan_history(original, count)
             base: list[BaseMessage] | None = None
@@ -323,6 +317,8 @@ class ContextGuard:
             del kept[-closing:]
         body = run.body - sum(map(count, current[len(kept) :]))
         self._keep_sent(Sent.of(key, original, kept, body))
+        if calls is not None:
+            calls.close()
         return PrepareResult(list(current), report)
 
     def export_state(self, messages: Any, *, model: Any = None) -> dict[str, Any]:

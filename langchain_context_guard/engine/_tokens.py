@@ -170,7 +170,7 @@ class TiktokenCounter:
         self,
         messages: Sequence[BaseMessage],
         more: Callable[[], Sequence[BaseMessage]] | None = None,
-    ) -> None:
+    ) -> dict[int, tuple[BaseMessage, int]]:
         """Count the messages not counted yet, their texts encoded in one batch.
 
         tiktoken's ``encode_ordinary_batch`` spreads the texts over threads, so a
@@ -179,10 +179,11 @@ class TiktokenCounter:
         count is a sum over texts). A text is encoded once per batch when it is
         short (roles, tool names) or the tool calls of a rewritten copy (the
         very same list object as its original's). ``more`` gives further
-        messages; it runs while the first ones encode.
+        messages; it runs while the first ones encode. Returns what it counted,
+        by ``id``.
         """
         if self._lengths is None:
-            return
+            return {}
         todo: dict[int, tuple[BaseMessage, Any]] = {}
         texts: list[str] = []
         plans: list[tuple[int, list[int]]] = []
@@ -207,8 +208,9 @@ class TiktokenCounter:
 
         first = plan(messages)
         if more is None and len(todo) < _BATCH_MIN:
-            return
+            return {}
         lengths = self._lengths(first, (lambda: plan(more())) if more else None)
+        out: dict[int, tuple[BaseMessage, int]] = {}
         with self._lock:
             for (key, (message, calls)), (flat, where) in zip(
                 todo.items(), plans, strict=True
@@ -216,6 +218,8 @@ class TiktokenCounter:
                 count = flat + sum([lengths[i] for i in where])
                 self.encoded += 1
                 self._store(message, key, count, calls)
+                out[id(message)] = (message, count)
+        return out
 
     def _uncounted(
         self, messages: Sequence[BaseMessage], todo: dict[int, tuple[BaseMessage, Any]]
