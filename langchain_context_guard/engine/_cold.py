@@ -85,24 +85,31 @@ class CallCounts:
     A first run counts most messages several times (the scan, each pass, the
     trim plan); a 50,000-message history overflows the counter's own identity
     table, so each of those would hash the message again. The messages are held
-    (no id is reused while kept) until ``close``.
+    (no id is reused while kept) until ``close``. Flat lists and an int table:
+    few objects for the garbage collector to walk.
     """
 
-    def __init__(self, count: Count, counted: dict[int, tuple[BaseMessage, int]]):
-        self._count, self._held = count, counted
+    def __init__(
+        self, count: Count, primed: tuple[list[BaseMessage], list[int]]
+    ) -> None:
+        self._count = count
+        self._messages, self._counts = primed
+        self._at = {id(m): i for i, m in enumerate(self._messages)}
 
     def __call__(self, message: BaseMessage) -> int:
         """The count of ``message``, from this call's table when it is there."""
-        hit = self._held.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
+        i = self._at.get(id(message))
+        if i is not None and self._messages[i] is message:
+            return self._counts[i]
         n = self._count(message)
-        self._held[id(message)] = (message, n)
+        self._at[id(message)] = len(self._messages)
+        self._messages.append(message)
+        self._counts.append(n)
         return n
 
     def close(self) -> None:
         """Let the messages go."""
-        self._held = {}
+        self._messages, self._counts, self._at = [], [], {}
 
 
 def count_new(

@@ -170,61 +170,64 @@ class TiktokenCounter:
         self,
         messages: Sequence[BaseMessage],
         more: Callable[[], Sequence[BaseMessage]] | None = None,
-    ) -> dict[int, tuple[BaseMessage, int]]:
+    ) -> tuple[list[BaseMessage], list[int]]:
         """Count the messages not counted yet, their texts encoded in one batch.
 
-        tiktoken's ``encode_ordinary_batch`` spreads the texts over threads, so a
-        cold history costs the tokenizer's wall time on every core, not one; the
-        counts are the same as ``count_message``'s (same texts, same encoder: a
-        count is a sum over texts). A text is encoded once per batch when it is
-        short (roles, tool names) or the tool calls of a rewritten copy (the
-        very same list object as its original's). ``more`` gives further
-        messages; it runs while the first ones encode. Returns what it counted,
-        by ``id``.
+        On tiktoken's threads, with ``count_message``'s counts (a sum over texts;
+        a short text, or the tool calls of a rewritten copy, the same list
+        object, is encoded once per batch). ``more`` gives further messages; it
+        runs while the first ones encode. Returns the messages it counted and
+        their counts (flat lists: few objects for the garbage collector).
         """
-        if self._lengths is None:
-            return {}
-        todo: dict[int, tuple[BaseMessage, Any]] = {}
+        todo: dict[int, BaseMessage] = {}  # by content key
         texts: list[str] = []
-        plans: list[tuple[int, list[int]]] = []
+        flats: list[int] = []
+        where: list[int] = []  # each message's texts' indices, ending at ``ends``
+        ends: list[int] = []
         short: dict[str, int] = {}
-        shared: dict[int, tuple[int, list[int]]] = {}  # by id of a tool-call list
+        shared: dict[int, tuple[int, int, int]] = {}  # tool-call list id -> spans
 
         def plan(batch: Sequence[BaseMessage]) -> list[str]:
             start = len(texts)
-            for message, calls in self._uncounted(batch, todo):
+            for message in self._uncounted(batch, todo):
                 flat, own = self._parts(message, calls=False)
-                where = place(own, texts, short)
+                where.extend(place(own, texts, short))
+                calls = message.tool_calls if isinstance(message, AIMessage) else None
                 if calls:
                     got = shared.get(id(calls))
                     if got is None:
                         extra, call_texts = _call_parts(calls)
-                        at = place(call_texts, texts, short)
-                        got = shared[id(calls)] = (extra, at)
+                        at = len(where)
+                        where.extend(place(call_texts, texts, short))
+                        got = shared[id(calls)] = (extra, at, len(where))
+                    else:
+                        where.extend(where[got[1] : got[2]])
                     flat += got[0]
-                    where += got[1]
-                plans.append((flat, where))
+                flats.append(flat)
+                ends.append(len(where))
             return texts[start:]
 
+        if self._lengths is None:
+            return [], []
         first = plan(messages)
         if more is None and len(todo) < _BATCH_MIN:
-            return {}
+            return [], []
         lengths = self._lengths(first, (lambda: plan(more())) if more else None)
-        out: dict[int, tuple[BaseMessage, int]] = {}
+        counts, start = [], 0
+        for flat, end in zip(flats, ends, strict=True):
+            counts.append(flat + sum([lengths[i] for i in where[start:end]]))
+            start = end
         with self._lock:
-            for (key, (message, calls)), (flat, where) in zip(
-                todo.items(), plans, strict=True
-            ):
-                count = flat + sum([lengths[i] for i in where])
-                self.encoded += 1
+            for (key, message), count in zip(todo.items(), counts, strict=True):
+                calls = message.tool_calls if isinstance(message, AIMessage) else None
                 self._store(message, key, count, calls)
-                out[id(message)] = (message, count)
-        return out
+            self.encoded += len(counts)
+        return list(todo.values()), counts
 
     def _uncounted(
-        self, messages: Sequence[BaseMessage], todo: dict[int, tuple[BaseMessage, Any]]
-    ) -> list[tuple[BaseMessage, Any]]:
-        """Messages with no count yet and not in ``todo``, added to it."""
+        self, messages: Sequence[BaseMessage], todo: dict[int, BaseMessage]
+    ) -> list[BaseMessage]:
+        """Messages with no count yet and not in ``todo``; added to it."""
         out = []
         for message in messages:
             calls = message.tool_calls if isinstance(message, AIMessage) else None
@@ -234,8 +237,8 @@ class TiktokenCounter:
             with self._lock:
                 if key in self._by_key or key in todo:
                     continue
-            todo[key] = (message, calls)
-            out.append((message, calls))
+            todo[key] = message
+            out.append(message)
         return out
 
     def _known(self, message: BaseMessage, calls: Any) -> int | None:
