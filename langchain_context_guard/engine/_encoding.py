@@ -137,7 +137,7 @@ def _in_threads(
     runs while ``texts`` encode; the lengths of the texts it returns follow.
     """
     workers = encode_threads()
-    if workers < 2:
+    if workers < 2 or (more is None and len(texts) < 2):
         out = list(map(length, texts))
         return out + list(map(length, more())) if more is not None else out
 

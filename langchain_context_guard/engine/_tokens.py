@@ -185,7 +185,7 @@ class TiktokenCounter:
         where: list[int] = []  # each message's texts' indices, ending at ``ends``
         ends: list[int] = []
         short: dict[str, int] = {}
-        shared: dict[int, tuple[int, int, int]] = {}  # tool-call list id -> spans
+        shared: dict[int, tuple[int, tuple[int, ...]]] = {}  # by tool-call list id
 
         def plan(batch: Sequence[BaseMessage]) -> list[str]:
             start = len(texts)
@@ -197,11 +197,9 @@ class TiktokenCounter:
                     got = shared.get(id(calls))
                     if got is None:
                         extra, call_texts = _call_parts(calls)
-                        at = len(where)
-                        where.extend(place(call_texts, texts, short))
-                        got = shared[id(calls)] = (extra, at, len(where))
-                    else:
-                        where.extend(where[got[1] : got[2]])
+                        at = tuple(place(call_texts, texts, short))
+                        got = shared[id(calls)] = (extra, at)
+                    where.extend(got[1])
                     flat += got[0]
                 flats.append(flat)
                 ends.append(len(where))
@@ -210,7 +208,9 @@ class TiktokenCounter:
         if self._lengths is None:
             return [], []
         first = plan(messages)
-        if more is None and len(todo) < _BATCH_MIN:
+        if more is not None and len(todo) < _BATCH_MIN:
+            first, more = first + plan(more()), None
+        if len(todo) < _BATCH_MIN:
             return [], []
         lengths = self._lengths(first, (lambda: plan(more())) if more else None)
         counts, start = [], 0
