@@ -13,9 +13,9 @@ import os
 import threading
 import warnings
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any, Protocol
+from typing import Any
 
 from ._window import base_model_name
 
@@ -35,17 +35,7 @@ _THREADS = 8
 """Threads ``batch_lengths`` encodes on at most (tiktoken's batch default)."""
 
 
-class Lengths(Protocol):
-    """Token lengths of texts; ``more`` runs meanwhile, its texts' lengths follow."""
-
-    def __call__(
-        self, texts: list[str], more: Callable[[], list[str]] | None = None
-    ) -> list[int]:
-        """Lengths of ``texts``, then of the texts ``more`` returns."""
-        ...
-
-
-_batches: dict[Callable[[str], int], Lengths] = {}
+_batches: dict[Callable[[str], int], Callable[[list[str]], list[int]]] = {}
 """tiktoken's batch encoder (several threads) behind each exact length function."""
 _encodings_lock = threading.Lock()
 
@@ -110,10 +100,8 @@ def _length_fn(enc: Any) -> Callable[[str], int]:
 
     if batch is not None:
 
-        def lengths(
-            texts: list[str], more: Callable[[], list[str]] | None = None
-        ) -> list[int]:
-            return _in_threads(length, texts, more)
+        def lengths(texts: list[str]) -> list[int]:
+            return _in_threads(length, texts)
 
         _batches[length] = lengths
     return length
@@ -124,43 +112,29 @@ def encode_threads() -> int:
     return min(_THREADS, os.cpu_count() or 1)
 
 
-def _in_threads(
-    length: Callable[[str], int],
-    texts: list[str],
-    more: Callable[[], list[str]] | None = None,
-) -> list[int]:
+def _in_threads(length: Callable[[str], int], texts: list[str]) -> list[int]:
     """``length`` of every text, chunks of them on a few threads.
 
     tiktoken releases the GIL while it encodes (as its own
     ``encode_ordinary_batch`` relies on), so the chunks encode on every core.
-    Each chunk is one task that returns counts, not token lists. ``more``
-    runs while ``texts`` encode; the lengths of the texts it returns follow.
+    Each chunk is one task that returns counts, not token lists.
     """
-    workers = encode_threads()
-    if workers < 2 or (more is None and len(texts) < 2):
-        out = list(map(length, texts))
-        return out + list(map(length, more())) if more is not None else out
+    workers = min(encode_threads(), len(texts))
+    if workers < 2:
+        return list(map(length, texts))
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    chunks: list[list[int]] = [[] for _ in range(workers * 4)]
+    for n, i in enumerate(order):  # largest first, dealt round robin
+        chunks[n % len(chunks)].append(i)
 
-    def work(batch: list[str], chunk: list[int]) -> list[int]:
-        return [length(batch[i]) for i in chunk]
+    def work(chunk: list[int]) -> list[int]:
+        return [length(texts[i]) for i in chunk]
 
-    jobs: list[tuple[list[int], int, Future[list[int]]]] = []
-
-    def submit(batch: list[str], offset: int) -> None:
-        order = sorted(range(len(batch)), key=lambda i: -len(batch[i]))
-        for k in range(workers * 4):  # largest first, dealt round robin
-            chunk = order[k :: workers * 4]
-            if chunk:
-                jobs.append((chunk, offset, pool.submit(work, batch, chunk)))
-
+    out = [0] * len(texts)
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        submit(texts, 0)
-        extra = more() if more is not None else []
-        submit(extra, len(texts))
-    out = [0] * (len(texts) + len(extra))
-    for chunk, offset, job in jobs:
-        for i, n in zip(chunk, job.result(), strict=True):
-            out[offset + i] = n
+        for chunk, counts in zip(chunks, pool.map(work, chunks), strict=True):
+            for i, n in zip(chunk, counts, strict=True):
+                out[i] = n
     return out
 
 
@@ -187,12 +161,10 @@ def place(new: list[str], texts: list[str], short: dict[str, int]) -> list[int]:
     return out
 
 
-def batch_lengths(length: Callable[[str], int]) -> Lengths | None:
-    """``length`` of many texts at once, on several threads (None: not tiktoken).
-
-    Called as ``lengths(texts, more)``: ``more`` (or None) runs while ``texts``
-    encode and returns texts whose lengths follow.
-    """
+def batch_lengths(
+    length: Callable[[str], int],
+) -> Callable[[list[str]], list[int]] | None:
+    """``length`` of many texts at once, on several threads (None: not tiktoken)."""
     return _batches.get(length)
 
 

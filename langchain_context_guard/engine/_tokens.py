@@ -167,16 +167,13 @@ class TiktokenCounter:
         return count
 
     def prime(
-        self,
-        messages: Sequence[BaseMessage],
-        more: Callable[[], Sequence[BaseMessage]] | None = None,
+        self, messages: Sequence[BaseMessage]
     ) -> tuple[list[BaseMessage], list[int]]:
         """Count the messages not counted yet, their texts encoded in one batch.
 
         On tiktoken's threads, with ``count_message``'s counts (a sum over texts;
         a short text, or the tool calls of a rewritten copy, the same list
-        object, is encoded once per batch). ``more`` gives further messages; it
-        runs while the first ones encode. Returns the messages it counted and
+        object, is encoded once per batch). Returns the messages it counted and
         their counts (flat lists: few objects for the garbage collector).
         """
         todo: dict[int, BaseMessage] = {}  # by content key
@@ -186,33 +183,25 @@ class TiktokenCounter:
         ends: list[int] = []
         short: dict[str, int] = {}
         shared: dict[int, tuple[int, tuple[int, ...]]] = {}  # by tool-call list id
-
-        def plan(batch: Sequence[BaseMessage]) -> list[str]:
-            start = len(texts)
-            for message in self._uncounted(batch, todo):
-                flat, own = self._parts(message, calls=False)
-                where.extend(place(own, texts, short))
-                calls = message.tool_calls if isinstance(message, AIMessage) else None
-                if calls:
-                    got = shared.get(id(calls))
-                    if got is None:
-                        extra, call_texts = _call_parts(calls)
-                        at = tuple(place(call_texts, texts, short))
-                        got = shared[id(calls)] = (extra, at)
-                    where.extend(got[1])
-                    flat += got[0]
-                flats.append(flat)
-                ends.append(len(where))
-            return texts[start:]
-
         if self._lengths is None:
             return [], []
-        first = plan(messages)
-        if more is not None and len(todo) < _BATCH_MIN:
-            first, more = first + plan(more()), None
+        for message in self._uncounted(messages, todo):
+            flat, own = self._parts(message, calls=False)
+            where.extend(place(own, texts, short))
+            calls = message.tool_calls if isinstance(message, AIMessage) else None
+            if calls:
+                got = shared.get(id(calls))
+                if got is None:
+                    extra, call_texts = _call_parts(calls)
+                    at = tuple(place(call_texts, texts, short))
+                    got = shared[id(calls)] = (extra, at)
+                where.extend(got[1])
+                flat += got[0]
+            flats.append(flat)
+            ends.append(len(where))
         if len(todo) < _BATCH_MIN:
             return [], []
-        lengths = self._lengths(first, (lambda: plan(more())) if more else None)
+        lengths = self._lengths(texts)
         counts, start = [], 0
         for flat, end in zip(flats, ends, strict=True):
             counts.append(flat + sum([lengths[i] for i in where[start:end]]))

@@ -79,7 +79,7 @@ def test_a_rewrite_sharing_its_originals_tool_calls_counts_them_alike() -> None:
         if isinstance(m, AIMessage)
     ]
     counter = TiktokenCounter()
-    counter.prime(history, lambda: copies)
+    counter.prime([*history, *copies])
     assert [counter.count_message(m) for m in history] == expected
     alone = TiktokenCounter()
     assert [counter.count_message(m) for m in copies] == [
