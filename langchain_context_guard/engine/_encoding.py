@@ -33,6 +33,8 @@ _DOWNLOAD_TIMEOUT_S = 3.0
 _encodings: dict[str, tuple[Callable[[str], int], str]] = {}
 _THREADS = 8
 """Threads ``batch_lengths`` encodes on at most (tiktoken's batch default)."""
+
+
 _batches: dict[Callable[[str], int], Callable[[list[str]], list[int]]] = {}
 """tiktoken's batch encoder (several threads) behind each exact length function."""
 _encodings_lock = threading.Lock()
@@ -105,6 +107,11 @@ def _length_fn(enc: Any) -> Callable[[str], int]:
     return length
 
 
+def encode_threads() -> int:
+    """Threads a batch is encoded on: tiktoken's default, at most one per core."""
+    return min(_THREADS, os.cpu_count() or 1)
+
+
 def _in_threads(length: Callable[[str], int], texts: list[str]) -> list[int]:
     """``length`` of every text, chunks of them on a few threads.
 
@@ -112,7 +119,7 @@ def _in_threads(length: Callable[[str], int], texts: list[str]) -> list[int]:
     ``encode_ordinary_batch`` relies on), so the chunks encode on every core.
     Each chunk is one task that returns counts, not token lists.
     """
-    workers = min(_THREADS, os.cpu_count() or 1, len(texts))
+    workers = min(encode_threads(), len(texts))
     if workers < 2:
         return list(map(length, texts))
     order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
@@ -128,6 +135,29 @@ def _in_threads(length: Callable[[str], int], texts: list[str]) -> list[int]:
         for chunk, counts in zip(chunks, pool.map(work, chunks), strict=True):
             for i, n in zip(chunk, counts, strict=True):
                 out[i] = n
+    return out
+
+
+_SHORT = 64
+"""Texts up to this long are encoded once per batch (roles, names; ``place``)."""
+
+
+def place(new: list[str], texts: list[str], short: dict[str, int]) -> list[int]:
+    """Indices of ``new`` in a batch of ``texts``, appending what is not there.
+
+    A short text already in the batch (``short``: text -> index) is not added.
+    """
+    out = []
+    for text in new:
+        if len(text) <= _SHORT:
+            i = short.get(text)
+            if i is None:
+                i = short[text] = len(texts)
+                texts.append(text)
+        else:
+            i = len(texts)
+            texts.append(text)
+        out.append(i)
     return out
 
 

@@ -10,6 +10,7 @@ from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
 from ._anchor import Gauge, make_gauge, scan_history, sent_key
+from ._cold import count_new
 from ._depth import prune_share
 from ._errors import ConfigError, InvalidInputError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
@@ -238,10 +239,12 @@ class ContextGuard:
         gives an empty list, on every call.
         """
         original, known, rebuilt = self._read(messages)
-        count = self.counter.count_message
-        prime = getattr(self.counter, "prime", None)
-        if prime is not None:  # uncounted texts in one batch, on tiktoken's threads
-            prime(original if known is None else original[len(known.messages) :])
+        info, policy = self.window(model), self.policy
+        stable = self._last_sent(original) if policy.stable_prefix else None
+        seen = None if known is None else len(known.messages)
+        count, prime, calls = count_new(
+            self.counter, original, seen, stable is None, policy, info.tokens
+        )
         if known is None:
             scan = scan_history(original, count)
             base: list[BaseMessage] | None = None
@@ -249,12 +252,10 @@ class ContextGuard:
         else:
             scan = known.grow(original, count)
             base = known.messages
-            seen = known.contents if rebuilt is None else rebuilt
-            contents = more_contents(seen, original[len(known.messages) :])
+            previous = known.contents if rebuilt is None else rebuilt
+            contents = more_contents(previous, original[len(known.messages) :])
         self._last = Known(original, contents, *scan)
         body, usage_at, usage_body = scan
-        info = self.window(model)
-        policy = self.policy
         budget = self._budget(info.tokens, model, info.source)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
@@ -263,7 +264,6 @@ class ContextGuard:
         events: list[GuardEvent] = []
         if info.should_warn:
             events.append(self._window_warning(info, budget))
-        stable = self._last_sent(original) if policy.stable_prefix else None
         if stable is not None and stable.key == key:
             reused = reuse_prompt(
                 stable,
@@ -319,6 +319,8 @@ class ContextGuard:
             del kept[-closing:]
         body = run.body - sum(map(count, current[len(kept) :]))
         self._keep_sent(Sent.of(key, original, kept, body))
+        if calls is not None:
+            calls.close()
         if policy.stable_prefix:
             settle(len(original))
         return PrepareResult(list(current), report)

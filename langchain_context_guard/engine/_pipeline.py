@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
 from ._anchor import Gauge, last_usage
+from ._cold import rewriters, rewrites
 from ._compress import (
     callers,
     compress_floor,
-    compress_message,
     compress_old_tool_results,
 )
 from ._digest import digest_step
@@ -42,7 +42,6 @@ from ._stages import (
 )
 from ._trim import Counter
 from ._trim_step import grow_trim, trim_step
-from ._truncate import truncator
 from ._units import carried, carried_at, reasoning_kind
 from ._units import kind as kind_of
 
@@ -63,7 +62,8 @@ class Setting:
     """Cut exactly what is needed (no grid): a pruning of ``stable_prefix`` mode,
     whose prompt is then kept as it is while the history grows."""
     prime: Callable[[Sequence[BaseMessage]], None] | None = None
-    """Counts many messages at once (``TiktokenCounter.prime``), if the counter can."""
+    """Counts many messages at once (``TiktokenCounter.prime``), if the counter can
+    and a first run's rewrites are not counted yet (``_cold.first_batch``)."""
 
 
 Memo = dict[str, Any]
@@ -99,14 +99,7 @@ class Run:
         self._truncated = original
         self._twins: dict[str, int] = {}  # synthetic results' tokens, by tool name
         p = setting.policy
-        self._truncate = truncator(p, p.budget(setting.window), setting.count)
-        self._compress = partial(
-            compress_message,
-            min_chars=compress_floor(p, setting.window),
-            head_lines=p.compress_head_lines,
-            tail_lines=p.compress_tail_lines,
-            name_source=p.archived_results,
-        )
+        self._truncate, self._compress = rewriters(p, setting.window, setting.count)
 
     @property
     def now(self) -> int:
@@ -171,17 +164,9 @@ class Run:
 
     def _truncate_pass(self) -> None:
         count, prime = self.setting.count, self.setting.prime
-        if prime is not None and self.previous is None:
-            # A first run counts the assistant messages as truncation leaves them
-            # and every result as compression will (both memoised): in one batch.
-            calls = [m for m in self.source if isinstance(m, AIMessage)]
-            results: list[BaseMessage] = [
-                m for m in self.source if isinstance(m, ToolMessage)
-            ]
-            kept = [m for m in map(self._truncate, calls) if m is not None]
-            if self.setting.policy.compress_assistant_text:
-                results += kept  # compressed with their results
-            prime([*kept, *map(self._compress, results)])
+        if prime is not None and self.previous is None:  # in one batch (``_cold``)
+            assistant = self.setting.policy.compress_assistant_text
+            prime(rewrites(self.source, self._truncate, self._compress, assistant))
         self._add(
             map_step("truncate", self.source, self._truncate, count, self._prev())
         )

@@ -67,7 +67,10 @@ def _nearer(
     if turn is None or short <= turn * setting.gauge.scale:
         return done
     wider = replace(setting, budget=min(setting.budget + short, key[2]))
-    alt = _run(original, scan, wider, record, key, False, True, done[0].memo)
+    # The first try's record (this very history) lets the passes before the
+    # trim grow from its steps instead of running again.
+    base = done[1] or record
+    alt = _run(original, scan, wider, base, key, False, True, done[0].memo)
     return alt if alt is not None and alt[0].now > done[0].now else done
 
 

@@ -18,8 +18,10 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ._blocks import TOOL_CALL_OVERHEAD as TOOL_CALL_OVERHEAD
+from ._blocks import block_text, call_parts
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
-from ._encoding import batch_lengths
+from ._encoding import batch_lengths, place
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
 from ._messages import drop_oldest, sweep_dead
@@ -34,24 +36,8 @@ MESSAGE_OVERHEAD = 3
 """Tokens a provider adds around every message (role and separators)."""
 REPLY_OVERHEAD = 3
 """Tokens that prime the reply, once per request."""
-TOOL_CALL_OVERHEAD = 4
-"""Tokens around each tool call besides its name and arguments."""
 TOOL_SCHEMA_OVERHEAD = 8
 """Tokens around each tool schema besides its JSON."""
-
-_BINARY_BLOCKS = frozenset(
-    {
-        "image",
-        "image_url",
-        "input_image",
-        "file",
-        "audio",
-        "input_audio",
-        "video",
-        "document",
-        "input_file",
-    }
-)
 
 
 @runtime_checkable
@@ -67,40 +53,6 @@ class TokenCounter(Protocol):
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Tokens of the tool schemas bound to the model."""
         ...
-
-
-def _block_text(
-    block: Any, image_tokens: int, calls_elsewhere: bool = True
-) -> tuple[str, int]:
-    """Text to encode from one content block, plus any flat token cost."""
-    if isinstance(block, str):
-        return block, 0
-    if not isinstance(block, dict):
-        return str(block), 0
-    kind = block.get("type")
-    if kind in _BINARY_BLOCKS:
-        return "", image_tokens
-    if kind == "text":
-        return str(block.get("text", "")), 0
-    if kind == "thinking":
-        return str(block.get("thinking", "")), 0
-    if kind == "redacted_thinking":
-        return "", len(str(block.get("data", ""))) // 4
-    if kind == "reasoning":
-        summary = block.get("summary") or []
-        parts = [str(block.get("reasoning", ""))]
-        parts += [str(s.get("text", "")) for s in summary if isinstance(s, dict)]
-        return "\n".join(p for p in parts if p), 0
-    if kind in {"tool_use", "tool_call"}:
-        if calls_elsewhere:
-            return "", 0  # counted through message.tool_calls
-        args = block.get("input", block.get("args", {}))
-        return f"{block.get('name', '')} {_args_text(args)}", TOOL_CALL_OVERHEAD
-    return json.dumps(block, sort_keys=True, default=str), 0
-
-
-def _args_text(args: Any) -> str:
-    return args if isinstance(args, str) else json.dumps(args, default=str)
 
 
 class TiktokenCounter:
@@ -161,16 +113,58 @@ class TiktokenCounter:
             self._store(message, key, count, tool_calls)
         return count
 
-    def prime(self, messages: Sequence[BaseMessage]) -> None:
+    def prime(
+        self, messages: Sequence[BaseMessage]
+    ) -> tuple[list[BaseMessage], list[int]]:
         """Count the messages not counted yet, their texts encoded in one batch.
 
-        tiktoken's ``encode_ordinary_batch`` spreads the texts over threads, so a
-        cold history costs the tokenizer's wall time on every core, not one; the
-        counts are the same as ``count_message``'s (same texts, same encoder).
+        On tiktoken's threads, with ``count_message``'s counts (a sum over texts;
+        a short text, or the tool calls of a rewritten copy, the same list
+        object, is encoded once per batch). Returns the messages it counted and
+        their counts (flat lists: few objects for the garbage collector).
         """
+        todo: dict[int, BaseMessage] = {}  # by content key
+        texts: list[str] = []
+        flats: list[int] = []
+        where: list[int] = []  # each message's texts' indices, ending at ``ends``
+        ends: list[int] = []
+        short: dict[str, int] = {}
+        shared: dict[int, tuple[int, tuple[int, ...]]] = {}  # by tool-call list id
         if self._lengths is None:
-            return
-        todo: dict[int, tuple[BaseMessage, Any]] = {}
+            return [], []
+        for message in self._uncounted(messages, todo):
+            flat, own = self._parts(message, calls=False)
+            where.extend(place(own, texts, short))
+            calls = message.tool_calls if isinstance(message, AIMessage) else None
+            if calls:
+                got = shared.get(id(calls))
+                if got is None:
+                    extra, call_texts = call_parts(calls)
+                    at = tuple(place(call_texts, texts, short))
+                    got = shared[id(calls)] = (extra, at)
+                where.extend(got[1])
+                flat += got[0]
+            flats.append(flat)
+            ends.append(len(where))
+        if len(todo) < _BATCH_MIN:
+            return [], []
+        lengths = self._lengths(texts)
+        counts, start = [], 0
+        for flat, end in zip(flats, ends, strict=True):
+            counts.append(flat + sum([lengths[i] for i in where[start:end]]))
+            start = end
+        with self._lock:
+            for (key, message), count in zip(todo.items(), counts, strict=True):
+                calls = message.tool_calls if isinstance(message, AIMessage) else None
+                self._store(message, key, count, calls)
+            self.encoded += len(counts)
+        return list(todo.values()), counts
+
+    def _uncounted(
+        self, messages: Sequence[BaseMessage], todo: dict[int, BaseMessage]
+    ) -> list[BaseMessage]:
+        """Messages with no count yet and not in ``todo``; added to it."""
+        out = []
         for message in messages:
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if self._known(message, calls) is not None:
@@ -179,18 +173,9 @@ class TiktokenCounter:
             with self._lock:
                 if key in self._by_key or key in todo:
                     continue
-            todo[key] = (message, calls)
-        if len(todo) < _BATCH_MIN:
-            return
-        parts = [self._parts(message) for message, _ in todo.values()]
-        lengths = iter(self._lengths([t for _, texts in parts for t in texts]))
-        with self._lock:
-            for (key, (message, calls)), (flat, texts) in zip(
-                todo.items(), parts, strict=True
-            ):
-                count = flat + sum(next(lengths) for _ in texts)
-                self.encoded += 1
-                self._store(message, key, count, calls)
+            todo[key] = message
+            out.append(message)
+        return out
 
     def _known(self, message: BaseMessage, calls: Any) -> int | None:
         """The count kept for this very message, unchanged since."""
@@ -239,8 +224,11 @@ class TiktokenCounter:
             count = self._texts[key] = self._length(text)
         return count
 
-    def _parts(self, message: BaseMessage) -> tuple[int, list[str]]:
-        """A message's flat tokens, and the texts whose tokens add to them."""
+    def _parts(self, message: BaseMessage, calls: bool = True) -> tuple[int, list[str]]:
+        """A message's flat tokens, and the texts whose tokens add to them.
+
+        ``calls=False``: without its ``tool_calls`` (``call_parts``).
+        """
         flat, texts = MESSAGE_OVERHEAD, [message.type]
         if message.name:
             flat += 1
@@ -249,13 +237,14 @@ class TiktokenCounter:
         blocks = [content] if isinstance(content, str) else list(content)
         calls_elsewhere = isinstance(message, AIMessage) and bool(message.tool_calls)
         for block in blocks:
-            text, cost = _block_text(block, self.image_tokens, calls_elsewhere)
+            text, cost = block_text(block, self.image_tokens, calls_elsewhere)
             flat += cost
             texts.append(text)
         if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                flat += TOOL_CALL_OVERHEAD
-                texts += (call["name"], _args_text(call["args"]))
+            if calls:
+                extra, call_texts = call_parts(message.tool_calls)
+                flat += extra
+                texts += call_texts
             for bad in message.invalid_tool_calls:
                 flat += TOOL_CALL_OVERHEAD
                 texts += (bad.get("name") or "", bad.get("args") or "")

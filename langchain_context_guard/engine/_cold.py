@@ -1,0 +1,142 @@
+"""What a first run of the passes counts, so a cold history is counted in one batch.
+
+A run with no previous call to grow from counts every message, every assistant
+message as truncation leaves it (``dedupe_call_text`` rewrites most of them),
+and every tool result (with ``compress_assistant_text``, its assistant messages
+too) as compression would leave it: the trim plan weighs each result at its
+compressed size. ``TiktokenCounter.prime`` encodes all of those texts in one
+batch on tiktoken's threads; counted one by one, each would wait on the last.
+The rewrites are made before the batch, not while it encodes: Python work then
+holds the GIL the encoding threads need between texts (measured: no faster).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from ._compress import compress_floor, compress_message
+from ._policy import GuardPolicy
+from ._truncate import truncator
+
+Count = Callable[[BaseMessage], int]
+Rewrite = Callable[[BaseMessage], BaseMessage]
+Prime = Callable[[Sequence[BaseMessage]], Any]
+
+
+def rewriters(
+    policy: GuardPolicy, window: int, count: Count
+) -> tuple[Callable[[BaseMessage], BaseMessage | None], Rewrite]:
+    """One message truncated, and compressed, as the passes do it for ``window``."""
+    truncate = truncator(policy, policy.budget(window), count)
+    compress = partial(
+        compress_message,
+        min_chars=compress_floor(policy, window),
+        head_lines=policy.compress_head_lines,
+        tail_lines=policy.compress_tail_lines,
+        name_source=policy.archived_results,
+    )
+    return truncate, compress
+
+
+def rewrites(
+    source: Sequence[BaseMessage],
+    truncate: Callable[[BaseMessage], BaseMessage | None],
+    compress: Rewrite,
+    assistant: bool,
+) -> list[BaseMessage]:
+    """The rewritten messages a first run over ``source`` counts (not ``source``'s).
+
+    Assistant messages as truncation leaves them (no count needed: only tool
+    results are cut to a token share) and, with ``assistant``, compressed; tool
+    results compressed as they are (the few that truncation cuts are counted
+    when cut). Memoised rewrites: the run gets these very objects.
+    """
+    out: list[BaseMessage] = []
+    for message in source:
+        if isinstance(message, AIMessage):
+            kept = truncate(message)
+            if kept is None:
+                continue
+            if kept is not message:
+                out.append(kept)
+            if assistant and (short := compress(kept)) is not kept:
+                out.append(short)
+        elif isinstance(message, ToolMessage):
+            short = compress(message)
+            if short is not message:
+                out.append(short)
+    return out
+
+
+def first_rewrites(
+    original: list[BaseMessage], policy: GuardPolicy, window: int, count: Count
+) -> list[BaseMessage]:
+    """The rewrites a first run of the passes over ``original`` counts."""
+    truncate, compress = rewriters(policy, window, count)
+    return rewrites(original, truncate, compress, policy.compress_assistant_text)
+
+
+class CallCounts:
+    """``count`` remembering, for one call, every message it counted by identity.
+
+    A first run counts most messages several times (the scan, each pass, the
+    trim plan); a 50,000-message history overflows the counter's own identity
+    table, so each of those would hash the message again. The messages are held
+    (no id is reused while kept) until ``close``. Flat lists and an int table:
+    few objects for the garbage collector to walk.
+    """
+
+    def __init__(
+        self, count: Count, primed: tuple[list[BaseMessage], list[int]]
+    ) -> None:
+        self._count = count
+        self._messages, self._counts = primed
+        self._at = {id(m): i for i, m in enumerate(self._messages)}
+
+    def __call__(self, message: BaseMessage) -> int:
+        """The count of ``message``, from this call's table when it is there."""
+        i = self._at.get(id(message))
+        if i is not None and self._messages[i] is message:
+            return self._counts[i]
+        n = self._count(message)
+        self._at[id(message)] = len(self._messages)
+        self._messages.append(message)
+        self._counts.append(n)
+        return n
+
+    def close(self) -> None:
+        """Let the messages go."""
+        self._messages, self._counts, self._at = [], [], {}
+
+
+def count_new(
+    counter: Any,
+    original: list[BaseMessage],
+    seen: int | None,
+    fresh: bool,
+    policy: GuardPolicy,
+    window: int,
+) -> tuple[Count, Prime | None, CallCounts | None]:
+    """Count what is new in one batch, if ``counter`` can (``prime``).
+
+    ``seen``: how many leading messages the guard read last call (None: none
+    of them). A history that is all new and ``fresh`` (no prompt of its
+    conversation kept) gets a first run of the passes: its rewrites join the
+    batch and the call counts through ``CallCounts``. Returns the count for
+    the call, the prime for the passes (None: nothing left to batch) and the
+    ``CallCounts`` to close.
+    """
+    count: Count = counter.count_message
+    prime = getattr(counter, "prime", None)
+    if prime is None:
+        return count, None, None
+    if seen is None and fresh and policy.enabled:
+        counted = prime([*original, *first_rewrites(original, policy, window, count)])
+        calls = CallCounts(count, counted)
+        return calls, None, calls
+    prime(original if seen is None else original[seen:])
+    return count, prime, None
