@@ -158,21 +158,17 @@ def _grown(
 ) -> tuple[list[tuple[int, ...]], int, int]:
     """The units of ``held`` that stay as they were, the turn and index after them.
 
-    A history extended unchanged keeps its turns and what they protect up to its
-    end, but for the latest user message of the old history, no longer kept once
-    a later one came. Its units before the last one stay too, each ended where
-    the next one's first message begins a group: only the last unit (whose group
-    may take in new results), that old user message's turn, and what is new are
-    read again; a turn that no longer splits is read whole.
+    A history extended unchanged keeps its turns, and what they protect but the
+    latest user message of the old history once a later one came (its turn then
+    no longer splits). Its units before the last one stay, each ended where the
+    next one's first message begins a group: only the last unit (whose group
+    may take in new results) and what follows it are read again, or the whole
+    turn holding it when that turn no longer splits.
     """
     old_codes, old_units = held
     if not old_units or not codes.startswith(old_codes):
         return [], 0, 0
     since = old_units[-1][0]
-    old_users = users[: bisect_left(users, len(old_codes))]
-    if old_users and len(users) > len(old_users):
-        if not (keep_first_user and old_users[-1] == users[0]):
-            since = min(since, old_users[-1])  # no longer kept
     t = bisect_right(bounds, since) - 1
     if not _split(t, len(bounds) - 2, keep_first_user, users):
         since = bounds[t]
