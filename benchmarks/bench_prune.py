@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import os
 import pstats
@@ -43,6 +44,19 @@ def main() -> None:
     start = time.perf_counter()
     guard.prepare(pool[: args.size])
     print(f"first call (cold) at {args.size:,}: {time.perf_counter() - start:.1f} s")
+    gc.collect()  # the setup's garbage, as in _speed.warm
+    pause = [0.0, 0.0]  # the collector's CPU ms in the current call, its start
+    full = [0]  # full collections in the current call
+
+    def collector(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            pause[1] = time.thread_time()
+            return
+        pause[0] += (time.thread_time() - pause[1]) * 1000
+        full[0] += info["generation"] == 2
+
+    gc.callbacks.append(collector)
+    in_gc: list[tuple[float, int]] = []
     cpu: dict[str, list[float]] = {"reuse": [], "prune": []}
     wall: dict[str, list[float]] = {"reuse": [], "prune": []}
     profiles: list[cProfile.Profile] = []
@@ -51,6 +65,7 @@ def main() -> None:
         profiler = cProfile.Profile() if args.profile else None
         if profiler is not None:
             profiler.enable()
+        pause[0], full[0] = 0.0, 0
         result, c, w = _speed.timed(lambda h=history: guard.prepare(h))
         if profiler is not None:
             profiler.disable()
@@ -58,12 +73,15 @@ def main() -> None:
         kind = "prune" if pruned else "reuse"
         cpu[kind].append(c)
         wall[kind].append(w)
+        if pruned:
+            in_gc.append((round(pause[0], 1), full[0]))
         if pruned and profiler is not None:
             profiles.append(profiler)
     for kind in ("prune", "reuse"):
         s = _speed.stats(cpu[kind], wall[kind])
         print(f"{kind}: {s}")
     print("pruning calls, CPU ms:", [round(c, 1) for c in cpu["prune"]])
+    print("of which in the garbage collector (ms, full collections):", in_gc)
     print(f"load average: {os.getloadavg()}")
     if profiles:
         out = io.StringIO()

@@ -34,7 +34,11 @@ def prune_share(
     Fast-growing histories (huge tool results) thus prune deeper, down to
     ``MIN_PRUNE_SHARE``.
     """
-    g = growth(body, history)
+    return share_for(most, growth(body, history), budget)
+
+
+def share_for(most: float, g: float | None, budget: int) -> float:
+    """``prune_share`` of a history growing ``g`` tokens a call (``growth``)."""
     if g is None or budget <= 0:
         return most
     share = 1 - math.sqrt(2 * g / ((1 - _CACHE_RATE) * budget))

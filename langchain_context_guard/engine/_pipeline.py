@@ -44,8 +44,7 @@ from ._truncate import truncator
 from ._units import carried, carried_at, reasoning_kind
 from ._units import kind as kind_of
 
-_METHODS = {"truncate": "_truncate_pass", "compress": "_compress_pass"}
-"""``Run``'s method for a pass not named after it."""
+_METHODS = {"truncate": "_truncate_pass", "compress": "_compress_pass"}  # not _kind
 _TRIM = PASSES.index("trim")
 
 
@@ -66,6 +65,8 @@ class Setting:
     whose prompt is then kept as it is while the history grows."""
     prime: Callable[[Sequence[BaseMessage]], None] | None = None
     """Counts many messages at once (``TiktokenCounter.prime``), if the counter can."""
+    turn: float | None = None
+    """The history's growth per call (``_depth.growth``), when it was needed."""
 
 
 Memo = dict[str, Any]

@@ -254,7 +254,7 @@ def test_carried_at_equals_fresh_results_that_read_back(before, extra, data):
     assert carried_at(after, None, _with_callers) == fresh
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(
     st.text(alphabet="SUATO", max_size=60),
     st.lists(st.text(alphabet="SUATTO", max_size=30), min_size=1, max_size=4),
@@ -300,7 +300,7 @@ def _message_costs(draw, messages):
     return out
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     HISTORIES,
     st.lists(HISTORIES, min_size=1, max_size=3),
