@@ -34,11 +34,7 @@ def prune_share(
     Fast-growing histories (huge tool results) thus prune deeper, down to
     ``MIN_PRUNE_SHARE``.
     """
-    return share_for(most, growth(body, history), budget)
-
-
-def share_for(most: float, g: float | None, budget: int) -> float:
-    """``prune_share`` of a history growing ``g`` tokens a call (``growth``)."""
+    g = growth(body, history)
     if g is None or budget <= 0:
         return most
     share = 1 - math.sqrt(2 * g / ((1 - _CACHE_RATE) * budget))

@@ -10,7 +10,7 @@ from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
 from ._anchor import Gauge, make_gauge, scan_history, sent_key
-from ._depth import growth, share_for
+from ._depth import prune_share
 from ._errors import ConfigError, InvalidInputError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
 from ._handover import export_state, restore_state
@@ -286,14 +286,13 @@ class ContextGuard:
             if policy.digest
             else 0
         )
-        target, g = budget, None
+        target = budget
         if policy.stable_prefix and held(gauge, body, len(original)) > budget:
-            g = growth(body, original)
-            share = share_for(policy.prune_to, g, budget)
+            share = prune_share(policy.prune_to, body, original, budget)
             target = min(int(share * budget) + cap, budget)
         exact = target < budget
         setting = Setting(
-            policy, target, info.tokens, turn_limit, count, gauge, cap, exact, prime, g
+            policy, target, info.tokens, turn_limit, count, gauge, cap, exact, prime
         )
         scan = (body, usage_at, usage_body)
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)

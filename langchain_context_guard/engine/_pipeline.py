@@ -65,8 +65,6 @@ class Setting:
     whose prompt is then kept as it is while the history grows."""
     prime: Callable[[Sequence[BaseMessage]], None] | None = None
     """Counts many messages at once (``TiktokenCounter.prime``), if the counter can."""
-    turn: float | None = None
-    """The history's growth per call (``_depth.growth``), when it was needed."""
 
 
 Memo = dict[str, Any]

@@ -65,7 +65,7 @@ def _nearer(
     keeping more is taken, as it misses the target by no more.
     """
     short = setting.budget - done[0].now
-    turn = growth(scan[0], original) if setting.turn is None else setting.turn
+    turn = growth(scan[0], original)
     if turn is None or short <= turn * setting.gauge.scale:
         return done
     wider = replace(setting, budget=min(setting.budget + short, key[2]))
