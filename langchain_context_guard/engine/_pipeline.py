@@ -18,7 +18,6 @@ from langchain_core.messages import BaseMessage, ToolMessage
 from ._anchor import Gauge, last_usage
 from ._cold import rewriters, rewrites
 from ._compress import (
-    callers,
     compress_floor,
     compress_old_tool_results,
 )
@@ -28,7 +27,6 @@ from ._hygiene import history_start, tidy_message
 from ._passes import PASSES
 from ._peak import Costs
 from ._policy import GuardPolicy
-from ._repair import call_name, stand_in_named
 from ._same import extends, extends_unchanged
 from ._sanitize import clean_message
 from ._stages import (
@@ -41,9 +39,12 @@ from ._stages import (
     strip_step,
 )
 from ._trim import Counter
-from ._trim_step import grow_trim, trim_step
+from ._trim_step import grow_trim, message_costs, trim_step
 from ._units import carried, carried_at, reasoning_kind
 from ._units import kind as kind_of
+
+_METHODS = {"truncate": "_truncate_pass", "compress": "_compress_pass"}  # not _kind
+_TRIM = PASSES.index("trim")
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,8 @@ class Run:
         self.body += step.delta
         self.intact = min(self.intact, step.diff)
         self.source = step.result
+        if step.kind == "truncate":
+            self._truncated = step.result
         self.tokens.append(self.setting.gauge.tokens(self.body, self.intact))
 
     def measure(self, messages: list[BaseMessage]) -> int:
@@ -139,19 +142,30 @@ class Run:
 
     def run(self) -> list[BaseMessage]:
         """Every pass, in the order of ``PASSES``; returns the messages to send."""
-        steps: dict[EventKind, Callable[[], None]] = {
-            "sanitize": self._sanitize,
-            "repair": self._repair,
-            "truncate": self._truncate_pass,
-            "compress": self._compress_pass,
-            "strip_thinking": self._strip_thinking,
-            "trim": self._trim,
-            "digest": self._digest,
-            "hygiene": self._hygiene,
-        }
         for kind in PASSES:
-            steps[kind]()
+            same = self._same(kind)
+            if same is not None:
+                self._add(same)
+            else:
+                getattr(self, _METHODS.get(kind, f"_{kind}"))()
         return self.source
+
+    def _same(self, kind: EventKind) -> Step | None:
+        """The previous step for ``kind`` if over this very list and still right.
+
+        A second try at another budget (``_prune._nearer``) is given the first
+        try's steps before the trim: they do not depend on the budget, but for
+        compression's trigger.
+        """
+        n = len(self.steps)
+        if self.previous is None or n >= min(len(self.previous), _TRIM):
+            return None
+        prev = self.previous[n]
+        if prev.source is not self.source:
+            return None
+        return (
+            prev if kind != "compress" or prev.state.active != self._quiet() else None
+        )
 
     def _sanitize(self) -> None:
         count = self.setting.count
@@ -170,7 +184,6 @@ class Run:
         self._add(
             map_step("truncate", self.source, self._truncate, count, self._prev())
         )
-        self._truncated = self.source
 
     def _strip_thinking(self) -> None:
         keep = self.setting.policy.keep_recent_thinking
@@ -207,18 +220,21 @@ class Run:
                 extra += count(new) - count(m) if new is not None else 0
         return extra
 
+    def _quiet(self) -> bool:
+        """Whether compression waits: the history is within its trigger.
+
+        As sent: with what hygiene adds (never less), so a prepared output
+        compresses alike; counted only when it can decide.
+        """
+        limit = self.setting.policy.compress_trigger * self.setting.budget
+        quiet = bool(limit) and self.now <= limit
+        return quiet and self.now + self._lead_extra(self.source) <= limit
+
     def _compress_pass(self) -> None:
         p = self.setting.policy
-        trigger = p.compress_trigger
-        # As sent: with what hygiene adds (never less), so a prepared output
-        # compresses alike; counted only when it can decide.
-        limit = trigger * self.setting.budget
-        quiet = bool(trigger) and self.now <= limit
-        if quiet and self.now + self._lead_extra(self.source) > limit:
-            quiet = False
         run = partial(
             compress_step,
-            active=not quiet,
+            active=not self._quiet(),
             keep=p.keep_recent_tool_results,
             batch=p.compress_batch,
             compress=self._compress,
@@ -230,28 +246,10 @@ class Run:
         self._add(step or _full(run(self.source)))
 
     def _costs(self, messages: list[BaseMessage], i: int) -> Costs:
-        """``_peak.Costs`` of ``messages[i]``: raw, for good, is a result, twin.
-
-        As sent (an empty result as its placeholder). A result's cost for good
-        also takes off what compressing its ``callers`` saves (with
-        ``compress_assistant_text``): the two go together. Its twin is the
-        synthetic result it is sent as while not in yet (by tool name).
-        """
-        count = self.setting.count
-        m = messages[i]
-        if not isinstance(m, ToolMessage):
-            tokens = count(m)
-            return tokens, tokens, False, 0
-        m = tidy_message(m) or m
-        good = count(self._compress(m))
-        if self.setting.policy.compress_assistant_text:
-            for j in callers(messages, i):
-                good -= count(messages[j]) - count(self._compress(messages[j]))
-        name = call_name(messages, i)
-        twin = self._twins.get(name)
-        if twin is None:
-            twin = self._twins[name] = count(stand_in_named(name))
-        return count(m), good, True, twin
+        """``_trim_step.message_costs`` with this run's counter and compression."""
+        assistant = self.setting.policy.compress_assistant_text
+        count, compress = self.setting.count, self._compress
+        return message_costs(messages, i, count, compress, assistant, self._twins)
 
     def _trim(self) -> None:
         truncated = self._truncated

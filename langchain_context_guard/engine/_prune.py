@@ -10,6 +10,7 @@ the cut just above it (``_nearer``).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -20,6 +21,7 @@ from ._errors import BudgetExceededError
 from ._passes import PASSES
 from ._pipeline import Memo, Record, Run, Setting
 from ._same import recent_contents
+from ._stages import Step
 
 
 def prune(
@@ -67,11 +69,10 @@ def _nearer(
     if turn is None or short <= turn * setting.gauge.scale:
         return done
     wider = replace(setting, budget=min(setting.budget + short, key[2]))
-    # The first try's record (this very history) lets the passes before the
-    # trim grow from its steps instead of running again.
-    base = done[1] or record
-    alt = _run(original, scan, wider, base, key, False, True, done[0].memo)
-    return alt if alt is not None and alt[0].now > done[0].now else done
+    first = done[0]
+    before = first.steps[: PASSES.index("trim")]  # the passes before the trim
+    alt = _run(original, scan, wider, record, key, False, True, first.memo, before)
+    return alt if alt is not None and alt[0].now > first.now else done
 
 
 def _run(
@@ -83,24 +84,29 @@ def _run(
     last: bool,
     enabled: bool,
     memo: Memo | None = None,
+    before: Sequence[Step] | None = None,
 ) -> tuple[Run, Record | None] | None:
     """The passes at ``setting``'s budget.
 
     None when what must be kept does not fit and this is not the ``last`` try;
     on the last, ``BudgetExceededError`` propagates. ``memo``: per-message
-    results of this very history (a second try), else the record's.
+    results of this very history (a second try), else the record's; ``before``:
+    a second try's steps of the passes before the trim, over this very history
+    (they do not depend on the budget, but for compression's trigger: ``Run``
+    takes them as they are where they apply), else the record's.
     """
     base, key = key, (*key, setting.budget, setting.digest, setting.exact)
     # Per-message results depend on the policy and the counter, not the budget.
     if memo is None and record is not None and record.key[:2] == key[:2]:
         memo = record.memo
-    steps = None
-    if record is not None and record.key == key:
-        steps = record.steps
-    elif record is not None and record.key[: len(base)] == base:
-        # Another target (the cost model's depth moved, or ``_nearer``): the
-        # passes before the trim do not depend on it; grow those.
-        steps = record.steps[: PASSES.index("trim")]
+    steps = before
+    if steps is None and record is not None:
+        if record.key == key:
+            steps = record.steps
+        elif record.key[: len(base)] == base:
+            # Another target (the cost model's depth moved): the passes before
+            # the trim do not depend on it; grow those.
+            steps = record.steps[: PASSES.index("trim")]
     run = Run(original, scan[0], setting, steps, memo)
     if not enabled:
         return run, None

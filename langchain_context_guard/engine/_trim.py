@@ -17,23 +17,26 @@ exceeds its peak, what is kept fits.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from itertools import compress, count
+from operator import is_not, itemgetter
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ._compress import compress_boundary
 from ._errors import BudgetExceededError
 from ._messages import text_of, with_marker
-from ._peak import Costs, Ends, Settled, walk
+from ._peak import Costs, Settled, Trail, trail, walk
 from ._text import truncate_text
 from ._tokens import REPLY_OVERHEAD
 from ._units import (
-    grid_points,
+    grid_from,
     kept_positions,
     kinds,
     positions,
-    prefix_sums,
+    protected,
     units_from,
 )
 
@@ -72,12 +75,10 @@ class Sizes:
         """Tokens of the history once compressed."""
         return self.raw - self.saved[self.compressed]
 
-    def grow(
-        self, costs: Iterable[Costs], settled: Settled | None = None, ends: Ends = ()
-    ) -> Sizes:
-        """The sizes after more messages (``_peak.walk``: ``settled``, ``ends``)."""
+    def grow(self, costs: Iterable[Costs]) -> Sizes:
+        """The sizes after more messages (``_peak.walk``)."""
         saved, keep, batch = list(self.saved), self.keep, self.batch
-        raw, peak = walk(costs, keep, batch, self.raw, saved, self.peak, settled, ends)
+        raw, peak = walk(costs, keep, batch, self.raw, saved, self.peak)
         return Sizes(keep, batch, raw, tuple(saved), peak)
 
 
@@ -86,22 +87,24 @@ class Cut:
     """Where trimming cuts a history: its first ``dropped`` units go.
 
     ``grid`` lists the grid points from the cut's lower bound on, as numbers of
-    leading units dropped (where ``fit_cut`` may move on to).
+    leading units dropped (where ``fit_cut`` may move on to); ``protected`` the
+    indices no unit holds (``_units.protected``), if known.
     """
 
     units: Units
     dropped: int
     grid: tuple[int, ...] = ()
+    protected: Sequence[int] | None = None
 
     def keep(self, messages: list[BaseMessage], dropped: int) -> list[BaseMessage]:
         """``messages`` without their first ``dropped`` units."""
         if not dropped:
             return messages
-        return list(
-            map(
-                messages.__getitem__, kept_positions(self.units, dropped, len(messages))
-            )
-        )
+        kept = kept_positions(self.units, dropped, len(messages), self.protected)
+        return list(map(messages.__getitem__, kept))
+
+
+_last = itemgetter(-1)
 
 
 @dataclass(frozen=True)
@@ -109,16 +112,32 @@ class Plan:
     """All a history's cut depends on besides its size and the room for it.
 
     ``grid`` holds the grid points as (units dropped, their tokens as written,
-    the results among them); ``settled`` the sizes the cut must stay fit for
+    the results among them); ``peaks`` the sizes the cut must stay fit for
     (``_peak``): the history just before each compression batch, and prefixes
     sent with synthetic results for open calls, as (size, results compressed,
-    units it could drop).
+    the index of the message the prefix ends with); ``settled`` names the units
+    it could drop instead. The rest is what the next plan grows from
+    (``plan_cut``'s ``held``).
     """
 
-    units: Units
+    units: Sequence[tuple[int, ...]]
     grid: list[tuple[int, int, int]]
-    settled: Settled
+    peaks: Settled
     limit: int
+    protected: Sequence[int]
+    codes: str
+    quantum: float
+    keep_first_user: bool
+    trail: Trail
+
+    @property
+    def settled(self) -> Settled:
+        """``peaks`` as (size, results compressed, units it could drop)."""
+        return [(size, done, self._cap(at)) for size, done, at in self.peaks]
+
+    def _cap(self, at: int) -> int:
+        """How many units end before message ``at``."""
+        return bisect_left(self.units, at, key=_last)
 
     def cut(self, sizes: Sizes, room: float) -> Cut | None:
         """The cut for a history of ``sizes`` in ``room`` (None: none is enough).
@@ -132,12 +151,14 @@ class Plan:
         if own >= len(grid):
             return None
         dropped = max(grid[own][0], self.limit)
-        for size, done, cap in reversed(self.settled):
+        for size, done, at in reversed(self.peaks):
+            cap = self._cap(at)
             if cap <= dropped:
                 break  # earlier ones could drop no more than this (caps grow)
             g = _first_fit(grid, sizes.saved, done, size - room)
             dropped = max(dropped, min(grid[g][0] if g < len(grid) else cap, cap))
-        return Cut(self.units, dropped, tuple(k for k, _, _ in grid if k >= dropped))
+        later = tuple(map(itemgetter(0), grid[bisect_left(grid, (dropped,)) :]))
+        return Cut(self.units, dropped, later, self.protected)
 
 
 def plan_cut(
@@ -151,6 +172,7 @@ def plan_cut(
     turn_limit: int | None = None,
     codes: str | None = None,
     lead: int = 0,
+    held: Plan | None = None,
 ) -> tuple[Plan, Sizes]:
     """The plan and sizes of a history (module docstring).
 
@@ -159,20 +181,40 @@ def plan_cut(
     droppable history as written; ``turn_limit`` sets a lower bound; ``lead``
     counts what is sent besides the messages (the placeholder first turn).
     ``codes``: the messages' ``_units.kinds``, when the caller kept them.
+    ``held``: the plan of an earlier pruning; what it found for the messages
+    that did not change since (the very same costs, the same kinds) is kept, and
+    the rest is read, so a plan costs what changed (the same plan either way).
     """
     codes = kinds(messages) if codes is None else codes
-    units = units_from(codes, keep_first_user)
-    raw = prefix_sums(costs, 0)
-    grid = grid_points(units, raw, prefix_sums(costs, 2), quantum)
+    if held is not None and held.keep_first_user != keep_first_user:
+        held = None
+    before = None if held is None else (held.codes, held.units)
+    units = units_from(codes, keep_first_user, before)
+    path = trail(costs, keep, batch, lead, None if held is None else held.trail)
+    points: Sequence[tuple[int, int, int]] = ()
+    same = 0  # leading units that are the very same, their costs unchanged
+    if held is not None and held.quantum == quantum and path.changed:
+        points, old = held.grid, held.units
+        same = next(compress(count(), map(is_not, units, old)), len(old))
+        same = min(same, len(units), bisect_left(units, path.changed, key=_last))
+    grid = grid_from(units, costs, quantum, points, same)
     limit = 0
     if turn_limit is not None:
         users = positions(codes, "U")
         if len(users) > turn_limit:
-            start = users[-turn_limit]
-            limit = sum(1 for unit in units if unit[-1] < start)
-    settled: Settled = []
-    sizes = Sizes(keep, batch, lead).grow(costs, settled, [u[-1] for u in units])
-    return Plan(units, grid, settled, limit), sizes
+            limit = bisect_left(units, users[-turn_limit], key=_last)
+    plan = Plan(
+        units,
+        grid,
+        path.settled,
+        limit,
+        protected(codes, keep_first_user),
+        codes,
+        quantum,
+        keep_first_user,
+        path,
+    )
+    return plan, Sizes(keep, batch, path.raw, path.saved)
 
 
 def _first_fit(

@@ -7,16 +7,24 @@ messages do not move between calls.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
+from ._compress import callers
 from ._events import NO_EDITS, Edits
+from ._hygiene import tidy_message
 from ._messages import label
 from ._peak import Costs
+from ._repair import call_name, stand_in_named
 from ._stages import NONE, Step, first_diff, grown
 from ._trim import (
     Counter,
@@ -28,7 +36,7 @@ from ._trim import (
     fit_cut,
     plan_cut,
 )
-from ._units import dropped_positions, kept_positions
+from ._units import carried_at, dropped_positions, kept_positions
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +95,7 @@ def trim_step(
             turn_limit=turn_limit,
             codes=codes,
             lead=lead,
+            held=None if held is None else held[2][0],
         )
         if memo is not None and codes is not None:
             memo["plan"] = (args, costs, (plan, sizes))
@@ -96,7 +105,7 @@ def trim_step(
         budget = budget if cut_budget is None else cut_budget
     more = cut is None
     if cut is None:
-        cut = Cut(plan.units, len(plan.units))
+        cut = Cut(plan.units, len(plan.units), (), plan.protected)
     fit = partial(
         fit_cut, source, measure=measure, cost=cost, window=window, squeeze=squeeze
     )
@@ -107,23 +116,62 @@ def trim_step(
         assert cut_budget is not None
         planned = plan.cut(sizes, cut_room)
         more, budget = more or planned is None, cut_budget
-        cut = planned or Cut(plan.units, len(plan.units))
+        cut = planned or Cut(plan.units, len(plan.units), (), plan.protected)
         kept, dropped, beyond = fit(cut, budget=budget)
     state = TrimState(plan, sizes, dropped, more or beyond)
     if kept is source:
         return Step("trim", source, source, NO_EDITS, 0, NONE, state)
     gone = dropped_positions(plan.units, dropped)
-    stay = kept_positions(plan.units, dropped, len(source))
+    stay = kept_positions(plan.units, dropped, len(source), plan.protected)
     changed = [
         label(new, j)
         for j, (i, new) in enumerate(zip(stay, kept, strict=False))
         if new is not source[i]
     ]
-    edits = Edits(
-        tuple(changed), tuple(map(label, map(source.__getitem__, gone), gone))
-    )
+    held = None if memo is None else memo.get("labels")
+    names = carried_at(source, held, _label)
+    if memo is not None:
+        memo["labels"] = (source, names)
+    edits = Edits(tuple(changed), tuple(map(names.__getitem__, gone)))
     delta = sum(map(count, kept)) - source_tokens
     return Step("trim", source, kept, edits, delta, first_diff(kept, source), state)
+
+
+def message_costs(
+    messages: list[BaseMessage],
+    i: int,
+    count: Counter,
+    compress: Callable[[BaseMessage], BaseMessage],
+    assistant: bool,
+    twins: dict[str, int],
+) -> Costs:
+    """``_peak.Costs`` of ``messages[i]``: raw, for good, is a result, twin.
+
+    As sent (an empty result as its placeholder). A result's cost for good
+    also takes off what compressing its ``callers`` saves (with ``assistant``,
+    ``compress_assistant_text``): the two go together. Its twin is the
+    synthetic result it is sent as while not in yet (by tool name, counted once
+    into ``twins``).
+    """
+    m = messages[i]
+    if not isinstance(m, ToolMessage):
+        tokens = count(m)
+        return tokens, tokens, False, 0
+    m = tidy_message(m) or m
+    good = count(compress(m))
+    if assistant:
+        for j in callers(messages, i):
+            good -= count(messages[j]) - count(compress(messages[j]))
+    name = call_name(messages, i)
+    twin = twins.get(name)
+    if twin is None:
+        twin = twins[name] = count(stand_in_named(name))
+    return count(m), good, True, twin
+
+
+def _label(messages: Sequence[BaseMessage], i: int) -> str:
+    """``_messages.label`` of ``messages[i]``, as ``_units.carried_at`` calls it."""
+    return label(messages[i], i)
 
 
 def grow_trim(

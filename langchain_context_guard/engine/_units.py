@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from itertools import accumulate, chain, compress
 from operator import is_not, itemgetter
@@ -79,7 +79,9 @@ def positions(codes: str, code: str) -> list[int]:
     return [m.start() for m in re.finditer(code, codes)]
 
 
-def units_from(codes: str, keep_first_user: bool) -> list[tuple[int, ...]]:
+def units_from(
+    codes: str, keep_first_user: bool, held: HeldUnits | None = None
+) -> list[tuple[int, ...]]:
     """The droppable units of the history whose kinds are ``codes``.
 
     Message indices in the order they may be dropped, as indivisible units.
@@ -87,36 +89,91 @@ def units_from(codes: str, keep_first_user: bool) -> list[tuple[int, ...]]:
     holding the kept first user message and the latest turn give up their
     assistant + tool-result groups one at a time, and the latest group after the
     latest user message is kept. System messages, summaries and the placeholder
-    first turn are never dropped.
+    first turn are never dropped (``protected``).
 
     Each unit a tuple: tuples of ints leave the garbage collector's lists, so the
     plan a guard keeps does not bring on full collections (half a second at
-    50,000 messages).
+    50,000 messages). Units come in index order, each after the one before.
+
+    ``held``: the kinds and units of an earlier history (same ``keep_first_user``);
+    when ``codes`` extends it, its units before the point where they can change
+    are kept and only the rest is read (``_grown``).
     """
     n = len(codes)
     users = positions(codes, USER)
-    kept = positions(codes, SYSTEM)
-    if users:
-        kept.append(users[-1])
-        if keep_first_user:
-            kept.append(users[0])
-        kept = sorted(set(kept))
+    kept = _kept(codes, users, keep_first_user)
     bounds = [0, *users[1:], n] if users else [0, n]
-    units: list[tuple[int, ...]] = []
     last = len(bounds) - 2
-    for t in range(last + 1):
-        a, b = bounds[t], bounds[t + 1]
+    units: list[tuple[int, ...]] = []
+    first, since = 0, 0
+    if held is not None:
+        units, first, since = _grown(codes, keep_first_user, users, bounds, held)
+    for t in range(first, last + 1):
+        a, b = max(bounds[t], since), bounds[t + 1]
         idx, sub = _free(codes, a, b, kept[bisect_left(kept, a) : bisect_left(kept, b)])
         if not idx:
             continue
-        # Only the first turn can hold a kept user message besides the last one.
-        if t == last or (t == 0 and keep_first_user and bool(users)):
+        if _split(t, last, keep_first_user, users):
             groups = [idx[m.start() : m.end()] for m in _GROUP.finditer(sub)]
             latest = t == last and (not users or groups[-1][-1] > users[-1])
             units.extend(groups[:-1] if latest else groups)
         else:
             units.append(idx)
     return units
+
+
+HeldUnits = tuple[str, Sequence[tuple[int, ...]]]
+"""A history's kinds and its droppable units (``units_from``)."""
+
+
+def protected(codes: str, keep_first_user: bool) -> list[int]:
+    """Indices no unit holds, before the latest group: what trimming keeps, sorted."""
+    return _kept(codes, positions(codes, USER), keep_first_user)
+
+
+def _kept(codes: str, users: list[int], keep_first_user: bool) -> list[int]:
+    kept = positions(codes, SYSTEM)
+    if users:
+        kept.append(users[-1])
+        if keep_first_user:
+            kept.append(users[0])
+        kept = sorted(set(kept))
+    return kept
+
+
+def _split(t: int, last: int, keep_first_user: bool, users: list[int]) -> bool:
+    """Whether turn ``t`` gives up its groups one at a time (``units_from``).
+
+    Only the first turn can hold a kept user message besides the last one.
+    """
+    return t == last or (t == 0 and keep_first_user and bool(users))
+
+
+def _grown(
+    codes: str,
+    keep_first_user: bool,
+    users: list[int],
+    bounds: list[int],
+    held: HeldUnits,
+) -> tuple[list[tuple[int, ...]], int, int]:
+    """The units of ``held`` that stay as they were, the turn and index after them.
+
+    A history extended unchanged keeps its turns, and what they protect but the
+    latest user message of the old history once a later one came (its turn then
+    no longer splits). Its units before the last one stay, each ended where the
+    next one's first message begins a group: only the last unit (whose group
+    may take in new results) and what follows it are read again, or the whole
+    turn holding it when that turn no longer splits.
+    """
+    old_codes, old_units = held
+    if not old_units or not codes.startswith(old_codes):
+        return [], 0, 0
+    since = old_units[-1][0]
+    t = bisect_right(bounds, since) - 1
+    if not _split(t, len(bounds) - 2, keep_first_user, users):
+        since = bounds[t]
+    j = bisect_left(old_units, since, key=itemgetter(0))
+    return list(old_units[:j]), t, since
 
 
 def _free(codes: str, a: int, b: int, kept: list[int]) -> tuple[tuple[int, ...], str]:
@@ -140,31 +197,59 @@ def grid_points(
     raw: Sequence[int],
     results: Sequence[int],
     quantum: float,
+    since: tuple[int, int, int] = (0, 0, 0),
+    offset: int = 0,
 ) -> list[tuple[int, int, int]]:
     """``_trim.Plan.grid``: (units dropped, their tokens as written, results).
 
     ``raw``: prefix sums of the messages' tokens as written; ``results``: prefix
-    counts of tool results.
+    counts of tool results; both from message ``offset`` on. ``since``: a grid
+    point to go on from (its units are not read again; the first point given).
     """
-    grid: list[tuple[int, int, int]] = [(0, 0, 0)]
-    written, mark = 0, quantum
+    grid: list[tuple[int, int, int]] = [since]
+    done, written, _ = since
     every = quantum < 1
-    for k, unit in enumerate(units, start=1):
-        first, end = unit[0], unit[-1] + 1
+    mark = 0.0 if every else (math.floor(written / quantum) + 1) * quantum
+    for k in range(done, len(units)):
+        unit = units[k]
+        first, end = unit[0] - offset, unit[-1] + 1 - offset
         if end - first == len(unit):
             written += raw[end] - raw[first]
         else:
-            written += sum(raw[i + 1] - raw[i] for i in unit)
+            written += sum(raw[i + 1 - offset] - raw[i - offset] for i in unit)
         if every or written >= mark:
-            grid.append((k, written, results[end]))
+            grid.append((k + 1, written, results[end]))
             if not every:
                 mark = (math.floor(written / quantum) + 1) * quantum
     return grid
 
 
-def prefix_sums(values: Sequence[tuple[int, ...]], item: int) -> list[int]:
-    """Prefix sums of one field of ``values`` (0 first)."""
-    return list(accumulate(map(itemgetter(item), values), initial=0))
+def grid_from(
+    units: Sequence[Sequence[int]],
+    costs: Sequence[tuple[int, int, bool, int]],
+    quantum: float,
+    held: Sequence[tuple[int, int, int]] = (),
+    same: int = 0,
+) -> list[tuple[int, int, int]]:
+    """``grid_points`` of ``costs`` (``_peak.Costs``), going on from ``held``.
+
+    ``held``: an earlier grid whose points over the first ``same`` units still
+    hold (the same units, their costs unchanged); only the units after its last
+    such point are read.
+    """
+    start: list[tuple[int, int, int]] = []
+    since = (0, 0, 0)
+    if held:
+        g = bisect_left(held, (same + 1,))  # the points of at most ``same`` units
+        start, since = list(held[: g - 1]), held[g - 1]
+    done = since[0]
+    offset = units[done][0] if done < len(units) else len(costs)
+    after = units[done - 1][-1] + 1 if done else 0
+    results = since[2] + sum(map(itemgetter(2), costs[after:offset]))
+    tail = costs[offset:]
+    raw = list(accumulate(map(itemgetter(0), tail), initial=0))
+    counts = list(accumulate(map(itemgetter(2), tail), initial=results))
+    return start + grid_points(units, raw, counts, quantum, since, offset)
 
 
 def reasoning_kind(message: BaseMessage) -> str:
@@ -186,16 +271,23 @@ def dropped_positions(units: Sequence[Sequence[int]], dropped: int) -> list[int]
 
 
 def kept_positions(
-    units: Sequence[Sequence[int]], dropped: int, length: int
+    units: Sequence[Sequence[int]],
+    dropped: int,
+    length: int,
+    protected: Sequence[int] | None = None,
 ) -> list[int]:
     """Indices below ``length`` outside the first ``dropped`` units, in order.
 
     Units come in index order, so everything after the last dropped index stays;
-    before it only the protected messages do (a set difference at C speed).
+    before it only the protected messages do: ``protected`` when given (the
+    history's, ``protected``), else a set difference at C speed.
     """
-    gone = dropped_positions(units, dropped)
-    if not gone:
+    if not dropped or not units:
         return list(range(length))
+    if protected is not None:
+        last = units[min(dropped, len(units)) - 1][-1] + 1
+        return [*protected[: bisect_left(protected, last)], *range(last, length)]
+    gone = dropped_positions(units, dropped)
     last = gone[-1] + 1
     return [*sorted(set(range(last)).difference(gone)), *range(last, length)]
 
@@ -210,11 +302,14 @@ def carried(
     ``held`` pairs an earlier list with its results; only the messages that are
     not the very objects at the same place, and the ones past its end, are
     computed (found at C speed), so a pruning whose history moved only at a few
-    places (a compression batch, the new messages) costs what moved.
+    places (a compression batch, the new messages) costs what moved. Held
+    results of this very list are returned as they are (not to be changed).
     """
     if held is None:
         return list(map(each, messages))
     old, results = held
+    if old is messages:
+        return results
     m = min(len(old), len(messages))
     out = results[:m]
     for i in compress(range(m), map(is_not, messages, old)):
@@ -238,6 +333,8 @@ def carried_at(
     if held is None:
         return [each(messages, i) for i in range(len(messages))]
     old, results = held
+    if old is messages:
+        return results
     m = min(len(old), len(messages))
     out = results[:m]
     upto = -1

@@ -7,13 +7,16 @@ the history's own size; zero safety margins. One example checks every property:
 ``prepare`` raises only ``BudgetExceededError`` and only when even the least it
 must keep is over; the output fits, pairs, and leaves the input unchanged; the
 same input gives the same output; preparing the output again changes nothing.
-2,000 examples (small histories, so the run takes about a minute).
+2,000 examples (small histories, so the run takes about a minute of CPU), drawn
+as four tests of 500 (``SHARDS``), which the parallel test run spreads over its
+workers; each draws its own random examples.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -35,8 +38,9 @@ from langchain_context_guard.engine._tokens import REPLY_OVERHEAD
 from tests.engine._support import pairing_errors, snapshot
 
 EXAMPLES = 2_000
+SHARDS = 4
 ADVERSARIAL = settings(
-    max_examples=EXAMPLES,
+    max_examples=EXAMPLES // SHARDS,
     deadline=None,
     database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
@@ -195,9 +199,10 @@ def _text_of(message: BaseMessage) -> bool:
     )
 
 
+@pytest.mark.parametrize("shard", range(SHARDS))
 @ADVERSARIAL
 @given(cases())
-def test_every_property_on_adversarial_histories(case: Case) -> None:
+def test_every_property_on_adversarial_histories(shard: int, case: Case) -> None:
     history, policy = case.history, case.policy
     before = snapshot(history)
     guard = ContextGuard(policy, token_counter=COUNTER)

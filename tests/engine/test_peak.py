@@ -1,14 +1,17 @@
-"""``_peak.walk``: equal to the per-message walk it replaced, on random costs."""
+"""``_peak``: the walk, and a trail grown from the last, equal to the
+per-message walk it replaced, on random costs."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from langchain_context_guard.engine import _peak
 from langchain_context_guard.engine._compress import compress_boundary
-from langchain_context_guard.engine._peak import highest, walk
+from langchain_context_guard.engine._peak import highest, trail, walk
 
 
 def _reference(costs, keep, batch, raw, saved, peak, settled=None, ends=()):
@@ -66,3 +69,42 @@ def test_walk_equals_the_per_message_walk(first, more, keep, batch, plan):
     got = walk(more, keep, batch, got[0], got_saved, got[1])
     ref = _reference(more, keep, batch, ref[0], ref_saved, ref[1])
     assert (got, got_saved) == (ref, ref_saved)
+
+
+@st.composite
+def _edit(draw, costs):
+    """``costs`` kept up to a random point (the very same objects), then new ones."""
+    keep = draw(st.integers(0, len(costs)))
+    return [*costs[:keep], *draw(_costs())]
+
+
+@settings(max_examples=120, deadline=None, database=None)
+@given(
+    st.data(),
+    _costs(),
+    st.integers(0, 6),
+    st.integers(0, 4),
+    st.integers(0, 9),
+    st.lists(st.integers(0, 90), max_size=30).map(sorted),
+)
+def test_a_trail_grown_from_the_last_equals_the_per_message_walk(
+    data, first, keep, batch, lead, ends
+):
+    """``trail`` walks only from the last mark before the first cost that is not
+    the very same object; three histories in a row, each an edit of the last
+    (cut back anywhere, then new costs), equal the walk of every message."""
+    held = None
+    costs = first
+    with patch.object(_peak, "SPACING", data.draw(st.integers(1, 5))):
+        for _ in range(3):
+            got = trail(costs, keep, batch, lead, held)
+            ref_saved: list[int] = [0]
+            ref_settled: list = []
+            raw, _ = _reference(
+                costs, keep, batch, lead, ref_saved, 0, ref_settled, ends
+            )
+            assert (got.raw, list(got.saved)) == (raw, ref_saved)
+            at = [(s, d, bisect_left(ends, i)) for s, d, i in got.settled]
+            assert at == ref_settled
+            assert all(not costs[i][2] for i, *_ in got.marks)  # no open call
+            held, costs = got, data.draw(_edit(costs))

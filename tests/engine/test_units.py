@@ -6,6 +6,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Sequence
 from itertools import accumulate
+from unittest.mock import patch
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -18,7 +19,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_guard.engine import _units
+from langchain_context_guard.engine import _peak, _units
 from langchain_context_guard.engine._compress import callers, compress_boundary
 from langchain_context_guard.engine._messages import MARKER_KEY, is_user
 from langchain_context_guard.engine._stages import (
@@ -251,3 +252,101 @@ def test_carried_at_equals_fresh_results_that_read_back(before, extra, data):
     held = (before, [_with_callers(before, i) for i in range(len(before))])
     assert carried_at(after, held, _with_callers) == fresh
     assert carried_at(after, None, _with_callers) == fresh
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.text(alphabet="SUATO", max_size=60),
+    st.lists(st.text(alphabet="SUATTO", max_size=30), min_size=1, max_size=4),
+    st.booleans(),
+    st.data(),
+)
+def test_units_grown_from_held_ones_equal_fresh_ones(
+    first, more, keep_first_user, data
+):
+    """``units_from(..., held)``: a history extended (new users, systems, stray
+    results after a kept user...) or replaced, call after call, gives the units
+    read afresh."""
+    codes = first
+    held = (codes, _units.units_from(codes, keep_first_user))
+    for extra in more:
+        codes = codes + extra if data.draw(st.booleans()) else extra
+        got = _units.units_from(codes, keep_first_user, held)
+        assert got == _units.units_from(codes, keep_first_user)
+        held = (codes, got)
+
+
+@SETTINGS
+@given(HISTORIES, st.booleans())
+def test_kept_positions_from_the_protected_equal_the_set_difference(
+    history, keep_first_user
+):
+    codes = _units.kinds(history)
+    units = _units.units_from(codes, keep_first_user)
+    kept = _units.protected(codes, keep_first_user)
+    for dropped in range(len(units) + 1):
+        fast = _units.kept_positions(units, dropped, len(history), kept)
+        assert fast == _units.kept_positions(units, dropped, len(history))
+
+
+@st.composite
+def _message_costs(draw, messages):
+    out = []
+    for m in messages:
+        cost = draw(st.integers(1, 30))
+        result = isinstance(m, ToolMessage)
+        twin = draw(st.sampled_from([0, 5, 35])) if result else 0
+        out.append((cost, draw(st.integers(-5, cost)), result, twin))
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    HISTORIES,
+    st.lists(HISTORIES, min_size=1, max_size=3),
+    st.data(),
+    st.sampled_from([0, 1, 6]),
+    st.sampled_from([0, 1, 3]),
+    st.sampled_from([None, 1, 2]),
+)
+def test_a_plan_grown_from_the_last_equals_a_fresh_one(
+    first, more, data, keep, batch, turn_limit
+):
+    """``plan_cut(..., held=last plan)`` over histories cut back anywhere and
+    grown (the kept messages and costs the very same objects, a cost changed
+    now and then), at the same or another grid step: the plan made afresh."""
+    history = first
+    costs = data.draw(_message_costs(history))
+    step = st.sampled_from([0.0, 0.5, 7.0, 40.0])
+    now = {"keep": keep, "batch": batch, "turn_limit": turn_limit}
+    now |= {"quantum": data.draw(step), "keep_first_user": True, "lead": 0}
+    plan, _ = plan_cut(history, costs, **now)
+    with patch.object(_peak, "SPACING", data.draw(st.integers(1, 4))):
+        for extra in more:
+            cut = data.draw(st.integers(0, len(history)))
+            history = history[:cut] + extra
+            costs = costs[:cut] + data.draw(_message_costs(extra))
+            if costs and data.draw(st.booleans()):
+                i = data.draw(st.integers(0, len(costs) - 1))
+                costs[i] = (costs[i][0] + 1, *costs[i][1:])
+            if data.draw(st.integers(0, 3)) == 0:  # now and then, another setting
+                now |= {
+                    "quantum": data.draw(step),
+                    "keep_first_user": data.draw(st.booleans()),
+                    "lead": data.draw(st.sampled_from([0, 7])),
+                }
+            got, sizes = plan_cut(history, costs, held=plan, **now)
+            ref, fresh = plan_cut(history, costs, **now)
+            assert got.units == ref.units
+            assert (got.grid, got.settled, got.limit) == (
+                ref.grid,
+                ref.settled,
+                ref.limit,
+            )
+            assert list(got.protected) == list(ref.protected)
+            assert (sizes.raw, sizes.saved, sizes.peak) == (
+                fresh.raw,
+                fresh.saved,
+                fresh.peak,
+            )
+            plan = got
