@@ -3,7 +3,8 @@
 Each pruning re-sends the kept prompt at full price; between prunings the prompt
 grows by appending, billed at the cache rate. A shallow cut keeps more context but
 prunes more often; ``prune_share`` picks the share where one more kept token would
-bill as much as an uncached one (``GuardPolicy.prune_to`` says the figures).
+bill as much as an uncached one (``GuardPolicy.prune_to`` says the figures), and
+``cycle_cost`` weighs two cuts that whole turns leave on either side of it.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ MIN_PRUNE_SHARE = 0.3
 """The shallowest share ``prune_share`` prunes to, however fast a history grows."""
 _CACHE_RATE = 0.1
 """Share of the list price a cached prompt prefix bills (the cost model's c)."""
+_VALUE = 1.0
+"""Worth of one token of context sent with a call, in uncached input tokens (V)."""
 
 
 def prune_share(
@@ -37,8 +40,22 @@ def prune_share(
     g = growth(body, history)
     if g is None or budget <= 0:
         return most
-    share = 1 - math.sqrt(2 * g / ((1 - _CACHE_RATE) * budget))
+    share = 1 - math.sqrt(2 * g / ((_VALUE - _CACHE_RATE) * budget))
     return max(min(share, most), min(MIN_PRUNE_SHARE, most))
+
+
+def cycle_cost(kept: float, g: float, budget: int) -> float:
+    """Net cost per model call of pruning to ``kept`` tokens (lower is better).
+
+    From ``kept`` the prompt grows ``g`` a call up to ``budget``, so the pruning's
+    full-price re-send of ``kept`` spreads over ``(budget - kept) / g`` calls;
+    every call sends on average ``(budget + kept) / 2`` tokens of context, billed
+    at the cache rate c and worth V each: ``kept g / (budget - kept) - (V - c)
+    (budget + kept) / 2``. ``prune_share`` is this function's minimum; when whole
+    turns leave a cut on either side of it, the lower cost is the better cut.
+    """
+    room = max(budget - kept, 1.0)
+    return kept * g / room - (_VALUE - _CACHE_RATE) * (budget + kept) / 2
 
 
 def growth(body: int, history: Sequence[BaseMessage]) -> float | None:

@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ._depth import growth
+from ._depth import cycle_cost, growth
 from ._errors import BudgetExceededError
 from ._passes import PASSES
 from ._pipeline import Memo, Record, Run, Setting
@@ -55,14 +55,15 @@ def _nearer(
     key: tuple[Any, ...],
     done: tuple[Run, Record | None],
 ) -> tuple[Run, Record | None]:
-    """The cut nearest the target, from below or above.
+    """The better of the cuts on either side of the target, by the cost model.
 
     Whole turns go, so the first cut within the target falls below it by up to
     a turn; an average turn is the history's growth per call (``_depth.growth``),
     the cost model's g. A cut short by more than that had a larger turn in the
     way (one just before the kept ones can leave little but the task): the cut
-    as far above the target is tried too (within the budget), and the one
-    keeping more is taken, as it misses the target by no more.
+    as far above the target is tried too (within the budget), and the one with
+    the lower ``cycle_cost`` is taken. Above, more context is kept; but the next
+    pruning, which re-sends the prompt at full price, comes sooner.
     """
     short = setting.budget - done[0].now
     turn = growth(scan[0], original)
@@ -72,7 +73,11 @@ def _nearer(
     first = done[0]
     before = first.steps[: PASSES.index("trim")]  # the passes before the trim
     alt = _run(original, scan, wider, record, key, False, True, first.memo, before)
-    return alt if alt is not None and alt[0].now > first.now else done
+    if alt is None or alt[0].now <= first.now:
+        return done
+    g, budget = turn * setting.gauge.scale, key[2]
+    below, above = cycle_cost(first.now, g, budget), cycle_cost(alt[0].now, g, budget)
+    return alt if above < below else done
 
 
 def _run(

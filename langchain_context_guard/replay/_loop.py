@@ -199,9 +199,9 @@ def _replay_one(
         start = time.perf_counter()
         failed = False
         try:
-            sent, extra = strategy.prompt(history)
+            sent, extra, output = strategy.prompt(history)
         except Exception:  # the agent's call fails: count it, send the history
-            sent, extra, failed = history, 0, True
+            sent, extra, output, failed = history, 0, 0, True
         tally.errors += failed
         tally.overhead_ms.append(1000 * (time.perf_counter() - start))
         infos = [measure(m) for m in sent]
@@ -212,6 +212,7 @@ def _replay_one(
         previous = keys
         tally.tokens.append(size)
         tally.spent.append(call.scale * extra)
+        tally.output.append(call.scale * output)
         tally.billed.append(call.scale * (billed_input(tokens, cached) + extra))
         tally.over_budget += failed or size > budget
         tally.bad_pairing += bool(tool_pairing_errors(sent))

@@ -21,6 +21,12 @@ from ..engine._tokens import TiktokenCounter
 
 CACHE_RATE = 0.1
 """Share of the list price billed for a cached prompt prefix."""
+OUTPUT_RATE = 4.0
+"""Price of an output token in input tokens, for the summary calls' replies.
+
+The lowest ratio among the providers the replay models (GPT-4.1 $2 / $8 per
+million, Claude Sonnet $3 / $15, Gemini 2.5 Flash $0.30 / $2.50), so a strategy
+that calls a summary model is charged at least what it costs."""
 COUNTERS = ("tiktoken", "tiktoken+usage", "approximate", "approximate+usage")
 """Counters whose error against the provider's ``prompt_tokens`` is measured."""
 

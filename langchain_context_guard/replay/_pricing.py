@@ -161,7 +161,7 @@ def price_replay(
                 previous: list[tuple[str, ...]] = []
                 lived = list(messages)
                 for k in _calls(messages):
-                    sent, _ = strategy.prompt(lived[:k])
+                    sent, *_ = strategy.prompt(lived[:k])
                     measured = [size(m) for m in sent]
                     lived[k] = _fed_back(
                         messages[k],

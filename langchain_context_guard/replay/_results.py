@@ -6,7 +6,7 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
-from ._metrics import CACHE_RATE, percentile
+from ._metrics import CACHE_RATE, OUTPUT_RATE, percentile
 
 
 @dataclass
@@ -33,6 +33,9 @@ class Tally:
     tokens: list[float] = field(default_factory=list)
     billed: list[float] = field(default_factory=list)
     spent: list[float] = field(default_factory=list)
+    """Input tokens of the strategy's own summary calls (also in ``billed``)."""
+    output: list[float] = field(default_factory=list)
+    """Output tokens of those calls (billed at ``OUTPUT_RATE`` in ``total``)."""
     overhead_ms: list[float] = field(default_factory=list)
 
     def summary(
@@ -40,6 +43,7 @@ class Tally:
     ) -> dict[str, Any]:
         """The figures as a flat JSON-ready dict."""
         billed = sum(self.billed)
+        total = billed + OUTPUT_RATE * sum(self.output)
         budget = self.window - self.reserve
         errs = counter_errors.get(self.counter, [])
         return {
@@ -59,6 +63,11 @@ class Tally:
             "input_tokens": round(sum(self.tokens) + sum(self.spent)),
             "billed_input": round(billed),
             "billed_vs_none": round(billed / none_billed, 4) if none_billed else None,
+            "summary_output_tokens": round(sum(self.output)),
+            "billed_with_output": round(total),
+            "with_output_vs_none": (
+                round(total / none_billed, 4) if none_billed else None
+            ),
             "evidence_seen": self.evidence_seen,
             "evidence_kept": self.evidence_kept,
             "content_evidence_pct": _share(self.content_kept, self.evidence_seen),
@@ -104,6 +113,7 @@ class ReplayResult:
             "transcripts": len(self.calls_per_transcript),
             "calls": sum(self.calls_per_transcript.values()),
             "cache_rate": CACHE_RATE,
+            "output_rate": OUTPUT_RATE,
             "usage_feedback": self.usage_feedback,
             "results": self.rows(),
             "counters": [
@@ -128,15 +138,17 @@ def format_table(result: ReplayResult) -> str:
     "content ev." is the headline evidence figure (only text sent from the
     history counts), "line ev." the share whose first line is still sent
     verbatim, "notes incl." the older figure that also counts the library's notes.
+    "billed vs none" is input only (the summary calls' input included); "+ summary
+    out" adds their replies at ``OUTPUT_RATE`` input tokens each.
     """
     head = (
         "| window | strategy | over budget | bad pairs | no task | input tok "
-        "| billed tok | billed vs none | content ev. | line ev. | notes incl. "
-        "| needles | counter err med/p90 | overhead ms |"
+        "| billed tok | billed vs none | + summary out | content ev. | line ev. "
+        "| notes incl. | needles | counter err med/p90 | overhead ms |"
     )
-    lines = [head, "|" + "---|" * 14]
+    lines = [head, "|" + "---|" * 15]
     for r in result.rows():
-        ratio = r["billed_vs_none"]
+        ratio, total = r["billed_vs_none"], r["with_output_vs_none"]
         err = "-"
         if r["counter_median_error_pct"] is not None:
             err = (
@@ -156,7 +168,8 @@ def format_table(result: ReplayResult) -> str:
             str(r["task_missing"]),
             f"{r['input_tokens'] / 1e6:.2f}M",
             f"{r['billed_input'] / 1e6:.2f}M",
-            f"{ratio:.2f}x" if ratio is not None else "-",
+            f"{ratio:.3f}x" if ratio is not None else "-",
+            f"{total:.3f}x" if total is not None else "-",
             _cell(r["content_evidence_pct"], 2),
             _cell(r["line_evidence_pct"]),
             _cell(r["evidence_retention_pct"]),

@@ -59,6 +59,8 @@ class ScriptedSummarizer(BaseChatModel):
     max_chars: int = 2_000
     prompts: list[str] = Field(default_factory=list)
     """Every prompt received (the summary calls' input)."""
+    replies: list[str] = Field(default_factory=list)
+    """Every reply written (the summary calls' output)."""
 
     @property
     def _llm_type(self) -> str:
@@ -85,11 +87,19 @@ class ScriptedSummarizer(BaseChatModel):
                 lines.append(name)
                 size += len(name) + 1
         reply = AIMessage("\n".join(lines))
+        self.replies.append(reply.text)
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
+    def take_spent(self, tokens: Callable[[str], int]) -> tuple[int, int]:
+        """Input and output tokens of the calls since the last take; forgets them."""
+        spent = sum(map(tokens, self.prompts)), sum(map(tokens, self.replies))
+        del self.prompts[:], self.replies[:]
+        return spent
 
-Prompt = tuple[list[BaseMessage], int]
-"""What a strategy sends for one call, and extra input tokens it spent (tiktoken)."""
+
+Prompt = tuple[list[BaseMessage], int, int]
+"""What a strategy sends for one call, and the input and output tokens its own
+model calls spent on the way (summaries; tiktoken)."""
 
 
 class Strategy:
@@ -104,7 +114,7 @@ class Strategy:
 
     def prompt(self, history: list[BaseMessage]) -> Prompt:
         """The messages sent for a call whose history is ``history``."""
-        return history, 0
+        return history, 0, 0
 
 
 class TrimMessages(Strategy):
@@ -127,7 +137,7 @@ class TrimMessages(Strategy):
             include_system=True,
             allow_partial=False,
         )
-        return sent, 0
+        return sent, 0, 0
 
 
 class StickyCut(Strategy):
@@ -176,7 +186,7 @@ class StickyCut(Strategy):
                 start += 1
         self.cut = start
         self.last = fixed + sum(sizes[start:])
-        return [*head, *history[start:]], 0
+        return [*head, *history[start:]], 0, 0
 
 
 class Summarization(Strategy):
@@ -209,15 +219,12 @@ class Summarization(Strategy):
         new: list[Any] = rest[self.seen :]
         self.state = cast(list[Any], add_messages(self.state, new))
         self.seen = len(rest)
-        calls = len(self.model.prompts)
         update = self.middleware.before_model(
             cast(Any, {"messages": self.state}), cast(Any, None)
         )
         if update:
             self.state = cast(list[Any], add_messages(self.state, update["messages"]))
-        extra = sum(map(self._text_tokens, self.model.prompts[calls:]))
-        del self.model.prompts[:]
-        return [*system, *self.state], extra
+        return [*system, *self.state], *self.model.take_spent(self._text_tokens)
 
 
 class ContextEditing(Strategy):
@@ -254,7 +261,7 @@ class ContextEditing(Strategy):
             state=cast(Any, {"messages": rest}),
         )
         self.middleware.wrap_model_call(request, handler)
-        return [*system, *sent], 0
+        return [*system, *sent], 0, 0
 
 
 class Guard(Strategy):
@@ -269,7 +276,7 @@ class Guard(Strategy):
 
     def prompt(self, history: list[BaseMessage]) -> Prompt:
         """Send what the guard prepares."""
-        return self.guard.prepare(history).messages, 0
+        return self.guard.prepare(history).messages, 0, 0
 
 
 class GuardCompaction(Strategy):
@@ -304,13 +311,11 @@ class GuardCompaction(Strategy):
         """Append the new messages, compact if due, and prepare the state."""
         self.state = [*self.state, *history[self.seen :]]
         self.seen = len(history)
-        calls = len(self.model.prompts)
         if self.compactor.should_compact(self.state):
             with contextlib.suppress(ContextGuardError):
                 self.state = self.compactor.compact(self.state).messages
-        extra = sum(map(self._text_tokens, self.model.prompts[calls:]))
-        del self.model.prompts[:]
-        return self.compactor.guard.prepare(self.state).messages, extra
+        spent = self.model.take_spent(self._text_tokens)
+        return self.compactor.guard.prepare(self.state).messages, *spent
 
 
 def _split_system(

@@ -6,7 +6,12 @@ import math
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_context_guard.engine._depth import MIN_PRUNE_SHARE, growth, prune_share
+from langchain_context_guard.engine._depth import (
+    MIN_PRUNE_SHARE,
+    cycle_cost,
+    growth,
+    prune_share,
+)
 
 
 def _history(calls: int) -> list[BaseMessage]:
@@ -41,3 +46,16 @@ def test_a_larger_budget_keeps_a_larger_share() -> None:
 def test_growth_is_the_history_per_assistant_message() -> None:
     assert growth(6_000, _history(3)) == 2_000
     assert growth(6_000, _history(0)) is None
+
+
+def test_the_cycle_cost_is_lowest_at_the_share_the_model_picks() -> None:
+    budget, calls, g = 28_000, 40, 900.0
+    best = prune_share(1.0, int(calls * g), _history(calls), budget) * budget
+    costs = {kept: cycle_cost(kept, g, budget) for kept in range(0, budget, 250)}
+    assert abs(min(costs, key=costs.__getitem__) - best) <= 250
+
+
+def test_a_prompt_near_the_budget_costs_more_when_the_history_grows_fast() -> None:
+    # Kept at 95% of the budget, the prompt is re-sent again within a call or two.
+    assert cycle_cost(19_000, 1_500, 20_000) > cycle_cost(500, 1_500, 20_000)
+    assert cycle_cost(19_000, 50, 20_000) < cycle_cost(500, 50, 20_000)

@@ -13,34 +13,47 @@ from tests.engine._support import ai, call, lines, result
 COUNTER = TiktokenCounter()
 
 
-def _big_turn_history():
+def _big_turn_history(big: int, turns: int, size: int):
     history = [SystemMessage("s", id="s"), HumanMessage("Fix the bug.", id="t")]
-    for k in range(20):
+    for k in range(turns):
         history += [
             ai(call(f"c{k}"), content=f"step {k}", id=f"a{k}"),
-            result(f"c{k}", lines(40), id=f"r{k}"),
+            result(f"c{k}", lines(size), id=f"r{k}"),
         ]
     return [
         *history,
-        AIMessage(lines(1_700, prefix="big"), id="big"),  # no command: one turn
+        AIMessage(lines(big, prefix="big"), id="big"),  # no command: one turn
         HumanMessage("Run one command.", id="u"),
         ai(call("z"), content="last", id="az"),
         result("z", "ok", id="rz"),
     ]
 
 
-@pytest.mark.parametrize("near", [True, False])
-def test_a_pruning_far_short_of_its_target_takes_the_cut_above(monkeypatch, near):
+@pytest.mark.parametrize(
+    ("turns", "size", "above"),
+    [(60, 10, True), (20, 40, False)],
+    ids=["slow-growth-keeps-the-large-turn", "fast-growth-drops-it"],
+)
+def test_a_pruning_far_short_of_its_target_weighs_the_cut_above(turns, size, above):
     # Reaching the target means dropping the large turn before the latest one,
-    # which leaves far less than the target; the cut above keeps it and misses
-    # the target by no more.
-    if not near:  # as if every turn were huge: no miss is large enough
-        monkeypatch.setattr(_prune, "growth", lambda body, history: 1e9)
+    # which leaves little but the task; the cut above keeps it, nearly at the
+    # budget. The cost model takes the cut above only while the history grows
+    # slowly enough for that prompt to be reused for a few calls.
     policy = GuardPolicy(context_window=24_000, reserve_tokens=4_000)
-    history = _big_turn_history()
+    history = _big_turn_history(1_500 if above else 1_700, turns, size)
     out = ContextGuard(policy, token_counter=COUNTER).prepare(history)
     ids = [m.id for m in out.messages]
     assert out.report.tokens_before > out.report.budget >= out.report.tokens_after
     assert ids[:2] == ["s", "t"] and ids[-3:] == ["u", "az", "rz"]
-    assert ("big" in ids) is near
-    assert (out.report.tokens_after > 10_000) is near
+    assert ("big" in ids) is above
+    assert (out.report.tokens_after > 10_000) is above
+
+
+def test_without_a_large_miss_the_cut_below_stands(monkeypatch):
+    # As if every turn were huge: no miss is larger than an average turn.
+    monkeypatch.setattr(_prune, "growth", lambda body, history: 1e9)
+    policy = GuardPolicy(context_window=24_000, reserve_tokens=4_000)
+    out = ContextGuard(policy, token_counter=COUNTER).prepare(
+        _big_turn_history(1_500, 60, 10)
+    )
+    assert "big" not in [m.id for m in out.messages]

@@ -18,6 +18,7 @@ from langchain_context_guard import MARKER_KEY, ContextGuard, GuardPolicy
 from langchain_context_guard.engine._text import compress_lines, truncate_text
 from langchain_context_guard.replay._command import (
     DISTANCES,
+    Prompt,
     StickyCut,
     Strategy,
     TiktokenCounter,
@@ -96,12 +97,12 @@ class _DigestOnly(Strategy):
 
     name = "digest_only"
 
-    def prompt(self, history: list[BaseMessage]) -> tuple[list[BaseMessage], int]:
+    def prompt(self, history: list[BaseMessage]) -> Prompt:
         names = " ".join(str(m.content) for m in history)
         note = HumanMessage(
             names, id="note", additional_kwargs={MARKER_KEY: {"kind": "digest"}}
         )
-        return [history[0], note], 0
+        return [history[0], note], 0, 0
 
 
 def test_a_note_naming_identifiers_counts_only_as_notes_included(
@@ -168,7 +169,7 @@ def test_sticky_cut_keeps_its_cut_until_over_then_halves() -> None:
     cuts = []
     for k in range(60):
         history += [_call(k, f"cat pkg/mod_{k}.py"), _result(k, "word " * 60)]
-        sent, _ = cut.prompt(history)
+        sent, *_ = cut.prompt(history)
         assert sent[:2] == history[:2]
         assert not isinstance(sent[2], ToolMessage)
         size = sum(map(counter.count_message, sent))

@@ -166,14 +166,16 @@ def test_summarization_keeps_its_summary_in_state_between_calls() -> None:
     strategy = Summarization(16_000, 3_000, TiktokenCounter())
     calls = [k for k, m in enumerate(history) if isinstance(m, AIMessage)]
     sent: list[BaseMessage] = []
-    spent = 0
+    spent = written = 0
     for k in calls:
-        sent, extra = strategy.prompt(history[:k])
+        sent, extra, output = strategy.prompt(history[:k])
         spent += extra
+        written += output
     assert len(sent) < len(history)
     assert isinstance(sent[0], SystemMessage)
     assert "summary of the conversation" in sent[1].text
     assert spent > 0  # the summary calls' own input counts
+    assert 0 < written < spent  # and their replies, billed as output
     assert tool_pairing_errors(sent) == []
 
 
@@ -184,15 +186,15 @@ def test_summarization_middleware_summarizes_tool_runs_into_a_placeholder() -> N
     strategy = Summarization(16_000, 14_000, TiktokenCounter())
     for k, m in enumerate(history):
         if isinstance(m, AIMessage):
-            sent, extra = strategy.prompt(history[:k])
-            assert extra == 0
+            sent, extra, output = strategy.prompt(history[:k])
+            assert extra == output == 0
     assert "too long to summarize" in sent[1].text
 
 
 def test_context_editing_clears_old_tool_results_on_the_request() -> None:
     history = next(iter(transcripts(1).values()))
     strategy = ContextEditing(16_000)
-    sent, _ = strategy.prompt(history)
+    sent, *_ = strategy.prompt(history)
     results = [m for m in sent if isinstance(m, ToolMessage)]
     assert [m.text for m in results[:-3]] == ["[cleared]"] * (len(results) - 3)
     assert all(m.text != "[cleared]" for m in results[-3:])
@@ -268,6 +270,10 @@ def test_replay_of_two_shared_transcripts() -> None:
     result = replay(load_paths(files), windows=[32_000])
     rows = {r["strategy"]: r for r in result.rows()}
     assert rows["none"]["billed_vs_none"] == 1.0
+    # Only a strategy that calls a summary model pays for output.
+    assert rows["guard"]["billed_with_output"] == rows["guard"]["billed_input"]
+    summary = rows["summarization"]
+    assert summary["billed_with_output"] >= summary["billed_input"]
     assert rows["guard"]["bad_pairing"] == 0
     assert 0 < rows["guard"]["evidence_retention_pct"] <= 100
 
