@@ -11,7 +11,6 @@ from langchain_core.messages import BaseMessage
 
 from ._anchor import Gauge, make_gauge, scan_history, sent_key
 from ._cold import count_new
-from ._depth import prune_share
 from ._errors import ConfigError, InvalidInputError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
 from ._handover import export_state, restore_state
@@ -288,13 +287,10 @@ class ContextGuard:
             if policy.digest
             else 0
         )
-        target = budget
-        if policy.stable_prefix and held(gauge, body, len(original)) > budget:
-            share = prune_share(policy.prune_to, body, original, budget)
-            target = min(int(share * budget) + cap, budget)
-        exact = target < budget
+        # A pruning: ``prune`` cuts to the cost model's share of the budget.
+        deep = policy.stable_prefix and held(gauge, body, len(original)) > budget
         setting = Setting(
-            policy, target, info.tokens, turn_limit, count, gauge, cap, exact, prime
+            policy, budget, info.tokens, turn_limit, count, gauge, cap, deep, prime
         )
         scan = (body, usage_at, usage_body)
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)

@@ -65,6 +65,8 @@ class Setting:
     prime: Callable[[Sequence[BaseMessage]], None] | None = None
     """Counts many messages at once (``TiktokenCounter.prime``), if the counter can
     and a first run's rewrites are not counted yet (``_cold.first_batch``)."""
+    growth: float | None = None
+    """A pruning's recent growth per model call (``_depth.growth``), if known."""
 
 
 Memo = dict[str, Any]
@@ -140,9 +142,9 @@ class Run:
         body = sum(map(self.setting.count, messages)) + self._lead_extra(messages)
         return self.setting.gauge.planned(body, intact)
 
-    def run(self) -> list[BaseMessage]:
-        """Every pass, in the order of ``PASSES``; returns the messages to send."""
-        for kind in PASSES:
+    def run(self, until: int = len(PASSES)) -> list[BaseMessage]:
+        """The passes, in the order of ``PASSES`` (the first ``until`` of them)."""
+        for kind in PASSES[:until]:
             same = self._same(kind)
             if same is not None:
                 self._add(same)

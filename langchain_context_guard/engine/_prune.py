@@ -2,8 +2,8 @@
 
 ``ContextGuard.prepare`` calls ``prune`` when the stable prefix cannot be reused:
 it runs the passes (``_pipeline.Run``, growing the previous call's steps from
-``record`` when the history only grew) at the target, then at the full budget,
-then without room for the digest; the last try's ``BudgetExceededError``
+``record`` when the history only grew) at the target (``_depth``), then at the
+full budget, then without room for the digest; the last try's ``BudgetExceededError``
 propagates. A pruning that falls well short of its target is weighed against
 the cut just above it (``_nearer``).
 """
@@ -16,7 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ._depth import cycle_cost, growth
+from ._depth import cycle_cost, growth, prune_share
 from ._errors import BudgetExceededError
 from ._passes import PASSES
 from ._pipeline import Memo, Record, Run, Setting
@@ -32,19 +32,60 @@ def prune(
     key: tuple[Any, ...],
     enabled: bool,
 ) -> tuple[Run, Record | None]:
-    """The run that fits, and the record to keep for the next call (or None)."""
+    """The run that fits, and the record to keep for the next call (or None).
+
+    ``setting.exact`` asks for a pruning to the cost model's depth: ``budget``
+    is then the full budget, and the target is found here (``_target``).
+    """
+    before: Sequence[Step] | None = None
+    if setting.exact and enabled:
+        setting, before = _target(original, scan, setting, record, key)
     tries = [setting]
     if setting.exact:
         tries.append(replace(setting, budget=key[2], exact=False))
     if setting.digest:
         tries.append(replace(tries[-1], digest=0))
     for n, attempt in enumerate(tries, start=1):
-        done = _run(original, scan, attempt, record, key, n == len(tries), enabled)
+        last = n == len(tries)
+        done = _run(original, scan, attempt, record, key, last, enabled, None, before)
         if done is not None:
             if not (attempt.exact and enabled):
                 return done
             return _nearer(original, scan, attempt, record, key, done)
     raise AssertionError("the last try raises")  # pragma: no cover
+
+
+_COMPRESS = PASSES.index("compress")
+"""The passes before it (sanitize, repair, truncate) do not depend on the budget."""
+
+
+def _target(
+    original: list[BaseMessage],
+    scan: tuple[int, int, int],
+    setting: Setting,
+    record: Record | None,
+    key: tuple[Any, ...],
+) -> tuple[Setting, Sequence[Step] | None]:
+    """The setting at the cost model's depth, and the steps that found it.
+
+    The growth per call is the history as the prompt holds it: the passes up to
+    the truncation run first (grown from ``record``'s, so only new messages cost)
+    and their tokens, over the assistant messages, are the model's g. Those
+    steps do not depend on the budget; unless the record has them too, the
+    first try takes them as they are.
+    """
+    steps = None
+    if record is not None and record.key[: len(key)] == key:
+        steps = record.steps[:_COMPRESS]
+    memo = record.memo if record is not None and record.key[:2] == key[:2] else None
+    head = Run(original, scan[0], setting, steps, memo)
+    head.run(_COMPRESS)
+    g = growth(head.body, original)
+    budget = setting.budget
+    target = min(int(prune_share(setting.policy.prune_to, g, budget) * budget), budget)
+    target = min(target + setting.digest, budget)
+    deeper = replace(setting, budget=target, exact=target < budget, growth=g)
+    return deeper, (head.steps if steps is None else None)
 
 
 def _nearer(
@@ -58,7 +99,7 @@ def _nearer(
     """The better of the cuts on either side of the target, by the cost model.
 
     Whole turns go, so the first cut within the target falls below it by up to
-    a turn; an average turn is the history's growth per call (``_depth.growth``),
+    a turn; a recent turn is the history's growth per call (``_depth.growth``),
     the cost model's g. A cut short by more than that had a larger turn in the
     way (one just before the kept ones can leave little but the task): the cut
     as far above the target is tried too (within the budget), and the one with
@@ -66,7 +107,7 @@ def _nearer(
     pruning, which re-sends the prompt at full price, comes sooner.
     """
     short = setting.budget - done[0].now
-    turn = growth(scan[0], original)
+    turn = setting.growth
     if turn is None or short <= turn * setting.gauge.scale:
         return done
     wider = replace(setting, budget=min(setting.budget + short, key[2]))

@@ -18,28 +18,26 @@ def _history(calls: int) -> list[BaseMessage]:
     return [HumanMessage("task"), *(AIMessage(f"step {k}") for k in range(calls))]
 
 
-def test_without_assistant_messages_the_cap_is_used() -> None:
-    assert prune_share(0.7, 5_000, _history(0), 14_000) == 0.7
+def test_without_a_growth_figure_the_cap_is_used() -> None:
+    assert prune_share(0.7, None, 14_000) == 0.7
 
 
 def test_the_share_follows_the_cost_model_below_the_cap() -> None:
-    budget, calls, body = 28_000, 40, 40 * 900
+    budget = 28_000
     expected = 1 - math.sqrt(2 * 900 / (0.9 * budget))
-    share = prune_share(0.95, body, _history(calls), budget)
+    share = prune_share(0.95, 900, budget)
     assert share == expected
     assert 0.7 < share < 0.8
 
 
 def test_slow_growth_is_capped_and_fast_growth_floored() -> None:
-    assert prune_share(0.7, 10 * 50, _history(10), 120_000) == 0.7
-    assert prune_share(0.7, 10 * 9_000, _history(10), 17_000) == MIN_PRUNE_SHARE
-    assert prune_share(0.2, 10 * 9_000, _history(10), 17_000) == 0.2
+    assert prune_share(0.7, 50, 120_000) == 0.7
+    assert prune_share(0.7, 9_000, 17_000) == MIN_PRUNE_SHARE
+    assert prune_share(0.2, 9_000, 17_000) == 0.2
 
 
 def test_a_larger_budget_keeps_a_larger_share() -> None:
-    history = _history(30)
-    small = prune_share(1.0, 30 * 600, history, 14_000)
-    large = prune_share(1.0, 30 * 600, history, 28_000)
+    small, large = prune_share(1.0, 600, 14_000), prune_share(1.0, 600, 28_000)
     assert MIN_PRUNE_SHARE < small < large < 1
 
 
@@ -49,8 +47,8 @@ def test_growth_is_the_history_per_assistant_message() -> None:
 
 
 def test_the_cycle_cost_is_lowest_at_the_share_the_model_picks() -> None:
-    budget, calls, g = 28_000, 40, 900.0
-    best = prune_share(1.0, int(calls * g), _history(calls), budget) * budget
+    budget, g = 28_000, 900.0
+    best = prune_share(1.0, g, budget) * budget
     costs = {kept: cycle_cost(kept, g, budget) for kept in range(0, budget, 250)}
     assert abs(min(costs, key=costs.__getitem__) - best) <= 250
 
