@@ -77,10 +77,10 @@ class GuardPolicy(BaseModel):
         "(the newest, and those waiting for their batch), and together they must "
         "fit in what a pruning keeps (prune_to = 0.7 of the budget): 0.7 / 7. A "
         "larger result crowds older turns out and brings the next pruning, which "
-        "re-bills the prompt, forward. Replay at 16k (0.5 before): 98.45% content "
-        "evidence at 0.708x billed instead of 98.14% at 0.749x; 0.08 to 0.2 all "
-        "beat 0.5 on both (0.05: 97.49% at 0.660x); 32k: 0.860x instead of "
-        "0.866x, same evidence; 128k: unchanged.",
+        "re-bills the prompt, forward. Replay at 16k: 97.99% content evidence at "
+        "0.70x billed; 0.2: 96.65% at 0.73x; 0.5: 96.68% at 0.74x; 0.05: 97.56% "
+        "at 0.66x with 5 needle points fewer. 32k: 0.860x against 0.866x for 0.2 "
+        "and 0.5, same evidence; 128k: unchanged.",
     )
     dedupe_call_text: bool = Field(
         True,
@@ -121,8 +121,8 @@ class GuardPolicy(BaseModel):
         "message that made its call (its tool calls stay whole): the commands an "
         "agent ran hold most names it reuses, its prose most of its tokens, so "
         "old turns are kept as commands before whole turns are dropped. Replay: "
-        "98.45% / 99.92% content evidence at 0.71x / 0.86x billed (16k / 32k); "
-        "off: 96.89% / 99.81% at 0.73x / 0.89x.",
+        "97.99% / 99.92% content evidence at 0.70x / 0.86x billed (16k / 32k); "
+        "off: 96.60% / 99.74% at 0.71x / 0.88x.",
     )
     archived_results: bool = Field(
         False,
@@ -177,13 +177,15 @@ class GuardPolicy(BaseModel):
         "comes from a cost model (engine._depth.prune_share): a history growing g "
         "tokens a call, pruned from budget B to pB, bills per kept token of "
         "context 2g/((1-p)^2 B) + c (cache rate c = 0.1); worth it while below an "
-        "uncached token: p = 1 - sqrt(2g/(0.9B)), never below 0.3. On the shared "
-        "trajectories the model gives 0.58-0.73 at 16k (median 0.66: the cap "
-        "binds on a third of the prunings) and about 0.78 at 32k, where it always "
-        "binds. Replay, 16k / 32k content evidence and billed: 0.7 98.45% / "
-        "99.92% at 0.71x / 0.86x; 0.9 98.46% / 99.92% at 0.72x / 0.87x; 0.6 "
-        "98.22% / 99.92% at 0.69x / 0.85x. Not lowered to 0.6 for the bill: a "
-        "cap fitted to these files would show on others.",
+        "uncached token: p = 1 - sqrt(2g/(0.9B)), never below 0.3. g is the "
+        "history as the prompt holds it (after truncation) per assistant message, "
+        "the best predictor of the next cycle's growth of those tried. On the "
+        "shared trajectories the model gives 0.54-0.70 at 16k (median 0.68; the "
+        "cap binds on 22 of 56 prunings) and about 0.77 at 32k, where the cap "
+        "always binds. Replay, 16k / 32k content evidence and billed: 0.7 97.99% / "
+        "99.92% at 0.70x / 0.86x; 0.9 97.88% / 99.92% at 0.70x / 0.87x; 0.6 "
+        "97.65% / 99.92% at 0.68x / 0.85x. Not lowered for the 32k bill: a cap "
+        "fitted to these files would show on others.",
     )
     digest: bool = Field(
         False,
@@ -191,8 +193,8 @@ class GuardPolicy(BaseModel):
         "and the files and names they mentioned (no model call). Off by default: "
         "a list of names without their content is not content the agent can use, "
         "and the room it takes (digest_share of the budget) holds real turns "
-        "instead. Replay at 16k: without it 92.0% content evidence at 0.64x "
-        "billed, with it 91.5% at 0.69x (the note's own names excluded).",
+        "instead. Replay at 16k: without it 97.99% content evidence at 0.70x "
+        "billed, with it 97.80% at 0.71x (the note's own names excluded).",
     )
     digest_share: float = Field(
         0.15,
