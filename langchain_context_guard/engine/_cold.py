@@ -47,13 +47,15 @@ def rewrites(
     truncate: Callable[[BaseMessage], BaseMessage | None],
     compress: Rewrite,
     assistant: bool,
+    pairs: list[tuple[BaseMessage, BaseMessage]] | None = None,
 ) -> list[BaseMessage]:
     """The rewritten messages a first run over ``source`` counts (not ``source``'s).
 
     Assistant messages as truncation leaves them (no count needed: only tool
     results are cut to a token share) and, with ``assistant``, compressed; tool
     results compressed as they are (the few that truncation cuts are counted
-    when cut). Memoised rewrites: the run gets these very objects.
+    when cut). Memoised rewrites: the run gets these very objects. ``pairs``
+    gets each (message, rewrite of it) pair, for ``TiktokenCounter.prime``.
     """
     out: list[BaseMessage] = []
     for message in source:
@@ -63,21 +65,30 @@ def rewrites(
                 continue
             if kept is not message:
                 out.append(kept)
+                if pairs is not None:
+                    pairs.append((message, kept))
             if assistant and (short := compress(kept)) is not kept:
                 out.append(short)
         elif isinstance(message, ToolMessage):
             short = compress(message)
             if short is not message:
                 out.append(short)
+                if pairs is not None:
+                    pairs.append((message, short))
     return out
 
 
 def first_rewrites(
-    original: list[BaseMessage], policy: GuardPolicy, window: int, count: Count
+    original: list[BaseMessage],
+    policy: GuardPolicy,
+    window: int,
+    count: Count,
+    pairs: list[tuple[BaseMessage, BaseMessage]] | None = None,
 ) -> list[BaseMessage]:
     """The rewrites a first run of the passes over ``original`` counts."""
     truncate, compress = rewriters(policy, window, count)
-    return rewrites(original, truncate, compress, policy.compress_assistant_text)
+    assistant = policy.compress_assistant_text
+    return rewrites(original, truncate, compress, assistant, pairs)
 
 
 class CallCounts:
@@ -135,7 +146,9 @@ def count_new(
     if prime is None:
         return count, None, None
     if seen is None and fresh and policy.enabled:
-        counted = prime([*original, *first_rewrites(original, policy, window, count)])
+        pairs: list[tuple[BaseMessage, BaseMessage]] = []
+        again = first_rewrites(original, policy, window, count, pairs)
+        counted = prime([*original, *again], pairs)
         calls = CallCounts(count, counted)
         return calls, None, calls
     prime(original if seen is None else original[seen:])

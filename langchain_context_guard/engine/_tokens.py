@@ -20,11 +20,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from ._blocks import TOOL_CALL_OVERHEAD as TOOL_CALL_OVERHEAD
 from ._blocks import block_text, call_parts
+from ._encoding import EXACT_LIMIT, batch_lengths, counts_pieces, place
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
-from ._encoding import batch_lengths, place
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
 from ._messages import drop_oldest, sweep_dead
+from ._pieces import shared
 
 _SWEEP_FLOOR = 4_096
 _BATCH_MIN = 16
@@ -114,14 +115,18 @@ class TiktokenCounter:
         return count
 
     def prime(
-        self, messages: Sequence[BaseMessage]
+        self,
+        messages: Sequence[BaseMessage],
+        pairs: Sequence[tuple[BaseMessage, BaseMessage]] = (),
     ) -> tuple[list[BaseMessage], list[int]]:
         """Count the messages not counted yet, their texts encoded in one batch.
 
         On tiktoken's threads, with ``count_message``'s counts (a sum over texts;
         a short text, or the tool calls of a rewritten copy, the same list
-        object, is encoded once per batch). Returns the messages it counted and
-        their counts (flat lists: few objects for the garbage collector).
+        object, is encoded once per batch). ``pairs``: (message, rewrite) pairs
+        whose texts share a head or tail (``_pieces``), encoded once for both.
+        Returns the messages it counted and their counts (flat lists: few
+        objects for the garbage collector).
         """
         todo: dict[int, BaseMessage] = {}  # by content key
         texts: list[str] = []
@@ -132,8 +137,20 @@ class TiktokenCounter:
         shared: dict[int, tuple[int, tuple[int, ...]]] = {}  # by tool-call list id
         if self._lengths is None:
             return [], []
-        for message in self._uncounted(messages, todo):
+        queued = self._uncounted(messages, todo)
+        pieces = self._pieces(pairs, queued) if pairs else {}
+        placed: dict[int, int] = {}  # shared pieces' indices, by identity
+        for message in queued:
             flat, own = self._parts(message, calls=False)
+            split = pieces.get(id(message))
+            if split is not None:
+                own.remove(split[0])  # the content, counted as its pieces
+                for piece in split[1]:
+                    i = placed.get(id(piece))
+                    if i is None:
+                        i = placed[id(piece)] = len(texts)
+                        texts.append(piece)
+                    where.append(i)
             where.extend(place(own, texts, short))
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if calls:
@@ -159,6 +176,39 @@ class TiktokenCounter:
                 self._store(message, key, count, calls)
             self.encoded += len(counts)
         return list(todo.values()), counts
+
+    def _pieces(
+        self,
+        pairs: Sequence[tuple[BaseMessage, BaseMessage]],
+        queued: list[BaseMessage],
+    ) -> dict[int, tuple[str, list[str]]]:
+        """Each paired message's content and the pieces to count it from, by id.
+
+        Only pairs both in this batch, string contents within the exact limit,
+        a message in one pair at most, and an encoding ``_pieces.cut`` holds for.
+        """
+        out: dict[int, tuple[str, list[str]]] = {}
+        if not counts_pieces(self._length):
+            return out
+        ids = {id(m) for m in queued}
+        for a, b in pairs:
+            ta, tb = a.content, b.content
+            if (
+                id(a) not in ids
+                or id(b) not in ids
+                or id(a) in out
+                or id(b) in out
+                or not isinstance(ta, str)
+                or not isinstance(tb, str)
+                or max(len(ta), len(tb)) > EXACT_LIMIT
+            ):
+                continue
+            got = shared(ta, tb)
+            if got is not None:
+                head, mid_a, mid_b, tail = got
+                out[id(a)] = (ta, [p for p in (head, mid_a, tail) if p])
+                out[id(b)] = (tb, [p for p in (head, mid_b, tail) if p])
+        return out
 
     def _uncounted(
         self, messages: Sequence[BaseMessage], todo: dict[int, BaseMessage]
