@@ -19,6 +19,9 @@ text's before it, and the pieces after it are the rest's.
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
+
+from langchain_core.messages import BaseMessage
 
 _LETTERS = frozenset(string.ascii_letters)
 _REACH = 256
@@ -112,3 +115,35 @@ def shared(a: str, b: str) -> tuple[str, str, str, str] | None:
     if k + len(a) - ta < MIN_SHARED:
         return None
     return a[:k], a[k:ta], b[k:tb], a[ta:]
+
+
+def split_pairs(
+    pairs: Sequence[tuple[BaseMessage, BaseMessage]],
+    queued: Sequence[BaseMessage],
+    limit: int,
+) -> dict[int, tuple[str, list[str]]]:
+    """Each paired message's content and the pieces to count it from, by id.
+
+    Only pairs both ``queued``, string contents of at most ``limit`` characters
+    (longer ones are counted from samples), a message in one pair at most.
+    """
+    out: dict[int, tuple[str, list[str]]] = {}
+    ids = {id(m) for m in queued}
+    for a, b in pairs:
+        ta, tb = a.content, b.content
+        if (
+            id(a) not in ids
+            or id(b) not in ids
+            or id(a) in out
+            or id(b) in out
+            or not isinstance(ta, str)
+            or not isinstance(tb, str)
+            or max(len(ta), len(tb)) > limit
+        ):
+            continue
+        got = shared(ta, tb)
+        if got is not None:
+            head, mid_a, mid_b, tail = got
+            out[id(a)] = (ta, [p for p in (head, mid_a, tail) if p])
+            out[id(b)] = (tb, [p for p in (head, mid_b, tail) if p])
+    return out

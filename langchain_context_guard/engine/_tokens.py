@@ -25,7 +25,7 @@ from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
 from ._messages import drop_oldest, sweep_dead
-from ._pieces import shared
+from ._pieces import split_pairs
 
 _SWEEP_FLOOR = 4_096
 _BATCH_MIN = 16
@@ -138,7 +138,11 @@ class TiktokenCounter:
         if self._lengths is None:
             return [], []
         queued = self._uncounted(messages, todo)
-        pieces = self._pieces(pairs, queued) if pairs else {}
+        pieces = (
+            split_pairs(pairs, queued, EXACT_LIMIT)
+            if pairs and counts_pieces(self._length)
+            else {}
+        )
         placed: dict[int, int] = {}  # shared pieces' indices, by identity
         for message in queued:
             flat, own = self._parts(message, calls=False)
@@ -176,39 +180,6 @@ class TiktokenCounter:
                 self._store(message, key, count, calls)
             self.encoded += len(counts)
         return list(todo.values()), counts
-
-    def _pieces(
-        self,
-        pairs: Sequence[tuple[BaseMessage, BaseMessage]],
-        queued: list[BaseMessage],
-    ) -> dict[int, tuple[str, list[str]]]:
-        """Each paired message's content and the pieces to count it from, by id.
-
-        Only pairs both in this batch, string contents within the exact limit,
-        a message in one pair at most, and an encoding ``_pieces.cut`` holds for.
-        """
-        out: dict[int, tuple[str, list[str]]] = {}
-        if not counts_pieces(self._length):
-            return out
-        ids = {id(m) for m in queued}
-        for a, b in pairs:
-            ta, tb = a.content, b.content
-            if (
-                id(a) not in ids
-                or id(b) not in ids
-                or id(a) in out
-                or id(b) in out
-                or not isinstance(ta, str)
-                or not isinstance(tb, str)
-                or max(len(ta), len(tb)) > EXACT_LIMIT
-            ):
-                continue
-            got = shared(ta, tb)
-            if got is not None:
-                head, mid_a, mid_b, tail = got
-                out[id(a)] = (ta, [p for p in (head, mid_a, tail) if p])
-                out[id(b)] = (tb, [p for p in (head, mid_b, tail) if p])
-        return out
 
     def _uncounted(
         self, messages: Sequence[BaseMessage], todo: dict[int, BaseMessage]
