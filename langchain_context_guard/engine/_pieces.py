@@ -18,12 +18,18 @@ text's before it, and the pieces after it are the rest's.
 
 from __future__ import annotations
 
+import re
 import string
 from collections.abc import Sequence
 
 from langchain_core.messages import BaseMessage
 
 _LETTERS = frozenset(string.ascii_letters)
+_NOT_LETTER = r"[\x00-\x26\x28-\x40\x5b-\x60\x7b-\x7f]"  # ASCII, nor ' nor a letter
+_LETTER_BEFORE = re.compile(rf"[A-Za-z](?={_NOT_LETTER})")
+"""A cut just after the match (``cut``)."""
+_BEFORE_LETTER = re.compile(rf"{_NOT_LETTER}(?=[A-Za-z])")
+"""A cut just before the match, in a reversed text."""
 _REACH = 256
 """How far from the end of a shared head (start of a tail) a cut is looked for."""
 MIN_SHARED = 128
@@ -98,20 +104,17 @@ def shared(a: str, b: str) -> tuple[str, str, str, str] | None:
     count is the sum of its pieces'. None when they share too little.
     """
     k = _head(a, b)
-    s = _tail(a, b, min(len(a), len(b)) - k) if k < min(len(a), len(b)) else 0
-    low = max(k - _REACH, 0)
-    while k > low and not (cut(a, k) and cut(b, k)):
-        k -= 1
+    s = _tail(a, b, min(len(a), len(b)) - k)
     if not (cut(a, k) and cut(b, k)):
-        k = 0
+        # Within the shared head both texts have the same characters around a cut.
+        low = max(k - _REACH, 0)
+        found = _BEFORE_LETTER.search(a[low:k][::-1])
+        k = k - 1 - found.start() if found else 0
     ta, tb = len(a) - s, len(b) - s
-    top = min(s, _REACH)
-    shift = 0
-    while shift < top and not (cut(a, ta + shift) and cut(b, tb + shift)):
-        shift += 1
-    if not (cut(a, ta + shift) and cut(b, tb + shift)):
-        shift = s
-    ta, tb = ta + shift, tb + shift
+    if not (cut(a, ta) and cut(b, tb)):
+        found = _LETTER_BEFORE.search(a, ta, min(ta + _REACH, len(a)))
+        shift = found.start() + 1 - ta if found else s
+        ta, tb = ta + shift, tb + shift
     if k + len(a) - ta < MIN_SHARED:
         return None
     return a[:k], a[k:ta], b[k:tb], a[ta:]

@@ -186,11 +186,12 @@ class TiktokenCounter:
     ) -> list[BaseMessage]:
         """Messages with no count yet and not in ``todo``; added to it."""
         out = []
+        shared: dict[tuple[int, int], tuple[int, Any]] = {}  # a rewrite keeps its calls
         for message in messages:
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if self._known(message, calls) is not None:
                 continue
-            key = hash(content_key(message))
+            key = hash(content_key(message, shared))
             with self._lock:
                 if key in self._by_key or key in todo:
                     continue
@@ -289,8 +290,15 @@ class TiktokenCounter:
         return total
 
 
-def content_key(message: BaseMessage) -> tuple[Any, ...]:
-    """What a message's count depends on, hashed (for equal rebuilt messages)."""
+def content_key(
+    message: BaseMessage,
+    calls_seen: dict[tuple[int, int], tuple[int, Any]] | None = None,
+) -> tuple[Any, ...]:
+    """What a message's count depends on, hashed (for equal rebuilt messages).
+
+    ``calls_seen``: tool-call hashes by the identity of the lists, kept (with
+    the lists) by a caller that meets the same lists in several messages.
+    """
     content = message.content
     # ``repr`` is C-fast and, like ``json.dumps``, equal for equal data built
     # alike (a differently ordered copy only misses the cache).
@@ -301,8 +309,15 @@ def content_key(message: BaseMessage) -> tuple[Any, ...]:
     )
     calls: Any = ()
     if isinstance(message, AIMessage):
-        if message.tool_calls or message.invalid_tool_calls:
-            calls = hash(repr([message.tool_calls, message.invalid_tool_calls]))
+        lists = [message.tool_calls, message.invalid_tool_calls]
+        if lists[0] or lists[1]:
+            slot = (id(lists[0]), id(lists[1]))
+            got = calls_seen.get(slot) if calls_seen is not None else None
+            if got is None:
+                got = (hash(repr(lists)), lists)
+                if calls_seen is not None:
+                    calls_seen[slot] = got
+            calls = got[0]
         reasoning = message.additional_kwargs.get("reasoning_content")
         if isinstance(reasoning, str):
             calls = (calls, hash(reasoning))
