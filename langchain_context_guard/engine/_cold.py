@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -27,10 +27,44 @@ Rewrite = Callable[[BaseMessage], BaseMessage]
 Prime = Callable[[Sequence[BaseMessage]], Any]
 
 
-def rewriters(
-    policy: GuardPolicy, window: int, count: Count
-) -> tuple[Callable[[BaseMessage], BaseMessage | None], Rewrite]:
-    """One message truncated, and compressed, as the passes do it for ``window``."""
+Rewriters = tuple[Callable[[BaseMessage], BaseMessage | None], Rewrite]
+R = TypeVar("R")
+
+
+def rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
+    """One message truncated, and compressed, as the passes do it for ``window``.
+
+    Counting through a call's ``CallCounts``, the same two for the whole call,
+    each keeping its results by identity (most messages are rewritten by the
+    first batch, the passes and the trim plan: a table hit is cheaper than the
+    memo's).
+    """
+    if not isinstance(count, CallCounts):
+        return _rewriters(policy, window, count)
+    key = (id(policy), window)
+    got = count.rewriters.get(key)
+    if got is None:
+        truncate, compress = _rewriters(policy, window, count)
+        got = count.rewriters[key] = (_once(truncate), _once(compress))
+    return got
+
+
+def _once(rewrite: Callable[[BaseMessage], R]) -> Callable[[BaseMessage], R]:
+    """``rewrite``, its results kept by message identity (messages held)."""
+    seen: dict[int, tuple[BaseMessage, R]] = {}
+
+    def once(message: BaseMessage) -> R:
+        hit = seen.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        out = rewrite(message)
+        seen[id(message)] = (message, out)
+        return out
+
+    return once
+
+
+def _rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
     truncate = truncator(policy, policy.budget(window), count)
     compress = partial(
         compress_message,
@@ -102,11 +136,25 @@ class CallCounts:
     """
 
     def __init__(
-        self, count: Count, primed: tuple[list[BaseMessage], list[int]]
+        self, count: Count, primed: tuple[list[BaseMessage], list[int]] | None = None
     ) -> None:
         self._count = count
-        self._messages, self._counts = primed
-        self._at = {id(m): i for i, m in enumerate(self._messages)}
+        self._messages: list[BaseMessage] = []
+        self._counts: list[int] = []
+        self._at: dict[int, int] = {}
+        self.rewriters: dict[tuple[int, int], Rewriters] = {}
+        """This call's ``rewriters``, by policy identity and window."""
+        if primed is not None:
+            self.add(primed)
+
+    def add(self, primed: tuple[list[BaseMessage], list[int]]) -> None:
+        """Take ``prime``'s counts."""
+        messages, counts = primed
+        at, n = self._at, len(self._messages)
+        for i, m in enumerate(messages, start=n):
+            at[id(m)] = i
+        self._messages += messages
+        self._counts += counts
 
     def __call__(self, message: BaseMessage) -> int:
         """The count of ``message``, from this call's table when it is there."""
@@ -122,6 +170,7 @@ class CallCounts:
     def close(self) -> None:
         """Let the messages go."""
         self._messages, self._counts, self._at = [], [], {}
+        self.rewriters = {}
 
 
 def count_new(
@@ -147,9 +196,9 @@ def count_new(
         return count, None, None
     if seen is None and fresh and policy.enabled:
         pairs: list[tuple[BaseMessage, BaseMessage]] = []
-        again = first_rewrites(original, policy, window, count, pairs)
-        counted = prime([*original, *again], pairs)
-        calls = CallCounts(count, counted)
+        calls = CallCounts(count)
+        again = first_rewrites(original, policy, window, calls, pairs)
+        calls.add(prime([*original, *again], pairs))
         return calls, None, calls
     prime(original if seen is None else original[seen:])
     return count, prime, None
