@@ -50,15 +50,20 @@ def rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
 
 
 def _once(rewrite: Callable[[BaseMessage], R]) -> Callable[[BaseMessage], R]:
-    """``rewrite``, its results kept by message identity (messages held)."""
-    seen: dict[int, tuple[BaseMessage, R]] = {}
+    """``rewrite``, its results kept by message identity (messages held).
+
+    Two tables, no tuple per message: fewer objects for the garbage collector.
+    """
+    held: dict[int, BaseMessage] = {}
+    results: dict[int, R] = {}
 
     def once(message: BaseMessage) -> R:
-        hit = seen.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
+        key = id(message)
+        if held.get(key) is message:
+            return results[key]
         out = rewrite(message)
-        seen[id(message)] = (message, out)
+        held[key] = message
+        results[key] = out
         return out
 
     return once

@@ -124,13 +124,13 @@ def split_pairs(
     pairs: Sequence[tuple[BaseMessage, BaseMessage]],
     queued: Sequence[BaseMessage],
     limit: int,
-) -> dict[int, tuple[str, list[str]]]:
-    """Each paired message's content and the pieces to count it from, by id.
+) -> dict[int, list[str]]:
+    """Each paired message's content, then the pieces to count it from, by id.
 
     Only pairs both ``queued``, string contents of at most ``limit`` characters
     (longer ones are counted from samples), a message in one pair at most.
     """
-    out: dict[int, tuple[str, list[str]]] = {}
+    out: dict[int, list[str]] = {}
     ids = {id(m) for m in queued}
     for a, b in pairs:
         ta, tb = a.content, b.content
@@ -147,6 +147,6 @@ def split_pairs(
         got = shared(ta, tb)
         if got is not None:
             head, mid_a, mid_b, tail = got
-            out[id(a)] = (ta, [p for p in (head, mid_a, tail) if p])
-            out[id(b)] = (tb, [p for p in (head, mid_b, tail) if p])
+            out[id(a)] = [ta, *(p for p in (head, mid_a, tail) if p)]
+            out[id(b)] = [tb, *(p for p in (head, mid_b, tail) if p)]
     return out

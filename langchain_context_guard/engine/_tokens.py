@@ -149,7 +149,7 @@ class TiktokenCounter:
             split = pieces.get(id(message))
             if split is not None:
                 own.remove(split[0])  # the content, counted as its pieces
-                for piece in split[1]:
+                for piece in split[1:]:
                     i = placed.get(id(piece))
                     if i is None:
                         i = placed[id(piece)] = len(texts)
@@ -186,7 +186,7 @@ class TiktokenCounter:
     ) -> list[BaseMessage]:
         """Messages with no count yet and not in ``todo``; added to it."""
         out = []
-        shared: dict[tuple[int, int], tuple[int, Any]] = {}  # a rewrite keeps its calls
+        shared: dict[tuple[int, int], int] = {}  # a rewrite keeps its calls
         for message in messages:
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if self._known(message, calls) is not None:
@@ -292,12 +292,13 @@ class TiktokenCounter:
 
 def content_key(
     message: BaseMessage,
-    calls_seen: dict[tuple[int, int], tuple[int, Any]] | None = None,
+    calls_seen: dict[tuple[int, int], int] | None = None,
 ) -> tuple[Any, ...]:
     """What a message's count depends on, hashed (for equal rebuilt messages).
 
-    ``calls_seen``: tool-call hashes by the identity of the lists, kept (with
-    the lists) by a caller that meets the same lists in several messages.
+    ``calls_seen``: tool-call hashes by the identity of the lists, kept by a
+    caller that meets the same lists in several messages, all alive while the
+    table is (their identities are not reused).
     """
     content = message.content
     # ``repr`` is C-fast and, like ``json.dumps``, equal for equal data built
@@ -309,15 +310,14 @@ def content_key(
     )
     calls: Any = ()
     if isinstance(message, AIMessage):
-        lists = [message.tool_calls, message.invalid_tool_calls]
-        if lists[0] or lists[1]:
-            slot = (id(lists[0]), id(lists[1]))
-            got = calls_seen.get(slot) if calls_seen is not None else None
-            if got is None:
-                got = (hash(repr(lists)), lists)
+        tool_calls, invalid = message.tool_calls, message.invalid_tool_calls
+        if tool_calls or invalid:
+            slot = (id(tool_calls), id(invalid))
+            calls = calls_seen.get(slot) if calls_seen is not None else None
+            if calls is None:
+                calls = hash(repr([tool_calls, invalid]))
                 if calls_seen is not None:
-                    calls_seen[slot] = got
-            calls = got[0]
+                    calls_seen[slot] = calls
         reasoning = message.additional_kwargs.get("reasoning_content")
         if isinstance(reasoning, str):
             calls = (calls, hash(reasoning))
