@@ -128,25 +128,27 @@ class TiktokenCounter:
         Returns the messages it counted and their counts (flat lists: few
         objects for the garbage collector).
         """
-        todo: dict[int, BaseMessage] = {}  # by content key
-        texts: list[str] = []
-        flats: list[int] = []
-        where: list[int] = []  # each message's texts' indices, ending at ``ends``
-        ends: list[int] = []
-        short: dict[str, int] = {}
-        shared: dict[int, tuple[int, tuple[int, ...]]] = {}  # by tool-call list id
         if self._lengths is None:
             return [], []
+        todo: dict[int, BaseMessage] = {}  # by content key
         queued = self._uncounted(messages, todo)
+        if len(todo) < _BATCH_MIN:
+            return [], []
         pieces = (
             split_pairs(pairs, queued, EXACT_LIMIT)
             if pairs and counts_pieces(self._length)
             else {}
         )
+        texts: list[str] = []
+        flats: list[int] = []
+        where: list[int] = []  # each message's texts' indices, ending at ``ends``
+        ends: list[int] = []
+        short: dict[str, int] = {}
         placed: dict[int, int] = {}  # shared pieces' indices, by identity
+        shared: dict[int, tuple[int, list[int]]] = {}  # tool calls, by list id
         for message in queued:
             flat, own = self._parts(message, calls=False)
-            split = pieces.get(id(message))
+            split = pieces.get(id(message)) if pieces else None
             if split is not None:
                 own.remove(split[0])  # the content, counted as its pieces
                 for piece in split[1:]:
@@ -155,24 +157,23 @@ class TiktokenCounter:
                         i = placed[id(piece)] = len(texts)
                         texts.append(piece)
                     where.append(i)
-            where.extend(place(own, texts, short))
+            where += place(own, texts, short)
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if calls:
                 got = shared.get(id(calls))
                 if got is None:
                     extra, call_texts = call_parts(calls)
-                    at = tuple(place(call_texts, texts, short))
-                    got = shared[id(calls)] = (extra, at)
-                where.extend(got[1])
+                    got = shared[id(calls)] = (extra, place(call_texts, texts, short))
+                where += got[1]
                 flat += got[0]
             flats.append(flat)
             ends.append(len(where))
-        if len(todo) < _BATCH_MIN:
-            return [], []
         lengths = self._lengths(texts)
         counts, start = [], 0
         for flat, end in zip(flats, ends, strict=True):
-            counts.append(flat + sum([lengths[i] for i in where[start:end]]))
+            for i in where[start:end]:
+                flat += lengths[i]
+            counts.append(flat)
             start = end
         with self._lock:
             for (key, message), count in zip(todo.items(), counts, strict=True):
@@ -256,21 +257,24 @@ class TiktokenCounter:
             flat += 1
             texts.append(message.name)
         content = message.content
-        blocks = [content] if isinstance(content, str) else list(content)
-        calls_elsewhere = isinstance(message, AIMessage) and bool(message.tool_calls)
-        for block in blocks:
-            text, cost = block_text(block, self.image_tokens, calls_elsewhere)
-            flat += cost
-            texts.append(text)
-        if isinstance(message, AIMessage):
+        ai = message if isinstance(message, AIMessage) else None
+        if isinstance(content, str):
+            texts.append(content)  # ``block_text`` of a string
+        else:
+            calls_elsewhere = ai is not None and bool(ai.tool_calls)
+            for block in content:
+                text, cost = block_text(block, self.image_tokens, calls_elsewhere)
+                flat += cost
+                texts.append(text)
+        if ai is not None:
             if calls:
-                extra, call_texts = call_parts(message.tool_calls)
+                extra, call_texts = call_parts(ai.tool_calls)
                 flat += extra
                 texts += call_texts
-            for bad in message.invalid_tool_calls:
+            for bad in ai.invalid_tool_calls:
                 flat += TOOL_CALL_OVERHEAD
                 texts += (bad.get("name") or "", bad.get("args") or "")
-            reasoning = message.additional_kwargs.get("reasoning_content")
+            reasoning = ai.additional_kwargs.get("reasoning_content")
             if isinstance(reasoning, str):
                 texts.append(reasoning)
         return flat, texts
