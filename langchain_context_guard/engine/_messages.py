@@ -178,10 +178,8 @@ def memo_rewrite(
     rewritten object each time keeps their work (and the token count's cache
     lookups) proportional to what is new, and the output byte-identical.
     Entries hold a plain weak reference (no callback, so nothing runs at
-    interpreter shutdown); dead ones are swept every 4,096 new entries, or a
-    quarter of the table if more (a sweep walks it all: a 50,000-message history
-    makes some 150,000 entries), so the table holds at most that many rewrites
-    of messages that are gone.
+    interpreter shutdown); dead ones are swept every 4,096 new entries, so the
+    table holds at most that many rewrites of messages that are gone.
     """
     slot = (id(message), key)
     hit = _rewrites.get(slot)
@@ -195,7 +193,7 @@ def memo_rewrite(
         _rewrites[slot] = entry
         if len(_rewrites) >= _sweep_at[0]:
             sweep_dead(_rewrites)
-            _sweep_at[0] = len(_rewrites) + max(_SWEEP_FLOOR, len(_rewrites) // 4)
+            _sweep_at[0] = len(_rewrites) + _SWEEP_FLOOR
     return result
 
 
