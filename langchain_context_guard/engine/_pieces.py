@@ -117,7 +117,8 @@ def shared(a: str, b: str) -> tuple[str, str, str, str] | None:
         ta, tb = ta + shift, tb + shift
     if k + len(a) - ta < MIN_SHARED:
         return None
-    return a[:k], a[k:ta], b[k:tb], a[ta:]
+    head = b if k == len(b) else a[:k]  # a rewrite that kept a head: no copy
+    return head, a[k:ta], b[k:tb], a[ta:]
 
 
 def split_pairs(
@@ -133,20 +134,29 @@ def split_pairs(
     out: dict[int, list[str]] = {}
     ids = {id(m) for m in queued}
     for a, b in pairs:
+        ia, ib = id(a), id(b)
+        if ia not in ids or ib not in ids or ia in out or ib in out:
+            continue
         ta, tb = a.content, b.content
         if (
-            id(a) not in ids
-            or id(b) not in ids
-            or id(a) in out
-            or id(b) in out
-            or not isinstance(ta, str)
-            or not isinstance(tb, str)
+            not (isinstance(ta, str) and isinstance(tb, str))
             or max(len(ta), len(tb)) > limit
         ):
             continue
         got = shared(ta, tb)
-        if got is not None:
-            head, mid_a, mid_b, tail = got
-            out[id(a)] = [ta, *(p for p in (head, mid_a, tail) if p)]
-            out[id(b)] = [tb, *(p for p in (head, mid_b, tail) if p)]
+        if got is None:
+            continue
+        head, mid_a, mid_b, tail = got
+        pa, pb = [ta], [tb]
+        if head:
+            pa.append(head)
+            pb.append(head)
+        if mid_a:
+            pa.append(mid_a)
+        if mid_b:
+            pb.append(mid_b)
+        if tail:
+            pa.append(tail)
+            pb.append(tail)
+        out[ia], out[ib] = pa, pb
     return out
