@@ -8,6 +8,10 @@ compressed size. ``TiktokenCounter.prime`` encodes all of those texts in one
 batch on tiktoken's threads; counted one by one, each would wait on the last.
 The rewrites are made before the batch, not while it encodes: Python work then
 holds the GIL the encoding threads need between texts (measured: no faster).
+Each rewrite goes with its original (``pairs``): most keep its head, so the two
+are counted from shared pieces (``_pieces``) and the batch holds about the
+history's text once. The call's ``CallCounts`` also keeps one truncate and one
+compress for all its runs (``rewriters``), their results by identity.
 """
 
 from __future__ import annotations
