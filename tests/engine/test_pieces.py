@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import regex
 import tiktoken
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -41,6 +42,18 @@ def test_a_text_counts_as_its_pieces_at_every_cut(text: str) -> None:
     for k in range(len(text) + 1):
         if cut(text, k):
             assert tokens(text) == tokens(text[:k]) + tokens(text[k:]), k
+
+
+@settings(max_examples=300, deadline=None)
+@given(texts)
+def test_every_known_pattern_splits_a_text_at_a_cut_as_its_pieces(text: str) -> None:
+    # tiktoken encodes each piece of its pattern alone: the same pieces, the same
+    # count, for r50k/p50k and o200k too (their ranks are not available offline).
+    for pattern in KNOWN_PATTERNS:
+        find = regex.compile(pattern).findall
+        for k in range(len(text) + 1):
+            if cut(text, k):
+                assert find(text) == find(text[:k]) + find(text[k:]), (pattern, k)
 
 
 @settings(max_examples=300, deadline=None)
