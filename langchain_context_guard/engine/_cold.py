@@ -8,13 +8,17 @@ compressed size. ``TiktokenCounter.prime`` encodes all of those texts in one
 batch on tiktoken's threads; counted one by one, each would wait on the last.
 The rewrites are made before the batch, not while it encodes: Python work then
 holds the GIL the encoding threads need between texts (measured: no faster).
+Each rewrite goes with its original (``pairs``): most keep its head, so the two
+are counted from shared pieces (``_pieces``) and the batch holds about the
+history's text once. The call's ``CallCounts`` also keeps one truncate and one
+compress for all its runs (``rewriters``), their results by identity.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
@@ -27,10 +31,49 @@ Rewrite = Callable[[BaseMessage], BaseMessage]
 Prime = Callable[[Sequence[BaseMessage]], Any]
 
 
-def rewriters(
-    policy: GuardPolicy, window: int, count: Count
-) -> tuple[Callable[[BaseMessage], BaseMessage | None], Rewrite]:
-    """One message truncated, and compressed, as the passes do it for ``window``."""
+Rewriters = tuple[Callable[[BaseMessage], BaseMessage | None], Rewrite]
+R = TypeVar("R")
+
+
+def rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
+    """One message truncated, and compressed, as the passes do it for ``window``.
+
+    Counting through a call's ``CallCounts``, the same two for the whole call,
+    each keeping its results by identity (most messages are rewritten by the
+    first batch, the passes and the trim plan: a table hit is cheaper than the
+    memo's).
+    """
+    if not isinstance(count, CallCounts):
+        return _rewriters(policy, window, count)
+    key = (id(policy), window)
+    got = count.rewriters.get(key)
+    if got is None:
+        truncate, compress = _rewriters(policy, window, count)
+        got = count.rewriters[key] = (_once(truncate), _once(compress))
+    return got
+
+
+def _once(rewrite: Callable[[BaseMessage], R]) -> Callable[[BaseMessage], R]:
+    """``rewrite``, its results kept by message identity (messages held).
+
+    Two tables, no tuple per message: fewer objects for the garbage collector.
+    """
+    held: dict[int, BaseMessage] = {}
+    results: dict[int, R] = {}
+
+    def once(message: BaseMessage) -> R:
+        key = id(message)
+        if held.get(key) is message:
+            return results[key]
+        out = rewrite(message)
+        held[key] = message
+        results[key] = out
+        return out
+
+    return once
+
+
+def _rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
     truncate = truncator(policy, policy.budget(window), count)
     compress = partial(
         compress_message,
@@ -47,13 +90,15 @@ def rewrites(
     truncate: Callable[[BaseMessage], BaseMessage | None],
     compress: Rewrite,
     assistant: bool,
+    pairs: list[tuple[BaseMessage, BaseMessage]] | None = None,
 ) -> list[BaseMessage]:
     """The rewritten messages a first run over ``source`` counts (not ``source``'s).
 
     Assistant messages as truncation leaves them (no count needed: only tool
     results are cut to a token share) and, with ``assistant``, compressed; tool
     results compressed as they are (the few that truncation cuts are counted
-    when cut). Memoised rewrites: the run gets these very objects.
+    when cut). Memoised rewrites: the run gets these very objects. ``pairs``
+    gets each (message, rewrite of it) pair, for ``TiktokenCounter.prime``.
     """
     out: list[BaseMessage] = []
     for message in source:
@@ -63,21 +108,30 @@ def rewrites(
                 continue
             if kept is not message:
                 out.append(kept)
+                if pairs is not None:
+                    pairs.append((message, kept))
             if assistant and (short := compress(kept)) is not kept:
                 out.append(short)
         elif isinstance(message, ToolMessage):
             short = compress(message)
             if short is not message:
                 out.append(short)
+                if pairs is not None:
+                    pairs.append((message, short))
     return out
 
 
 def first_rewrites(
-    original: list[BaseMessage], policy: GuardPolicy, window: int, count: Count
+    original: list[BaseMessage],
+    policy: GuardPolicy,
+    window: int,
+    count: Count,
+    pairs: list[tuple[BaseMessage, BaseMessage]] | None = None,
 ) -> list[BaseMessage]:
     """The rewrites a first run of the passes over ``original`` counts."""
     truncate, compress = rewriters(policy, window, count)
-    return rewrites(original, truncate, compress, policy.compress_assistant_text)
+    assistant = policy.compress_assistant_text
+    return rewrites(original, truncate, compress, assistant, pairs)
 
 
 class CallCounts:
@@ -91,11 +145,25 @@ class CallCounts:
     """
 
     def __init__(
-        self, count: Count, primed: tuple[list[BaseMessage], list[int]]
+        self, count: Count, primed: tuple[list[BaseMessage], list[int]] | None = None
     ) -> None:
         self._count = count
-        self._messages, self._counts = primed
-        self._at = {id(m): i for i, m in enumerate(self._messages)}
+        self._messages: list[BaseMessage] = []
+        self._counts: list[int] = []
+        self._at: dict[int, int] = {}
+        self.rewriters: dict[tuple[int, int], Rewriters] = {}
+        """This call's ``rewriters``, by policy identity and window."""
+        if primed is not None:
+            self.add(primed)
+
+    def add(self, primed: tuple[list[BaseMessage], list[int]]) -> None:
+        """Take ``prime``'s counts."""
+        messages, counts = primed
+        at, n = self._at, len(self._messages)
+        for i, m in enumerate(messages, start=n):
+            at[id(m)] = i
+        self._messages += messages
+        self._counts += counts
 
     def __call__(self, message: BaseMessage) -> int:
         """The count of ``message``, from this call's table when it is there."""
@@ -111,6 +179,7 @@ class CallCounts:
     def close(self) -> None:
         """Let the messages go."""
         self._messages, self._counts, self._at = [], [], {}
+        self.rewriters = {}
 
 
 def count_new(
@@ -135,8 +204,10 @@ def count_new(
     if prime is None:
         return count, None, None
     if seen is None and fresh and policy.enabled:
-        counted = prime([*original, *first_rewrites(original, policy, window, count)])
-        calls = CallCounts(count, counted)
+        pairs: list[tuple[BaseMessage, BaseMessage]] = []
+        calls = CallCounts(count)
+        again = first_rewrites(original, policy, window, calls, pairs)
+        calls.add(prime([*original, *again], pairs))
         return calls, None, calls
     prime(original if seen is None else original[seen:])
     return count, prime, None

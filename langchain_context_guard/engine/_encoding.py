@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from ._pieces import KNOWN_PATTERNS
 from ._window import base_model_name
 
 _O200K_PREFIXES = (
@@ -37,6 +38,8 @@ _THREADS = 8
 
 _batches: dict[Callable[[str], int], Callable[[list[str]], list[int]]] = {}
 """tiktoken's batch encoder (several threads) behind each exact length function."""
+_cuts: set[Callable[[str], int]] = set()
+"""Exact length functions whose pattern ``_pieces.cut`` holds for."""
 _encodings_lock = threading.Lock()
 
 
@@ -104,7 +107,14 @@ def _length_fn(enc: Any) -> Callable[[str], int]:
             return _in_threads(length, texts)
 
         _batches[length] = lengths
+    if getattr(enc, "_pat_str", None) in KNOWN_PATTERNS:
+        _cuts.add(length)
     return length
+
+
+def counts_pieces(length: Callable[[str], int]) -> bool:
+    """Whether ``length`` of a text cut at ``_pieces.cut`` is the sum of its pieces'."""
+    return length in _cuts
 
 
 def encode_threads() -> int:

@@ -70,11 +70,16 @@ def compress_lines(
     huge line still shrinks. ``what`` names the text in the marker; with
     ``source`` (a tool call id) the marker says where the full text can be read back.
     """
-    lines = text.split("\n")
-    keep_all = len(lines) <= head_lines + tail_lines
-    head = lines if keep_all else lines[:head_lines]
-    tail = [] if keep_all or not tail_lines else lines[-tail_lines:]
-    omitted = 0 if keep_all else len(lines) - head_lines - tail_lines
+    count = text.count("\n") + 1
+    if count <= head_lines + tail_lines or head_lines < 0 or tail_lines < 0:
+        lines = text.split("\n")
+        keep_all = len(lines) <= head_lines + tail_lines
+        head = lines if keep_all else lines[:head_lines]
+        tail = [] if keep_all or not tail_lines else lines[-tail_lines:]
+        omitted = 0 if keep_all else len(lines) - head_lines - tail_lines
+    else:  # only the kept lines are split off (a long text has many)
+        head, tail = _first_lines(text, head_lines), _last_lines(text, tail_lines)
+        omitted = count - head_lines - tail_lines
 
     def cut(line: str) -> str:
         if len(line) <= max_line_chars:
@@ -86,3 +91,19 @@ def compress_lines(
         f"older {what} compressed by context guard{where(source)} ...]"
     )
     return "\n".join([*map(cut, head), note, *map(cut, tail)])
+
+
+def _first_lines(text: str, n: int) -> list[str]:
+    """Its first ``n`` lines (``split``'s) of a text of more than ``n`` lines."""
+    end = -1
+    for _ in range(n):
+        end = text.find("\n", end + 1)
+    return text[:end].split("\n") if n else []
+
+
+def _last_lines(text: str, n: int) -> list[str]:
+    """Its last ``n`` lines (none for 0) of a text of more than ``n`` lines."""
+    start = len(text)
+    for _ in range(n):
+        start = text.rfind("\n", 0, start)
+    return text[start + 1 :].split("\n") if n else []

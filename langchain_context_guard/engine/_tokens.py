@@ -20,11 +20,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from ._blocks import TOOL_CALL_OVERHEAD as TOOL_CALL_OVERHEAD
 from ._blocks import block_text, call_parts
+from ._encoding import EXACT_LIMIT, batch_lengths, counts_pieces, place
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
-from ._encoding import batch_lengths, place
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
 from ._messages import drop_oldest, sweep_dead
+from ._pieces import split_pairs
 
 _SWEEP_FLOOR = 4_096
 _BATCH_MIN = 16
@@ -114,44 +115,65 @@ class TiktokenCounter:
         return count
 
     def prime(
-        self, messages: Sequence[BaseMessage]
+        self,
+        messages: Sequence[BaseMessage],
+        pairs: Sequence[tuple[BaseMessage, BaseMessage]] = (),
     ) -> tuple[list[BaseMessage], list[int]]:
         """Count the messages not counted yet, their texts encoded in one batch.
 
         On tiktoken's threads, with ``count_message``'s counts (a sum over texts;
         a short text, or the tool calls of a rewritten copy, the same list
-        object, is encoded once per batch). Returns the messages it counted and
-        their counts (flat lists: few objects for the garbage collector).
+        object, is encoded once per batch). ``pairs``: (message, rewrite) pairs
+        whose texts share a head or tail (``_pieces``), encoded once for both.
+        Returns the messages it counted and their counts (flat lists: few
+        objects for the garbage collector).
         """
+        if self._lengths is None:
+            return [], []
         todo: dict[int, BaseMessage] = {}  # by content key
+        queued = self._uncounted(messages, todo)
+        if len(todo) < _BATCH_MIN:
+            return [], []
+        pieces = (
+            split_pairs(pairs, queued, EXACT_LIMIT)
+            if pairs and counts_pieces(self._length)
+            else {}
+        )
         texts: list[str] = []
         flats: list[int] = []
         where: list[int] = []  # each message's texts' indices, ending at ``ends``
         ends: list[int] = []
         short: dict[str, int] = {}
-        shared: dict[int, tuple[int, tuple[int, ...]]] = {}  # by tool-call list id
-        if self._lengths is None:
-            return [], []
-        for message in self._uncounted(messages, todo):
+        placed: dict[int, int] = {}  # shared pieces' indices, by identity
+        shared: dict[int, tuple[int, list[int]]] = {}  # tool calls, by list id
+        for message in queued:
             flat, own = self._parts(message, calls=False)
-            where.extend(place(own, texts, short))
+            split = pieces.get(id(message)) if pieces else None
+            if split is not None:
+                own.remove(split[0])  # the content, counted as its pieces
+                for piece in split[1:]:
+                    i = placed.get(id(piece))
+                    if i is None:
+                        i = placed[id(piece)] = len(texts)
+                        texts.append(piece)
+                    where.append(i)
+            where += place(own, texts, short)
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if calls:
                 got = shared.get(id(calls))
                 if got is None:
                     extra, call_texts = call_parts(calls)
-                    at = tuple(place(call_texts, texts, short))
-                    got = shared[id(calls)] = (extra, at)
-                where.extend(got[1])
+                    got = shared[id(calls)] = (extra, place(call_texts, texts, short))
+                where += got[1]
                 flat += got[0]
             flats.append(flat)
             ends.append(len(where))
-        if len(todo) < _BATCH_MIN:
-            return [], []
         lengths = self._lengths(texts)
         counts, start = [], 0
         for flat, end in zip(flats, ends, strict=True):
-            counts.append(flat + sum([lengths[i] for i in where[start:end]]))
+            for i in where[start:end]:
+                flat += lengths[i]
+            counts.append(flat)
             start = end
         with self._lock:
             for (key, message), count in zip(todo.items(), counts, strict=True):
@@ -165,11 +187,12 @@ class TiktokenCounter:
     ) -> list[BaseMessage]:
         """Messages with no count yet and not in ``todo``; added to it."""
         out = []
+        shared: dict[tuple[int, int], int] = {}  # a rewrite keeps its calls
         for message in messages:
             calls = message.tool_calls if isinstance(message, AIMessage) else None
             if self._known(message, calls) is not None:
                 continue
-            key = hash(content_key(message))
+            key = hash(content_key(message, shared))
             with self._lock:
                 if key in self._by_key or key in todo:
                     continue
@@ -234,21 +257,24 @@ class TiktokenCounter:
             flat += 1
             texts.append(message.name)
         content = message.content
-        blocks = [content] if isinstance(content, str) else list(content)
-        calls_elsewhere = isinstance(message, AIMessage) and bool(message.tool_calls)
-        for block in blocks:
-            text, cost = block_text(block, self.image_tokens, calls_elsewhere)
-            flat += cost
-            texts.append(text)
-        if isinstance(message, AIMessage):
+        ai = message if isinstance(message, AIMessage) else None
+        if isinstance(content, str):
+            texts.append(content)  # ``block_text`` of a string
+        else:
+            calls_elsewhere = ai is not None and bool(ai.tool_calls)
+            for block in content:
+                text, cost = block_text(block, self.image_tokens, calls_elsewhere)
+                flat += cost
+                texts.append(text)
+        if ai is not None:
             if calls:
-                extra, call_texts = call_parts(message.tool_calls)
+                extra, call_texts = call_parts(ai.tool_calls)
                 flat += extra
                 texts += call_texts
-            for bad in message.invalid_tool_calls:
+            for bad in ai.invalid_tool_calls:
                 flat += TOOL_CALL_OVERHEAD
                 texts += (bad.get("name") or "", bad.get("args") or "")
-            reasoning = message.additional_kwargs.get("reasoning_content")
+            reasoning = ai.additional_kwargs.get("reasoning_content")
             if isinstance(reasoning, str):
                 texts.append(reasoning)
         return flat, texts
@@ -268,8 +294,16 @@ class TiktokenCounter:
         return total
 
 
-def content_key(message: BaseMessage) -> tuple[Any, ...]:
-    """What a message's count depends on, hashed (for equal rebuilt messages)."""
+def content_key(
+    message: BaseMessage,
+    calls_seen: dict[tuple[int, int], int] | None = None,
+) -> tuple[Any, ...]:
+    """What a message's count depends on, hashed (for equal rebuilt messages).
+
+    ``calls_seen``: tool-call hashes by the identity of the lists, kept by a
+    caller that meets the same lists in several messages, all alive while the
+    table is (their identities are not reused).
+    """
     content = message.content
     # ``repr`` is C-fast and, like ``json.dumps``, equal for equal data built
     # alike (a differently ordered copy only misses the cache).
@@ -280,8 +314,14 @@ def content_key(message: BaseMessage) -> tuple[Any, ...]:
     )
     calls: Any = ()
     if isinstance(message, AIMessage):
-        if message.tool_calls or message.invalid_tool_calls:
-            calls = hash(repr([message.tool_calls, message.invalid_tool_calls]))
+        tool_calls, invalid = message.tool_calls, message.invalid_tool_calls
+        if tool_calls or invalid:
+            slot = (id(tool_calls), id(invalid))
+            calls = calls_seen.get(slot) if calls_seen is not None else None
+            if calls is None:
+                calls = hash(repr([tool_calls, invalid]))
+                if calls_seen is not None:
+                    calls_seen[slot] = calls
         reasoning = message.additional_kwargs.get("reasoning_content")
         if isinstance(reasoning, str):
             calls = (calls, hash(reasoning))

@@ -78,14 +78,48 @@ def _drop_repeated_calls(message: AIMessage) -> BaseMessage:
         for v in call["args"].values()
         if isinstance(v, str) and v.strip()
     }
-    new = _FENCE.sub(
-        lambda m: "" if m.group(1).strip() in args else m.group(0), content
-    ).rstrip()
+    new = without_fences(content, args).rstrip()
     if new == content.rstrip() or not new:
         return message
     return with_marker(
         message, "deduplicated", content=new, original_chars=len(content)
     )
+
+
+def without_fences(content: str, args: set[str]) -> str:
+    """``_FENCE.sub`` dropping the blocks whose stripped body is in ``args``.
+
+    The same matches as the pattern, found from each fence with ``str.find``
+    rather than by trying the pattern at every character (the pattern's
+    leading newlines start it anywhere): a cold history goes through every
+    assistant message once.
+    """
+    out: list[str] = []
+    done = pos = at = 0  # copied up to ``done``; matches start at ``pos`` or later
+    n = len(content)
+    while (i := content.find("```", at)) >= 0:
+        start = i
+        while start > pos and content[start - 1] == "\n":
+            start -= 1
+        p = i + 3
+        while p < n and (content[p].isalnum() or content[p] in "_+-"):
+            p += 1
+        q = content.find("```", p + 1) if p < n and content[p] == "\n" else -1
+        if q < 0:
+            at = i + 1
+            continue
+        body = content[p + 1 : q - 1 if q - 1 > p and content[q - 1] == "\n" else q]
+        end = q + 3
+        while end < n and content[end] in " \t":
+            end += 1
+        if body.strip() in args:
+            out.append(content[done:start])
+            done = end
+        pos = at = end
+    if not out:
+        return content
+    out.append(content[done:])
+    return "".join(out)
 
 
 def _chars_within(
