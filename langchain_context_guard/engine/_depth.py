@@ -22,7 +22,7 @@ _CACHE_RATE = 0.1
 
 
 def prune_share(
-    most: float, body: int, history: Sequence[BaseMessage], budget: int
+    most: float, body: int, history: Sequence[BaseMessage] | int, budget: int
 ) -> float:
     """Share of the budget a pruning keeps: the cost model, at most ``most``.
 
@@ -30,9 +30,10 @@ def prune_share(
     ``pB``, bills a kept token of context at ``2g/((1-p)^2 B) + c`` (c: the cache
     rate); that reaches the price of an uncached token at
     ``p = 1 - sqrt(2g / ((1-c) B))`` (``GuardPolicy.prune_to``). ``g`` is the
-    history's own average: its tokens as written over its assistant messages.
-    Fast-growing histories (huge tool results) thus prune deeper, down to
-    ``MIN_PRUNE_SHARE``.
+    history's own average: its tokens as written over its assistant messages
+    (``history``: the history, or how many assistant messages it holds, as a
+    guard carries it from call to call). Fast-growing histories (huge tool
+    results) thus prune deeper, down to ``MIN_PRUNE_SHARE``.
     """
     g = growth(body, history)
     if g is None or budget <= 0:
@@ -41,10 +42,20 @@ def prune_share(
     return max(min(share, most), min(MIN_PRUNE_SHARE, most))
 
 
-def growth(body: int, history: Sequence[BaseMessage]) -> float | None:
+def growth(body: int, history: Sequence[BaseMessage] | int) -> float | None:
     """Tokens a history grows by per model call (None without any call).
 
     ``body`` over its assistant messages: also the size of an average turn.
+    ``history``: the history, or its ``assistant_count``.
     """
-    calls = list(map(_type, history)).count("ai")  # C speed at 50,000 messages
+    calls = history if isinstance(history, int) else assistant_count(history)
     return body / calls if calls else None
+
+
+def assistant_count(history: Sequence[BaseMessage]) -> int:
+    """How many assistant messages ``history`` holds (C speed at 50,000 messages).
+
+    A guard counts a whole history once, then only the new messages of each
+    call (``_pipeline.Known``).
+    """
+    return list(map(_type, history)).count("ai")

@@ -9,7 +9,7 @@ from typing import Any
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Gauge, make_gauge, scan_history, sent_key
+from ._anchor import Gauge, Known, full_scan, make_gauge, scan_history, sent_key
 from ._cold import count_new
 from ._depth import prune_share
 from ._errors import ConfigError, InvalidInputError
@@ -17,7 +17,7 @@ from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_eve
 from ._handover import export_state, restore_state
 from ._input import to_messages
 from ._overflow import LimitMemory
-from ._pipeline import Known, Record, Setting
+from ._pipeline import Record, Setting
 from ._policy import GuardPolicy
 from ._prune import prune
 from ._reuse import Limits, reuse_prompt
@@ -246,7 +246,7 @@ class ContextGuard:
             self.counter, original, seen, stable is None, policy, info.tokens
         )
         if known is None:
-            scan = scan_history(original, count)
+            scan = full_scan(original, count)
             base: list[BaseMessage] | None = None
             contents = recent_contents(original)
         else:
@@ -255,7 +255,7 @@ class ContextGuard:
             previous = known.contents if rebuilt is None else rebuilt
             contents = more_contents(previous, original[len(known.messages) :])
         self._last = Known(original, contents, *scan)
-        body, usage_at, usage_body = scan
+        body, usage_at, usage_body, model_calls = scan
         budget = self._budget(info.tokens, model, info.source)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
@@ -290,13 +290,12 @@ class ContextGuard:
         )
         target = budget
         if policy.stable_prefix and held(gauge, body, len(original)) > budget:
-            share = prune_share(policy.prune_to, body, original, budget)
+            share = prune_share(policy.prune_to, body, model_calls, budget)
             target = min(int(share * budget) + cap, budget)
         exact = target < budget
         setting = Setting(
             policy, target, info.tokens, turn_limit, count, gauge, cap, exact, prime
         )
-        scan = (body, usage_at, usage_body)
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)
         if new_record is not None:
             self._record = new_record

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from ._anchor import Scan
 from ._depth import growth
 from ._errors import BudgetExceededError
 from ._passes import PASSES
@@ -26,7 +27,7 @@ from ._stages import Step
 
 def prune(
     original: list[BaseMessage],
-    scan: tuple[int, int, int],
+    scan: Scan,
     setting: Setting,
     record: Record | None,
     key: tuple[Any, ...],
@@ -49,7 +50,7 @@ def prune(
 
 def _nearer(
     original: list[BaseMessage],
-    scan: tuple[int, int, int],
+    scan: Scan,
     setting: Setting,
     record: Record | None,
     key: tuple[Any, ...],
@@ -65,7 +66,7 @@ def _nearer(
     keeping more is taken, as it misses the target by no more.
     """
     short = setting.budget - done[0].now
-    turn = growth(scan[0], original)
+    turn = growth(scan[0], scan[3])
     if turn is None or short <= turn * setting.gauge.scale:
         return done
     wider = replace(setting, budget=min(setting.budget + short, key[2]))
@@ -77,7 +78,7 @@ def _nearer(
 
 def _run(
     original: list[BaseMessage],
-    scan: tuple[int, int, int],
+    scan: Scan,
     setting: Setting,
     record: Record | None,
     key: tuple[Any, ...],
