@@ -20,8 +20,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from ._blocks import TOOL_CALL_OVERHEAD as TOOL_CALL_OVERHEAD
 from ._blocks import block_text, call_parts
+from ._encoding import EXACT_LIMIT, PIECE_CHARS, batch_lengths, pieces, piecewise, place
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
-from ._encoding import batch_lengths, place
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
 from ._messages import drop_oldest, sweep_dead
@@ -83,6 +83,7 @@ class TiktokenCounter:
         self.encoding = encoding or encoding_for_model(model)
         self._length, self.name = load_encoding(self.encoding, chars_per_token)
         self._lengths = batch_lengths(self._length)
+        self._piecewise = piecewise(self._length)
         self.image_tokens = image_tokens
         self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
         self._by_key: dict[int, int] = {}
@@ -213,16 +214,35 @@ class TiktokenCounter:
 
         A message rewritten by a pass (its text cut, its repeated command
         dropped) keeps its tool-call arguments: those are not encoded again.
+        A long text is counted in ``_encoding.pieces`` (exact: their counts
+        add up), each remembered too: a rewrite that keeps the beginning of
+        a text (the truncate pass drops an assistant message's repeated
+        command, usually at its end) only encodes the pieces it changed.
         """
         if len(text) < _TEXT_MIN:
             return self._length(text)
         key = (len(text), hash(text))
         count = self._texts.get(key)
         if count is None:
-            if len(self._texts) >= _TEXT_MEMORY:
-                drop_oldest(self._texts, _TEXT_MEMORY * 3 // 4)
-            count = self._texts[key] = self._length(text)
+            if self._piecewise and 2 * PIECE_CHARS < len(text) <= EXACT_LIMIT:
+                count = sum(map(self._count_piece, pieces(text)))
+            else:
+                count = self._length(text)
+            self._keep_text(key, count)
         return count
+
+    def _count_piece(self, piece: str) -> int:
+        key = (len(piece), hash(piece))
+        count = self._texts.get(key)
+        if count is None:
+            count = self._length(piece)
+            self._keep_text(key, count)
+        return count
+
+    def _keep_text(self, key: tuple[int, int], count: int) -> None:
+        if len(self._texts) >= _TEXT_MEMORY:
+            drop_oldest(self._texts, _TEXT_MEMORY * 3 // 4)
+        self._texts[key] = count
 
     def _parts(self, message: BaseMessage, calls: bool = True) -> tuple[int, list[str]]:
         """A message's flat tokens, and the texts whose tokens add to them.
