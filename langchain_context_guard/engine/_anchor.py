@@ -213,7 +213,12 @@ def full_scan(
 
 @dataclass(frozen=True)
 class Known:
-    """The last history a guard read: its recent contents and its scan."""
+    """The last history a guard read: its recent contents and its scan.
+
+    ``messages[:size]`` is that history. The list is the guard's own, and may
+    have grown since (``ContextGuard._read`` appends the next call's new
+    messages to it rather than copying it): what it held is never changed.
+    """
 
     messages: list[BaseMessage]
     contents: list[Any]
@@ -223,12 +228,19 @@ class Known:
     usage_body: int
     calls: int = 0
     """How many assistant messages it holds (``_depth.assistant_count``)."""
+    size: int = 0
+    """How many messages it holds."""
+
+    def history(self) -> list[BaseMessage]:
+        """The history itself (a copy only if the list has grown since)."""
+        held = self.messages
+        return held if len(held) == self.size else held[: self.size]
 
     def grow(
         self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]
     ) -> Scan:
         """``full_scan`` of a history that grows this one: its new messages only."""
-        n = len(self.messages)
+        n = self.size
         new = messages[n:]
         counts = [count(m) for m in new]
         body = self.body + sum(counts)

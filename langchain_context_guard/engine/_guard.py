@@ -12,8 +12,9 @@ from langchain_core.messages import BaseMessage
 from ._anchor import Gauge, Known, full_scan, make_gauge, scan_history, sent_key
 from ._cold import count_new
 from ._depth import prune_share
-from ._errors import ConfigError, InvalidInputError
+from ._errors import ConfigError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
+from ._grown import read
 from ._handover import export_state, restore_state
 from ._input import to_messages
 from ._overflow import LimitMemory
@@ -21,16 +22,9 @@ from ._pipeline import Record, Setting
 from ._policy import GuardPolicy
 from ._prune import prune
 from ._reuse import Limits, reuse_prompt
-from ._same import equal_values, extends_unchanged, more_contents, recent_contents
+from ._same import more_contents, recent_contents
 from ._settle import settle
-from ._stable import (
-    Sent,
-    common_prefix,
-    conversation,
-    held,
-    open_results,
-    same_message,
-)
+from ._stable import Sent, common_prefix, conversation, held, open_results
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import (
     WindowInfo,
@@ -238,23 +232,22 @@ class ContextGuard:
         A history with nothing to send once sanitised (only empty messages)
         gives an empty list, on every call.
         """
-        original, known, rebuilt = self._read(messages)
+        original, known, rebuilt, kept_in = self._read(messages)
         info, policy = self.window(model), self.policy
         stable = self._last_sent(original) if policy.stable_prefix else None
-        seen = None if known is None else len(known.messages)
+        seen = None if known is None else known.size
         count, prime, calls = count_new(
             self.counter, original, seen, stable is None, policy, info.tokens
         )
         if known is None:
             scan = full_scan(original, count)
-            base: list[BaseMessage] | None = None
             contents = recent_contents(original)
         else:
             scan = known.grow(original, count)
-            base = known.messages
             previous = known.contents if rebuilt is None else rebuilt
-            contents = more_contents(previous, original[len(known.messages) :])
-        self._last = Known(original, contents, *scan)
+            contents = more_contents(previous, original[known.size :])
+        now = Known(kept_in, contents, *scan, size=len(original))
+        self._last = now
         body, usage_at, usage_body, model_calls = scan
         budget = self._budget(info.tokens, model, info.source)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
@@ -269,7 +262,7 @@ class ContextGuard:
                 stable,
                 original,
                 body,
-                Limits(gauge, budget, turn_limit, info, base, contents),
+                Limits(gauge, budget, turn_limit, info, known, now),
                 self.policy,
                 self.counter,
                 events,
@@ -278,10 +271,10 @@ class ContextGuard:
                 self._remember(original, reused.sent_tokens, reused.whole)
                 self._keep_sent(reused.sent)
                 return reused.result
+        if original is messages or original is kept_in:
+            original = list(original)  # a list of its own, for the record to keep
         record = self._record
-        if record is not None and not record.grows(
-            original, base if rebuilt is None else None
-        ):
+        if record is not None and not record.grows(original):
             record = None
         cap = (
             min(int(policy.digest_share * budget), policy.digest_max_tokens)
@@ -344,31 +337,9 @@ class ContextGuard:
 
     def _read(
         self, messages: Any
-    ) -> tuple[list[BaseMessage], Known | None, list[Any] | None]:
-        """``to_messages``, reading only what follows the previous call's history.
-
-        A list that extends the last one read (``extends_unchanged``), or an
-        equal copy of it (rebuilt from a checkpoint), only has its new items
-        checked, converted and later counted; that one is returned as well, and
-        for a rebuilt copy its ``recent_contents`` (else None).
-        """
-        last = self._last
-        n = len(last.messages)
-        if not isinstance(messages, list) or len(messages) < n or not n:
-            return to_messages(messages), None, None
-        rebuilt, original = None, messages[:n]
-        if not extends_unchanged(messages, last.messages, last.contents):
-            rebuilt = equal_values(original, last.messages)
-            if rebuilt is None:
-                if not all(map(same_message, original, last.messages)):
-                    return to_messages(messages), None, None
-                rebuilt = recent_contents(original)
-        try:
-            new = to_messages(messages[n:])
-        except InvalidInputError:  # its error names the right index
-            return to_messages(messages), None, None
-        original.extend(new)
-        return original, last, rebuilt
+    ) -> tuple[list[BaseMessage], Known | None, list[Any] | None, list[BaseMessage]]:
+        """``_grown.read`` against the previous call's history."""
+        return read(self._last, messages, self._lock)
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
         if not original or not self.policy.enabled:
