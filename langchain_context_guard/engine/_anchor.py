@@ -230,6 +230,8 @@ class Known:
     """How many assistant messages it holds (``_depth.assistant_count``)."""
     size: int = 0
     """How many messages it holds."""
+    fields: list[dict[str, Any]] | None = None
+    """Field dicts of its last messages (``_same.recent_fields``), if known."""
 
     def history(self) -> list[BaseMessage]:
         """The history itself (a copy only if the list has grown since)."""

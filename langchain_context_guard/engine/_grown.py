@@ -15,15 +15,25 @@ list to traverse when a pass lands in the call (BENCHMARKS.md, "Warm calls
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from operator import is_
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Known
+from ._anchor import Known, full_scan
 from ._errors import InvalidInputError
 from ._input import to_messages
-from ._same import equal_values, extends_unchanged, recent_contents
+from ._same import (
+    edited_in_place,
+    equal_values,
+    extends_kept,
+    extends_unchanged,
+    more_contents,
+    more_fields,
+    recent_contents,
+    recent_fields,
+)
 from ._stable import same_message
 
 Read = tuple[list[BaseMessage], Known | None, list[Any] | None, list[BaseMessage]]
@@ -44,7 +54,13 @@ def read(last: Known, messages: Any, lock: threading.Lock) -> Read:
     if not isinstance(messages, list) or len(messages) < n or not n:
         return _whole(messages)
     seen, rebuilt, head = last.history(), None, None
-    if not extends_unchanged(messages, seen, last.contents):
+    if last.fields is None:
+        same = extends_unchanged(messages, seen, last.contents)
+    else:
+        same = extends_kept(messages, seen, last.fields, last.contents)
+    if not same:
+        if edited_in_place(messages, seen, last.contents):
+            return _whole(messages)
         head = messages[:n]
         rebuilt = equal_values(head, seen)
         if rebuilt is None:
@@ -70,3 +86,30 @@ def read(last: Known, messages: Any, lock: threading.Lock) -> Read:
 def _whole(messages: Any) -> Read:
     original = to_messages(messages)
     return original, None, None, original
+
+
+def known_after(
+    known: Known | None,
+    original: list[BaseMessage],
+    rebuilt: list[Any] | None,
+    kept: list[BaseMessage],
+    count: Callable[[BaseMessage], int],
+) -> Known:
+    """What a guard keeps of the history ``read`` gave: list, recent items, scan.
+
+    Grown from ``known``'s when the history grows that one (only the new
+    messages are counted and read), else found afresh.
+    """
+    if known is None:
+        scan = full_scan(original, count)
+        contents, fields = recent_contents(original), recent_fields(original)
+    else:
+        new = original[known.size :]
+        scan = known.grow(original, count)
+        if rebuilt is not None or known.fields is None:
+            previous = known.contents if rebuilt is None else rebuilt
+            contents, fields = more_contents(previous, new), recent_fields(original)
+        else:
+            contents = more_contents(known.contents, new)
+            fields = more_fields(known.fields, new)
+    return Known(kept, contents, *scan, size=len(original), fields=fields)

@@ -9,12 +9,12 @@ from typing import Any
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Gauge, Known, full_scan, make_gauge, scan_history, sent_key
+from ._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from ._cold import count_new
 from ._depth import prune_share
 from ._errors import ConfigError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
-from ._grown import read
+from ._grown import known_after, read
 from ._handover import export_state, restore_state
 from ._input import to_messages
 from ._overflow import LimitMemory
@@ -22,7 +22,6 @@ from ._pipeline import Record, Setting
 from ._policy import GuardPolicy
 from ._prune import prune
 from ._reuse import Limits, reuse_prompt
-from ._same import more_contents, recent_contents
 from ._settle import settle
 from ._stable import Sent, common_prefix, conversation, held, open_results
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
@@ -239,14 +238,8 @@ class ContextGuard:
         count, prime, calls = count_new(
             self.counter, original, seen, stable is None, policy, info.tokens
         )
-        if known is None:
-            scan = full_scan(original, count)
-            contents = recent_contents(original)
-        else:
-            scan = known.grow(original, count)
-            previous = known.contents if rebuilt is None else rebuilt
-            contents = more_contents(previous, original[known.size :])
-        now = Known(kept_in, contents, *scan, size=len(original))
+        now = known_after(known, original, rebuilt, kept_in, count)
+        scan = (now.body, now.usage_at, now.usage_body, now.calls)
         self._last = now
         body, usage_at, usage_body, model_calls = scan
         budget = self._budget(info.tokens, model, info.source)
@@ -310,7 +303,7 @@ class ContextGuard:
         if closing:  # sent, not kept: the real results will follow
             del kept[-closing:]
         body = run.body - sum(map(count, current[len(kept) :]))
-        self._keep_sent(Sent.of(key, original, kept, body))
+        self._keep_sent(Sent.of(key, kept_in, kept, body, size=len(original)))
         if calls is not None:
             calls.close()
         if policy.stable_prefix:

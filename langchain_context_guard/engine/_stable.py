@@ -24,7 +24,7 @@ from ._events import EventKind
 from ._hygiene import join_turns, joinable
 from ._messages import label, marker
 from ._repair import synthetic_result
-from ._same import extends_unchanged, recent_contents
+from ._same import edited_in_place, extends_unchanged, recent_contents
 from ._tokens import content_key
 
 Each = Callable[[BaseMessage], BaseMessage | None]
@@ -111,6 +111,8 @@ class Sent:
         source = self.source if len(self.source) == n else self.source[:n]
         if extends_unchanged(history, source, self.contents):
             return history[n:]
+        if edited_in_place(history, source, self.contents):
+            return None
         if len(history) >= n and all(map(same_message, history[:n], source)):
             return history[n:]
         m = len(self.output)

@@ -224,7 +224,7 @@ class TiktokenCounter:
         key = (len(text), hash(text))
         count = self._texts.get(key)
         if count is None:
-            if self._piecewise and 2 * PIECE_CHARS < len(text) <= EXACT_LIMIT:
+            if self._piecewise and PIECE_CHARS < len(text) <= EXACT_LIMIT:
                 count = sum(map(self._count_piece, pieces(text)))
             else:
                 count = self._length(text)
