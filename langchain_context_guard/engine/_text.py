@@ -2,6 +2,48 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+
+FENCE = re.compile(r"\n*```[\w+-]*\n(.*?)\n?```[ \t]*", re.DOTALL)
+"""A fenced code block with the newlines before it and the blanks after it:
+what ``drop_fences`` finds, as the regex it reproduces (tests compare them)."""
+_OPEN = re.compile(r"```[\w+-]*\n")
+
+
+def drop_fences(text: str, drop: Callable[[str], bool]) -> str:
+    """``FENCE.sub`` that removes the blocks whose body ``drop`` says, else keeps.
+
+    Found as the regex finds them (leftmost first, then from the end of the
+    last), but by searching for the fences rather than trying the regex at
+    every character and growing its lazy body one character at a time: about
+    ten times faster on a long message, the same string.
+    """
+    out: list[str] = []
+    done = at = last = 0  # copied up to; searched from; the last block's end
+    while (fence := text.find("```", at)) >= 0:
+        opened = _OPEN.match(text, fence)
+        close = text.find("```", opened.end()) if opened else -1
+        if opened is None:
+            at = fence + 1  # no block opens here; backticks may overlap
+            continue
+        if close < 0:
+            break  # nor does any later block close
+        body = opened.end()
+        tail = close - 1 if close > body and text[close - 1] == "\n" else close
+        end = close + 3
+        while text[end : end + 1] in (" ", "\t"):
+            end += 1
+        start = fence
+        while start > last and text[start - 1] == "\n":
+            start -= 1  # the newlines before it
+        if drop(text[body:tail]):
+            out.append(text[done:start])
+            done = end
+        at = last = end
+    out.append(text[done:])
+    return "".join(out)
+
 
 def truncate_text(
     text: str,

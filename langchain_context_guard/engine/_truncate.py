@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -10,7 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from ._messages import map_messages, memo_rewrite, text_of, with_marker
 from ._policy import GuardPolicy
-from ._text import truncate_text
+from ._text import drop_fences, truncate_text
 
 
 def _source(message: BaseMessage, name: bool) -> str | None:
@@ -59,9 +58,6 @@ def _cut(
     )
 
 
-_FENCE = re.compile(r"\n*```[\w+-]*\n(.*?)\n?```[ \t]*", re.DOTALL)
-
-
 def _drop_repeated_calls(message: AIMessage) -> BaseMessage:
     """``message`` without fenced code blocks that repeat a tool call's argument.
 
@@ -78,9 +74,7 @@ def _drop_repeated_calls(message: AIMessage) -> BaseMessage:
         for v in call["args"].values()
         if isinstance(v, str) and v.strip()
     }
-    new = _FENCE.sub(
-        lambda m: "" if m.group(1).strip() in args else m.group(0), content
-    ).rstrip()
+    new = drop_fences(content, lambda body: body.strip() in args).rstrip()
     if new == content.rstrip() or not new:
         return message
     return with_marker(

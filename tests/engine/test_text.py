@@ -1,6 +1,10 @@
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from langchain_context_guard import compress_lines, truncate_text
+from langchain_context_guard.engine._text import FENCE, drop_fences
+from langchain_context_guard.replay import load_trajectories, shared_trajectory_dir
 
 MAX, HEAD, TAIL = 50_000, 2_000, 2_000
 
@@ -95,3 +99,47 @@ def test_compress_lines_names_the_source():
     out = compress_lines(text, 3, 2, source="call_7")
     assert 'full text: read_tool_result("call_7")' in out
     assert "read_tool_result" not in compress_lines(text, 3, 2)
+
+
+# drop_fences: the regex's blocks, found without it (the truncate pass's dedupe).
+FENCY = st.text(alphabet=st.sampled_from("```\n\n \tab+-_1é\rx"), max_size=120)
+BLOCK = st.builds(
+    lambda lang, body, pad: f"```{lang}\n{body}\n```{pad}",
+    st.text(alphabet="py+-_ \t", max_size=6),
+    FENCY,
+    st.sampled_from(["", " ", "\t ", "\n", "`"]),
+)
+RULES = {
+    "all": lambda body: True,
+    "none": lambda body: False,
+    "even": lambda body: len(body) % 2 == 0,
+    "stripped-a": lambda body: body.strip() == "a",
+}
+
+
+def _by_regex(text: str, drop) -> str:
+    return FENCE.sub(lambda m: "" if drop(m.group(1)) else m.group(0), text)
+
+
+@pytest.mark.parametrize("rule", sorted(RULES))
+@given(st.lists(FENCY | BLOCK, max_size=8))
+@settings(max_examples=300, deadline=None)
+def test_drop_fences_removes_what_the_regex_finds(rule, parts) -> None:
+    text = "".join(parts)
+    assert drop_fences(text, RULES[rule]) == _by_regex(text, RULES[rule])
+
+
+def test_drop_fences_on_the_shared_transcripts() -> None:
+    directory = shared_trajectory_dir()
+    if directory is None:
+        pytest.skip("no shared data")
+    texts = [
+        m.text
+        for messages in load_trajectories(directory).values()
+        for m in messages
+        if "```" in m.text
+    ]
+    assert len(texts) > 100
+    for text in texts:
+        for drop in RULES.values():
+            assert drop_fences(text, drop) == _by_regex(text, drop)
