@@ -74,13 +74,15 @@ def read(last: Known, messages: Any, lock: threading.Lock) -> Read:
     if head is not None:  # equal copies: kept as they are
         head.extend(new)
         return head, last, rebuilt, head
-    # The caller's list, if it holds the very messages (read, never changed).
-    original = messages if all(map(is_, new, messages[n:])) else [*seen, *new]
     with lock:
         grown = len(last.messages) == n
         if grown:
             last.messages.extend(new)
-    return original, last, None, last.messages if grown else [*seen, *new]
+    # Another call may have appended to that list since: its first n only.
+    kept = last.messages if grown else [*last.messages[:n], *new]
+    if all(map(is_, new, messages[n:])):
+        return messages, last, None, kept  # the caller's list: read, not changed
+    return kept[: n + len(new)], last, None, kept
 
 
 def _whole(messages: Any) -> Read:

@@ -131,8 +131,8 @@ class TiktokenCounter:
         ends: list[int] = []
         short: dict[str, int] = {}
         shared: dict[int, tuple[int, tuple[int, ...]]] = {}  # by tool-call list id
-        if self._lengths is None:
-            return [], []
+        if self._lengths is None or len(messages) < _BATCH_MIN:
+            return [], []  # too few to batch, whatever is counted already
         for message in self._uncounted(messages, todo):
             flat, own = self._parts(message, calls=False)
             where.extend(place(own, texts, short))
