@@ -114,8 +114,8 @@ def edited_in_place(
     if len(longer) < n or not k:
         return False
     mine, theirs = shorter[n - k : n], longer[n - k : n]
-    same = map(is_, mine, theirs)
-    moved = map(is_not, map(_content, theirs), contents)
+    same = map(is_, mine, theirs)  # ``theirs`` may hold what is not a message yet
+    moved = map(is_not, map(_content, mine), contents)
     return any(map(and_, same, moved))
 
 
