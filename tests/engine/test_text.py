@@ -123,7 +123,7 @@ def _by_regex(text: str, drop) -> str:
 
 @pytest.mark.parametrize("rule", sorted(RULES))
 @given(st.lists(FENCY | BLOCK, max_size=8))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_drop_fences_removes_what_the_regex_finds(rule, parts) -> None:
     text = "".join(parts)
     assert drop_fences(text, RULES[rule]) == _by_regex(text, RULES[rule])
