@@ -23,6 +23,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ._depth import assistant_count
 from ._tokens import REPLY_OVERHEAD, TokenCounter
 
 ANCHOR_RANGE = (0.7, 1.5)
@@ -196,6 +197,60 @@ def scan_history(
     counts = [count(m) for m in messages]
     k = last_usage(messages)
     return sum(counts), k, sum(counts[: k + 1]) if k >= 0 else 0
+
+
+Scan = tuple[int, int, int, int]
+"""A history's ``scan_history`` (our count, where its last usage is, our count up
+to it) and how many assistant messages it holds (``_depth.assistant_count``)."""
+
+
+def full_scan(
+    messages: Sequence[BaseMessage], count: Callable[[BaseMessage], int]
+) -> Scan:
+    """``scan_history`` of ``messages`` and its ``assistant_count``."""
+    return (*scan_history(messages, count), assistant_count(messages))
+
+
+@dataclass(frozen=True)
+class Known:
+    """The last history a guard read: its recent contents and its scan.
+
+    ``messages[:size]`` is that history. The list is the guard's own, and may
+    have grown since (``ContextGuard._read`` appends the next call's new
+    messages to it rather than copying it): what it held is never changed.
+    """
+
+    messages: list[BaseMessage]
+    contents: list[Any]
+    """Content objects of its last messages (``_same.recent_contents``)."""
+    body: int
+    usage_at: int
+    usage_body: int
+    calls: int = 0
+    """How many assistant messages it holds (``_depth.assistant_count``)."""
+    size: int = 0
+    """How many messages it holds."""
+    fields: list[dict[str, Any]] | None = None
+    """Field dicts of its last messages (``_same.recent_fields``), if known."""
+
+    def history(self) -> list[BaseMessage]:
+        """The history itself (a copy only if the list has grown since)."""
+        held = self.messages
+        return held if len(held) == self.size else held[: self.size]
+
+    def grow(
+        self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]
+    ) -> Scan:
+        """``full_scan`` of a history that grows this one: its new messages only."""
+        n = self.size
+        new = messages[n:]
+        counts = [count(m) for m in new]
+        body = self.body + sum(counts)
+        calls = self.calls + assistant_count(new)
+        k = last_usage(messages, n)
+        if k < 0:
+            return body, self.usage_at, self.usage_body, calls
+        return body, k, self.body + sum(counts[: k - n + 1]), calls
 
 
 def count_messages(

@@ -10,6 +10,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from langchain_core.messages import AIMessage, BaseMessage
+
+MESSAGE_OVERHEAD = 3
+"""Tokens a provider adds around every message (role and separators)."""
 TOOL_CALL_OVERHEAD = 4
 """Tokens around each tool call besides its name and arguments."""
 
@@ -68,3 +72,38 @@ def call_parts(calls: Sequence[Any]) -> tuple[int, list[str]]:
     for call in calls:
         texts += (call["name"], args_text(call["args"]))
     return TOOL_CALL_OVERHEAD * len(calls), texts
+
+
+def message_parts(
+    message: BaseMessage, image_tokens: int, calls: bool = True
+) -> tuple[int, list[str]]:
+    """A message's flat tokens, and the texts whose tokens add to them.
+
+    ``calls=False``: without its ``tool_calls`` (``call_parts``).
+    """
+    flat, texts = MESSAGE_OVERHEAD, [message.type]
+    if message.name:
+        flat += 1
+        texts.append(message.name)
+    content = message.content
+    ai = message if isinstance(message, AIMessage) else None
+    if isinstance(content, str):
+        texts.append(content)  # ``block_text`` of a string
+    else:
+        calls_elsewhere = ai is not None and bool(ai.tool_calls)
+        for block in content:
+            text, cost = block_text(block, image_tokens, calls_elsewhere)
+            flat += cost
+            texts.append(text)
+    if ai is not None:
+        if calls:
+            extra, call_texts = call_parts(ai.tool_calls)
+            flat += extra
+            texts += call_texts
+        for bad in ai.invalid_tool_calls:
+            flat += TOOL_CALL_OVERHEAD
+            texts += (bad.get("name") or "", bad.get("args") or "")
+        reasoning = ai.additional_kwargs.get("reasoning_content")
+        if isinstance(reasoning, str):
+            texts.append(reasoning)
+    return flat, texts

@@ -53,7 +53,7 @@ def cycle_cost(kept: float, g: float, budget: int) -> float:
     return kept * g / room - (_VALUE - _CACHE_RATE) * (budget + kept) / 2
 
 
-def growth(body: int, history: Sequence[BaseMessage]) -> float | None:
+def growth(body: int, history: Sequence[BaseMessage] | int) -> float | None:
     """Tokens a history grows by per model call (None without any call).
 
     ``body``, the history's tokens as the prompt holds them (through the
@@ -63,7 +63,17 @@ def growth(body: int, history: Sequence[BaseMessage]) -> float | None:
     at the calls where a pruning happens, its median ``|log(estimate / actual)|``
     is 0.40 at 16k and 0.11 at 32k, against 0.54 / 0.18 for the history as
     written and 0.45 / 0.25 for the newest stretch of ``(1 - prune_to)`` of the
-    budget (BENCHMARKS.md, issue 11, item 10).
+    budget (BENCHMARKS.md, issue 11, item 10). ``history``: the history, or
+    its ``assistant_count`` as a guard carries it from call to call.
     """
-    calls = list(map(_type, history)).count("ai")  # C speed at 50,000 messages
+    calls = history if isinstance(history, int) else assistant_count(history)
     return body / calls if calls else None
+
+
+def assistant_count(history: Sequence[BaseMessage]) -> int:
+    """How many assistant messages ``history`` holds (C speed at 50,000 messages).
+
+    A guard counts a whole history once, then only the new messages of each
+    call (``_pipeline.Known``).
+    """
+    return list(map(_type, history)).count("ai")

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from ._pieces import KNOWN_PATTERNS
+from ._pieces import KNOWN_PATTERNS, NEWLINE_PATTERNS
 from ._window import base_model_name
 
 _O200K_PREFIXES = (
@@ -38,7 +38,8 @@ _THREADS = 8
 
 _batches: dict[Callable[[str], int], Callable[[list[str]], list[int]]] = {}
 """tiktoken's batch encoder (several threads) behind each exact length function."""
-_cuts: set[Callable[[str], int]] = set()
+_patterns: dict[Callable[[str], int], str | None] = {}
+"""The split pattern of each counting function's encoding."""
 """Exact length functions whose pattern ``_pieces.cut`` holds for."""
 _encodings_lock = threading.Lock()
 
@@ -107,14 +108,18 @@ def _length_fn(enc: Any) -> Callable[[str], int]:
             return _in_threads(length, texts)
 
         _batches[length] = lengths
-    if getattr(enc, "_pat_str", None) in KNOWN_PATTERNS:
-        _cuts.add(length)
+    _patterns[length] = getattr(enc, "_pat_str", None)
     return length
 
 
 def counts_pieces(length: Callable[[str], int]) -> bool:
     """Whether ``length`` of a text cut at ``_pieces.cut`` is the sum of its pieces'."""
-    return length in _cuts
+    return _patterns.get(length) in KNOWN_PATTERNS
+
+
+def piecewise(length: Callable[[str], int]) -> bool:
+    """Whether ``length``'s counts add up over ``_pieces.pieces`` (newline cuts)."""
+    return _patterns.get(length) in NEWLINE_PATTERNS
 
 
 def encode_threads() -> int:

@@ -9,27 +9,20 @@ from typing import Any
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Gauge, make_gauge, scan_history, sent_key
+from ._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from ._cold import count_new
-from ._errors import ConfigError, InvalidInputError
+from ._errors import ConfigError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
+from ._grown import known_after, read
 from ._handover import export_state, restore_state
 from ._input import to_messages
 from ._overflow import LimitMemory
-from ._pipeline import Known, Record, Setting
+from ._pipeline import Record, Setting
 from ._policy import GuardPolicy
 from ._prune import prune
 from ._reuse import Limits, reuse_prompt
-from ._same import equal_values, extends_unchanged, more_contents, recent_contents
 from ._settle import settle
-from ._stable import (
-    Sent,
-    common_prefix,
-    conversation,
-    held,
-    open_results,
-    same_message,
-)
+from ._stable import Sent, common_prefix, conversation, held, open_results
 from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import (
     WindowInfo,
@@ -237,24 +230,17 @@ class ContextGuard:
         A history with nothing to send once sanitised (only empty messages)
         gives an empty list, on every call.
         """
-        original, known, rebuilt = self._read(messages)
+        original, known, rebuilt, kept_in = self._read(messages)
         info, policy = self.window(model), self.policy
         stable = self._last_sent(original) if policy.stable_prefix else None
-        seen = None if known is None else len(known.messages)
+        seen = None if known is None else known.size
         count, prime, calls = count_new(
             self.counter, original, seen, stable is None, policy, info.tokens
         )
-        if known is None:
-            scan = scan_history(original, count)
-            base: list[BaseMessage] | None = None
-            contents = recent_contents(original)
-        else:
-            scan = known.grow(original, count)
-            base = known.messages
-            previous = known.contents if rebuilt is None else rebuilt
-            contents = more_contents(previous, original[len(known.messages) :])
-        self._last = Known(original, contents, *scan)
-        body, usage_at, usage_body = scan
+        now = known_after(known, original, rebuilt, kept_in, count)
+        scan = (now.body, now.usage_at, now.usage_body, now.calls)
+        self._last = now
+        body, usage_at, usage_body, _ = scan
         budget = self._budget(info.tokens, model, info.source)
         extra = self._tool_tokens(tools) + REPLY_OVERHEAD
         turn_limit = policy.turn_limit(session_kind)
@@ -268,7 +254,7 @@ class ContextGuard:
                 stable,
                 original,
                 body,
-                Limits(gauge, budget, turn_limit, info, base, contents),
+                Limits(gauge, budget, turn_limit, info, known, now),
                 self.policy,
                 self.counter,
                 events,
@@ -277,10 +263,10 @@ class ContextGuard:
                 self._remember(original, reused.sent_tokens, reused.whole)
                 self._keep_sent(reused.sent)
                 return reused.result
+        if original is messages or original is kept_in:
+            original = list(original)  # a list of its own, for the record to keep
         record = self._record
-        if record is not None and not record.grows(
-            original, base if rebuilt is None else None
-        ):
+        if record is not None and not record.grows(original):
             record = None
         cap = (
             min(int(policy.digest_share * budget), policy.digest_max_tokens)
@@ -292,7 +278,6 @@ class ContextGuard:
         setting = Setting(
             policy, budget, info.tokens, turn_limit, count, gauge, cap, deep, prime
         )
-        scan = (body, usage_at, usage_body)
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)
         if new_record is not None:
             self._record = new_record
@@ -314,7 +299,7 @@ class ContextGuard:
         if closing:  # sent, not kept: the real results will follow
             del kept[-closing:]
         body = run.body - sum(map(count, current[len(kept) :]))
-        self._keep_sent(Sent.of(key, original, kept, body))
+        self._keep_sent(Sent.of(key, kept_in, kept, body, size=len(original)))
         if calls is not None:
             calls.close()
         if policy.stable_prefix:
@@ -341,31 +326,9 @@ class ContextGuard:
 
     def _read(
         self, messages: Any
-    ) -> tuple[list[BaseMessage], Known | None, list[Any] | None]:
-        """``to_messages``, reading only what follows the previous call's history.
-
-        A list that extends the last one read (``extends_unchanged``), or an
-        equal copy of it (rebuilt from a checkpoint), only has its new items
-        checked, converted and later counted; that one is returned as well, and
-        for a rebuilt copy its ``recent_contents`` (else None).
-        """
-        last = self._last
-        n = len(last.messages)
-        if not isinstance(messages, list) or len(messages) < n or not n:
-            return to_messages(messages), None, None
-        rebuilt, original = None, messages[:n]
-        if not extends_unchanged(messages, last.messages, last.contents):
-            rebuilt = equal_values(original, last.messages)
-            if rebuilt is None:
-                if not all(map(same_message, original, last.messages)):
-                    return to_messages(messages), None, None
-                rebuilt = recent_contents(original)
-        try:
-            new = to_messages(messages[n:])
-        except InvalidInputError:  # its error names the right index
-            return to_messages(messages), None, None
-        original.extend(new)
-        return original, last, rebuilt
+    ) -> tuple[list[BaseMessage], Known | None, list[Any] | None, list[BaseMessage]]:
+        """``_grown.read`` against the previous call's history."""
+        return read(self._last, messages, self._lock)
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:
         if not original or not self.policy.enabled:

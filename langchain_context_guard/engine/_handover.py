@@ -192,7 +192,7 @@ def export_state(
     with guard._lock:
         hit = original and guard._sent.get(sent_key(original[-1], guard.counter))
         sent = original and guard._stables.get(conversation(original))
-    base = sent.base if sent and len(sent.source) == len(original) else None
+    base = sent.base if sent and sent.size == len(original) else None
     return record(hit or None, base, guard._ratios.get(guard._name(model)))
 
 

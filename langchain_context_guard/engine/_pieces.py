@@ -52,6 +52,41 @@ KNOWN_PATTERNS = frozenset(
     }
 )
 """tiktoken patterns ``cut`` holds for (an encoding with another counts whole)."""
+NEWLINE_PATTERNS = frozenset(p for p in KNOWN_PATTERNS if r"\s*[\r\n]" in p)
+"""The cl100k and o200k patterns, for which ``pieces`` cuts are exact too."""
+
+PIECE_CHARS = 1_024
+"""``pieces`` are at least this long, but the last."""
+_NEWLINE_CUT = re.compile(r"\n(?=[^\s/])")
+
+
+def pieces(text: str, size: int = PIECE_CHARS) -> list[str]:
+    r"""``text`` cut where the cl100k_base and o200k_base pre-tokenizers cut anyway.
+
+    tiktoken splits a text with a regex and encodes each match on its own, so
+    a text cut between two matches counts the tokens of its pieces. The cuts
+    fall after a newline followed by a character that is neither whitespace
+    nor ``/``: the only matches that hold a newline are a run of whitespace
+    (``\s*[\r\n]+``, ``\s+``...) and punctuation followed by newlines
+    (o200k_base: newlines and slashes), and none goes on past such a
+    character; the regexes look behind nothing, so the matches after the cut
+    are those of the rest alone; and before it, those of the text up to it
+    (the one lookahead, ``\s+(?!\S)``, is never reached on a run of
+    whitespace that ends with a newline: ``\s*[\r\n]+`` takes it first).
+    ``tests/engine/test_encoding.py`` checks the sums against whole encodes.
+    Each cut is the first at least ``size`` characters after the last one, so
+    texts that share a beginning share their pieces up to where they differ.
+    """
+    out: list[str] = []
+    start, end = 0, len(text)
+    while end - start > size:
+        found = _NEWLINE_CUT.search(text, start + size)
+        if found is None:
+            break
+        out.append(text[start : found.end()])
+        start = found.end()
+    out.append(text[start:])
+    return out
 
 
 def cut(text: str, k: int) -> bool:

@@ -15,7 +15,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ._anchor import Gauge, last_usage
+from ._anchor import Gauge
 from ._cold import rewriters, rewrites
 from ._compress import (
     compress_floor,
@@ -344,6 +344,8 @@ class Record:
     body: int
     usage_at: int
     usage_body: int
+    calls: int
+    """How many assistant messages it holds (``_depth.assistant_count``)."""
     steps: tuple[Step, ...]
     memo: Memo = field(default_factory=dict)
     """The run's per-message results (``Run.memo``)."""
@@ -359,27 +361,3 @@ class Record:
         if base is self.original:
             return True
         return extends_unchanged(messages, self.original, self.contents)
-
-
-@dataclass(frozen=True)
-class Known:
-    """The last history a guard read: its recent contents and its scan."""
-
-    messages: list[BaseMessage]
-    contents: list[Any]
-    """Content objects of its last messages (``_same.recent_contents``)."""
-    body: int
-    usage_at: int
-    usage_body: int
-
-    def grow(
-        self, messages: list[BaseMessage], count: Callable[[BaseMessage], int]
-    ) -> tuple[int, int, int]:
-        """``scan_history`` of a history that grows this one."""
-        n = len(self.messages)
-        counts = [count(m) for m in messages[n:]]
-        body = self.body + sum(counts)
-        k = last_usage(messages, n)
-        if k < 0:
-            return body, self.usage_at, self.usage_body
-        return body, k, self.body + sum(counts[: k - n + 1])

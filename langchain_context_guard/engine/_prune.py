@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from ._anchor import Scan
 from ._depth import cycle_cost, growth, prune_share
 from ._errors import BudgetExceededError
 from ._passes import PASSES
@@ -26,7 +27,7 @@ from ._stages import Step
 
 def prune(
     original: list[BaseMessage],
-    scan: tuple[int, int, int],
+    scan: Scan,
     setting: Setting,
     record: Record | None,
     key: tuple[Any, ...],
@@ -61,7 +62,7 @@ _COMPRESS = PASSES.index("compress")
 
 def _target(
     original: list[BaseMessage],
-    scan: tuple[int, int, int],
+    scan: Scan,
     setting: Setting,
     record: Record | None,
     key: tuple[Any, ...],
@@ -80,7 +81,7 @@ def _target(
     memo = record.memo if record is not None and record.key[:2] == key[:2] else None
     head = Run(original, scan[0], setting, steps, memo)
     head.run(_COMPRESS)
-    g = growth(head.body, original)
+    g = growth(head.body, scan[3])
     budget = setting.budget
     target = min(int(prune_share(setting.policy.prune_to, g, budget) * budget), budget)
     target = min(target + setting.digest, budget)
@@ -90,7 +91,7 @@ def _target(
 
 def _nearer(
     original: list[BaseMessage],
-    scan: tuple[int, int, int],
+    scan: Scan,
     setting: Setting,
     record: Record | None,
     key: tuple[Any, ...],
@@ -99,7 +100,7 @@ def _nearer(
     """The better of the cuts on either side of the target, by the cost model.
 
     Whole turns go, so the first cut within the target falls below it by up to
-    a turn; a recent turn is the history's growth per call (``_depth.growth``),
+    a turn; a turn is the history's growth per call (``_depth.growth``),
     the cost model's g. A cut short by more than that had a larger turn in the
     way (one just before the kept ones can leave little but the task): the cut
     as far above the target is tried too (within the budget), and the one with
@@ -123,7 +124,7 @@ def _nearer(
 
 def _run(
     original: list[BaseMessage],
-    scan: tuple[int, int, int],
+    scan: Scan,
     setting: Setting,
     record: Record | None,
     key: tuple[Any, ...],

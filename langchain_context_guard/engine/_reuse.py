@@ -10,11 +10,10 @@ and the guard prunes afresh (``_stable`` holds the pieces).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Gauge
+from ._anchor import Gauge, Known
 from ._events import (
     Edits,
     EventKind,
@@ -43,10 +42,10 @@ class Limits:
     budget: int
     turn_limit: int | None
     info: WindowInfo
-    base: list[BaseMessage] | None = None
+    base: Known | None = None
     """A history the call's history is known to extend (``Sent.tail``)."""
-    contents: list[Any] | None = None
-    """The call's history's ``recent_contents``, when known."""
+    now: Known | None = None
+    """The call's history as the guard keeps it (its list, its contents)."""
 
 
 @dataclass(frozen=True)
@@ -73,7 +72,7 @@ def reuse_prompt(
     Appends its events to ``events``; ``None`` when the history must be pruned.
     """
     gauge, budget, turn_limit = limits.gauge, limits.budget, limits.turn_limit
-    info = limits.info
+    info, now = limits.info, limits.now
     tail = stable.tail(original, limits.base)
     if tail is None:
         return None
@@ -141,11 +140,12 @@ def reuse_prompt(
         whole,
         Sent.of(
             stable.key,
-            original,
+            now.messages if now is not None else original,
             kept,
             appended.body,
             min(intact, len(kept)),
-            limits.contents,
+            now.contents if now is not None else None,
             base=stable.base,
+            size=len(original),
         ),
     )

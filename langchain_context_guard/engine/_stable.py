@@ -19,12 +19,12 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from ._anchor import Gauge
+from ._anchor import Gauge, Known
 from ._events import EventKind
 from ._hygiene import join_turns, joinable
 from ._messages import label, marker
 from ._repair import synthetic_result
-from ._same import extends_unchanged, recent_contents
+from ._same import edited_in_place, extends_unchanged, recent_contents
 from ._tokens import content_key
 
 Each = Callable[[BaseMessage], BaseMessage | None]
@@ -60,6 +60,9 @@ class Sent:
     """How many of ``output``'s first messages are ``source``'s very objects."""
     base: int = 0
     """Length of the history last pruned afresh; ``output`` extends that prompt."""
+    size: int = 0
+    """How many messages the history held: ``source[:size]`` (the guard's own
+    list, which may have grown since: ``_anchor.Known``)."""
 
     @classmethod
     def of(
@@ -72,22 +75,26 @@ class Sent:
         contents: list[Any] | None = None,
         *,
         base: int | None = None,
+        size: int | None = None,
     ) -> Sent:
         """The record of one call.
 
         ``intact`` and ``contents`` are found when not given; ``base`` defaults to
-        a fresh prune's.
+        a fresh prune's. ``size``: the history is ``source[:size]`` (default:
+        all of it).
         """
+        size = len(source) if size is None else size
+        history = source if len(source) == size else source[:size]
         if intact is None:
-            intact = common_prefix(output, source, identical=True)
+            intact = common_prefix(output, history, identical=True)
         if contents is None:
-            contents = recent_contents(source)
-        at = len(source) if base is None else base
+            contents = recent_contents(history)
+        at = size if base is None else base
         pending = pending_calls(output)
-        return cls(key, source, contents, output, body, pending, intact, at)
+        return cls(key, source, contents, output, body, pending, intact, at, size)
 
     def tail(
-        self, history: list[BaseMessage], base: list[BaseMessage] | None = None
+        self, history: list[BaseMessage], base: Known | None = None
     ) -> list[BaseMessage] | None:
         """The messages ``history`` adds to this call's history or to its output.
 
@@ -98,12 +105,15 @@ class Sent:
         checkpoint) by comparing them. ``base``: a history ``history`` is known
         to extend unchanged.
         """
-        n = len(self.source)
-        if base is self.source:
+        n = self.size
+        if base is not None and base.messages is self.source and base.size == n:
             return history[n:]
-        if extends_unchanged(history, self.source, self.contents):
+        source = self.source if len(self.source) == n else self.source[:n]
+        if extends_unchanged(history, source, self.contents):
             return history[n:]
-        if len(history) >= n and all(map(same_message, history[:n], self.source)):
+        if edited_in_place(history, source, self.contents):
+            return None
+        if len(history) >= n and all(map(same_message, history[:n], source)):
             return history[n:]
         m = len(self.output)
         if len(history) >= m and all(map(same_message, history[:m], self.output)):
@@ -177,7 +187,7 @@ def append(
         for kind, each in passes:
             done = each(new) if new is not None else None
             if done is None:
-                at = len(sent.source) + i
+                at = sent.size + i
                 removed.setdefault(kind, []).append(label(message, at))
                 new = None
                 break

@@ -18,14 +18,15 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ._blocks import MESSAGE_OVERHEAD as MESSAGE_OVERHEAD
 from ._blocks import TOOL_CALL_OVERHEAD as TOOL_CALL_OVERHEAD
-from ._blocks import block_text, call_parts
-from ._encoding import EXACT_LIMIT, batch_lengths, counts_pieces, place
+from ._blocks import call_parts, message_parts
+from ._encoding import EXACT_LIMIT, batch_lengths, counts_pieces, piecewise, place
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
 from ._messages import drop_oldest, sweep_dead
-from ._pieces import split_pairs
+from ._pieces import PIECE_CHARS, pieces, split_pairs
 
 _SWEEP_FLOOR = 4_096
 _BATCH_MIN = 16
@@ -33,8 +34,6 @@ _BATCH_MIN = 16
 _TEXT_MIN, _TEXT_MEMORY = 512, 1_024
 """Texts this long are counted once per content (``_count_text``); how many kept."""
 
-MESSAGE_OVERHEAD = 3
-"""Tokens a provider adds around every message (role and separators)."""
 REPLY_OVERHEAD = 3
 """Tokens that prime the reply, once per request."""
 TOOL_SCHEMA_OVERHEAD = 8
@@ -84,6 +83,7 @@ class TiktokenCounter:
         self.encoding = encoding or encoding_for_model(model)
         self._length, self.name = load_encoding(self.encoding, chars_per_token)
         self._lengths = batch_lengths(self._length)
+        self._piecewise = piecewise(self._length)
         self.image_tokens = image_tokens
         self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
         self._by_key: dict[int, int] = {}
@@ -128,13 +128,13 @@ class TiktokenCounter:
         Returns the messages it counted and their counts (flat lists: few
         objects for the garbage collector).
         """
-        if self._lengths is None:
-            return [], []
+        if self._lengths is None or len(messages) < _BATCH_MIN:
+            return [], []  # too few to batch, whatever is counted already
         todo: dict[int, BaseMessage] = {}  # by content key
         queued = self._uncounted(messages, todo)
         if len(todo) < _BATCH_MIN:
             return [], []
-        pieces = (
+        paired = (
             split_pairs(pairs, queued, EXACT_LIMIT)
             if pairs and counts_pieces(self._length)
             else {}
@@ -148,7 +148,7 @@ class TiktokenCounter:
         shared: dict[int, tuple[int, list[int]]] = {}  # tool calls, by list id
         for message in queued:
             flat, own = self._parts(message, calls=False)
-            split = pieces.get(id(message)) if pieces else None
+            split = paired.get(id(message)) if paired else None
             if split is not None:
                 own.remove(split[0])  # the content, counted as its pieces
                 for piece in split[1:]:
@@ -236,48 +236,39 @@ class TiktokenCounter:
 
         A message rewritten by a pass (its text cut, its repeated command
         dropped) keeps its tool-call arguments: those are not encoded again.
+        A long text is counted in ``_pieces.pieces`` (exact: their counts
+        add up), each remembered too: a rewrite that keeps the beginning of
+        a text (the truncate pass drops an assistant message's repeated
+        command, usually at its end) only encodes the pieces it changed.
         """
         if len(text) < _TEXT_MIN:
             return self._length(text)
         key = (len(text), hash(text))
         count = self._texts.get(key)
         if count is None:
-            if len(self._texts) >= _TEXT_MEMORY:
-                drop_oldest(self._texts, _TEXT_MEMORY * 3 // 4)
-            count = self._texts[key] = self._length(text)
+            if self._piecewise and PIECE_CHARS < len(text) <= EXACT_LIMIT:
+                count = sum(map(self._count_piece, pieces(text)))
+            else:
+                count = self._length(text)
+            self._keep_text(key, count)
         return count
 
-    def _parts(self, message: BaseMessage, calls: bool = True) -> tuple[int, list[str]]:
-        """A message's flat tokens, and the texts whose tokens add to them.
+    def _count_piece(self, piece: str) -> int:
+        key = (len(piece), hash(piece))
+        count = self._texts.get(key)
+        if count is None:
+            count = self._length(piece)
+            self._keep_text(key, count)
+        return count
 
-        ``calls=False``: without its ``tool_calls`` (``call_parts``).
-        """
-        flat, texts = MESSAGE_OVERHEAD, [message.type]
-        if message.name:
-            flat += 1
-            texts.append(message.name)
-        content = message.content
-        ai = message if isinstance(message, AIMessage) else None
-        if isinstance(content, str):
-            texts.append(content)  # ``block_text`` of a string
-        else:
-            calls_elsewhere = ai is not None and bool(ai.tool_calls)
-            for block in content:
-                text, cost = block_text(block, self.image_tokens, calls_elsewhere)
-                flat += cost
-                texts.append(text)
-        if ai is not None:
-            if calls:
-                extra, call_texts = call_parts(ai.tool_calls)
-                flat += extra
-                texts += call_texts
-            for bad in ai.invalid_tool_calls:
-                flat += TOOL_CALL_OVERHEAD
-                texts += (bad.get("name") or "", bad.get("args") or "")
-            reasoning = ai.additional_kwargs.get("reasoning_content")
-            if isinstance(reasoning, str):
-                texts.append(reasoning)
-        return flat, texts
+    def _keep_text(self, key: tuple[int, int], count: int) -> None:
+        if len(self._texts) >= _TEXT_MEMORY:
+            drop_oldest(self._texts, _TEXT_MEMORY * 3 // 4)
+        self._texts[key] = count
+
+    def _parts(self, message: BaseMessage, calls: bool = True) -> tuple[int, list[str]]:
+        """A message's flat tokens and texts (``_blocks.message_parts``)."""
+        return message_parts(message, self.image_tokens, calls)
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Tokens of tool schemas, as OpenAI-format JSON."""

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -57,9 +56,6 @@ def _cut(
         ("truncate", max_chars, head, tail, name),
         lambda m: _cut_content(m, max_chars, head, tail, name),
     )
-
-
-_FENCE = re.compile(r"\n*```[\w+-]*\n(.*?)\n?```[ \t]*", re.DOTALL)
 
 
 def _drop_repeated_calls(message: AIMessage) -> BaseMessage:

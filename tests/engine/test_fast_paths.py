@@ -80,3 +80,26 @@ def test_compress_lines_splits_off_only_what_it_keeps(
     text: str, head: int, tail: int
 ) -> None:
     assert compress_lines(text, head, tail) == split_all(text, head, tail)
+
+
+def test_without_fences_on_the_shared_transcripts() -> None:
+    # Every fenced assistant text of the 42 runs, with each of its own blocks'
+    # bodies as the arguments (and none), as the pattern's substitution gives.
+    import pytest
+
+    from langchain_context_guard.replay import load_trajectories, shared_trajectory_dir
+
+    directory = shared_trajectory_dir()
+    if directory is None:
+        pytest.skip("no shared data")
+    texts = [
+        m.text
+        for messages in load_trajectories(directory).values()
+        for m in messages
+        if "```" in m.text
+    ]
+    assert len(texts) > 100
+    for text in texts:
+        bodies = {m.group(1).strip() for m in _FENCE.finditer(text)}
+        for args in (set(), bodies, set(list(bodies)[:1])):
+            assert without_fences(text, args) == substituted(text, args)
