@@ -101,10 +101,16 @@ def compress_message(
 ) -> BaseMessage:
     """A tool result or assistant message as compression leaves it (memoised).
 
-    An assistant message keeps its tool calls; marked messages stay as they are.
+    An assistant message keeps its tool calls; marked messages stay as they are,
+    the guard's joined assistant turns too (``merged``): each part was weighed
+    alone in the call that joined them, so a prompt prepared again stays as it is.
     """
     mark = marker(message)
-    if mark is not None and mark.get("kind") in {"compressed", "synthetic_result"}:
+    if mark is not None and mark.get("kind") in {
+        "compressed",
+        "synthetic_result",
+        "merged",
+    }:
         return message
     return memo_rewrite(
         message,

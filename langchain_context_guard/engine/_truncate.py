@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import partial
 
@@ -56,6 +57,11 @@ def _cut(
         ("truncate", max_chars, head, tail, name),
         lambda m: _cut_content(m, max_chars, head, tail, name),
     )
+
+
+_FENCE = re.compile(r"\n*```[\w+-]*\n(.*?)\n?```[ \t]*", re.DOTALL)
+"""A fenced block with the newlines before it and the blanks after it: what
+``without_fences`` finds, as this pattern would (the tests compare them)."""
 
 
 def _drop_repeated_calls(message: AIMessage) -> BaseMessage:

@@ -4,7 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_guard import MARKER_KEY, compress_old_tool_results
-from langchain_context_guard.engine._compress import callers
+from langchain_context_guard.engine._compress import callers, compress_message
 from tests.engine._support import agent_history, ai, call, lines, result, snapshot
 
 
@@ -140,3 +140,17 @@ def test_assistant_blocks_keep_their_tool_use_and_reasoning_stays():
     history = [signed, ai(call("c1")), result("c1", lines(100)), *history[2:]]
     out = compress_old_tool_results(history, batch=1, assistant=True)
     assert out[0] is signed  # a signed reasoning block must go back unchanged
+
+
+def test_a_joined_assistant_turn_is_not_compressed_again() -> None:
+    # Hygiene joins consecutive assistant turns after compression has weighed
+    # each; a prompt prepared again must not compress the joined one (a
+    # hypothesis case of test_idempotent_and_deterministic did).
+    joined = AIMessage(
+        "\n".join(f"line {k}" for k in range(200)),
+        id="a2",
+        additional_kwargs={MARKER_KEY: {"kind": "merged", "ids": ["a1", "a2"]}},
+    )
+    assert compress_message(joined, 10, 1, 1) is joined
+    plain = joined.model_copy(update={"additional_kwargs": {}})
+    assert compress_message(plain, 10, 1, 1) is not plain

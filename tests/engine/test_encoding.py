@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
-from langchain_context_guard.engine._encoding import PIECE_CHARS, pieces
+from langchain_context_guard.engine._pieces import PIECE_CHARS, pieces
 from langchain_context_guard.engine._tokens import TiktokenCounter
 from langchain_context_guard.replay import load_trajectories, shared_trajectory_dir
 
