@@ -64,15 +64,11 @@ def extends_kept(
     No attribute is looked up on a message, and the messages themselves are
     not read: 2,048 checks take about half the time.
     """
-    n = len(shorter)
-    if len(longer) < n:
+    if not _same_ends(longer, shorter):
         return False
-    if not n:
-        return True
-    if longer[0] is not shorter[0] or longer[n - 1] is not shorter[n - 1]:
-        return False
-    return starts_with(longer, shorter) and all(
-        map(is_, map(_field_content, fields), contents)
+    return not shorter or (
+        starts_with(longer, shorter)
+        and all(map(is_, map(_field_content, fields), contents))
     )
 
 
@@ -89,14 +85,18 @@ def extends_unchanged(
     not edited in place; an older message is replaced, not edited, as LangGraph's
     ``add_messages`` does).
     """
+    if not _same_ends(longer, shorter):
+        return False
+    n = len(shorter)
+    return not n or (starts_with(longer, shorter) and unedited(longer, n, contents))
+
+
+def _same_ends(longer: Sequence[BaseMessage], shorter: Sequence[BaseMessage]) -> bool:
+    """``longer`` is as long, and holds ``shorter``'s first and last objects there."""
     n = len(shorter)
     if len(longer) < n:
         return False
-    if not n:
-        return True
-    if longer[0] is not shorter[0] or longer[n - 1] is not shorter[n - 1]:
-        return False
-    return starts_with(longer, shorter) and unedited(longer, n, contents)
+    return not n or (longer[0] is shorter[0] and longer[n - 1] is shorter[n - 1])
 
 
 def edited_in_place(
