@@ -53,7 +53,7 @@ def cycle_cost(kept: float, g: float, budget: int) -> float:
     return kept * g / room - (_VALUE - _CACHE_RATE) * (budget + kept) / 2
 
 
-def growth(body: int, history: Sequence[BaseMessage] | int) -> float | None:
+def growth(body: int, calls: int) -> float | None:
     """Tokens a history grows by per model call (None without any call).
 
     ``body``, the history's tokens as the prompt holds them (through the
@@ -63,10 +63,9 @@ def growth(body: int, history: Sequence[BaseMessage] | int) -> float | None:
     at the calls where a pruning happens, its median ``|log(estimate / actual)|``
     is 0.40 at 16k and 0.11 at 32k, against 0.54 / 0.18 for the history as
     written and 0.45 / 0.25 for the newest stretch of ``(1 - prune_to)`` of the
-    budget (BENCHMARKS.md, issue 11, item 10). ``history``: the history, or
-    its ``assistant_count`` as a guard carries it from call to call.
+    budget (BENCHMARKS.md, issue 11, item 10). ``calls``: its assistant
+    messages (``assistant_count``, carried from call to call in ``Known``).
     """
-    calls = history if isinstance(history, int) else assistant_count(history)
     return body / calls if calls else None
 
 

@@ -8,6 +8,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_context_guard.engine._depth import (
     MIN_PRUNE_SHARE,
+    assistant_count,
     cycle_cost,
     growth,
     prune_share,
@@ -42,8 +43,8 @@ def test_a_larger_budget_keeps_a_larger_share() -> None:
 
 
 def test_growth_is_the_history_per_assistant_message() -> None:
-    assert growth(6_000, _history(3)) == 2_000
-    assert growth(6_000, _history(0)) is None
+    assert growth(6_000, assistant_count(_history(3))) == 2_000
+    assert growth(6_000, assistant_count(_history(0))) is None
 
 
 def test_the_cycle_cost_is_lowest_at_the_share_the_model_picks() -> None:
