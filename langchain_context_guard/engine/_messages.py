@@ -163,7 +163,17 @@ def same_list(before: Sequence[BaseMessage], after: list[BaseMessage]) -> bool:
     )
 
 
-_rewrites: dict[tuple[int, Hashable], tuple[Any, Any, BaseMessage | None]] = {}
+_Memo = tuple[Any, Any, dict[Hashable, BaseMessage | None]]
+_rewrites: dict[int, _Memo] = {}
+"""By message identity: a weak reference, the content object, and each
+rewrite by its key (``None``: unchanged). One entry per message, not one per
+message and pass: a warm call leaves the garbage collector fewer new objects,
+so its young collections (which traverse the caller's whole fresh history
+list) come less often."""
+_keys: dict[Hashable, Hashable] = {}
+"""One object per distinct rewrite key (the passes build their key tuples on
+every call), so an entry's dict holds no new tuple of its own."""
+_KEYS_MAX = 1_024
 _rewrites_lock = threading.Lock()
 _SWEEP_FLOOR = 4_096
 _sweep_at = [_SWEEP_FLOOR]
@@ -179,21 +189,28 @@ def memo_rewrite(
     lookups) proportional to what is new, and the output byte-identical.
     Entries hold a plain weak reference (no callback, so nothing runs at
     interpreter shutdown); dead ones are swept every 4,096 new entries, so the
-    table holds at most that many rewrites of messages that are gone.
+    table holds at most that many entries of messages that are gone.
     """
-    slot = (id(message), key)
-    hit = _rewrites.get(slot)
-    if hit is not None and hit[0]() is message and hit[1] is message.content:
-        return message if hit[2] is None else hit[2]
+    content = message.content
+    entry = _rewrites.get(id(message))
+    if entry is not None and entry[0]() is message and entry[1] is content:
+        done = entry[2]
+        if key in done:
+            kept = done[key]
+            return message if kept is None else kept
     result = build(message)
     # ``None`` stands for "unchanged": holding the message itself would keep it alive.
     kept = None if result is message else result
-    entry = (weakref.ref(message), message.content, kept)
+    if len(_keys) < _KEYS_MAX:
+        key = _keys.setdefault(key, key)
     with _rewrites_lock:
-        _rewrites[slot] = entry
-        if len(_rewrites) >= _sweep_at[0]:
-            sweep_dead(_rewrites)
-            _sweep_at[0] = len(_rewrites) + _SWEEP_FLOOR
+        entry = _rewrites.get(id(message))
+        if entry is None or entry[0]() is not message or entry[1] is not content:
+            entry = _rewrites[id(message)] = (weakref.ref(message), content, {})
+            if len(_rewrites) >= _sweep_at[0]:
+                sweep_dead(_rewrites)
+                _sweep_at[0] = len(_rewrites) + _SWEEP_FLOOR
+        entry[2][key] = kept
     return result
 
 

@@ -90,7 +90,7 @@ class TiktokenCounter:
         self._max = max_entries
         self._max_contents = max_contents
         self._sweep_at = _SWEEP_FLOOR
-        self._texts: dict[tuple[int, int], int] = {}
+        self._texts: dict[int, int] = {}  # by ``text_key``
         self._lock = threading.Lock()
         self.encoded = 0
         """How many messages were actually encoded (cache misses)."""
@@ -243,7 +243,7 @@ class TiktokenCounter:
         """
         if len(text) < _TEXT_MIN:
             return self._length(text)
-        key = (len(text), hash(text))
+        key = text_key(text)
         count = self._texts.get(key)
         if count is None:
             if self._piecewise and PIECE_CHARS < len(text) <= EXACT_LIMIT:
@@ -254,14 +254,14 @@ class TiktokenCounter:
         return count
 
     def _count_piece(self, piece: str) -> int:
-        key = (len(piece), hash(piece))
+        key = text_key(piece)
         count = self._texts.get(key)
         if count is None:
             count = self._length(piece)
             self._keep_text(key, count)
         return count
 
-    def _keep_text(self, key: tuple[int, int], count: int) -> None:
+    def _keep_text(self, key: int, count: int) -> None:
         if len(self._texts) >= _TEXT_MEMORY:
             drop_oldest(self._texts, _TEXT_MEMORY * 3 // 4)
         self._texts[key] = count
@@ -283,6 +283,16 @@ class TiktokenCounter:
                 json.dumps(schema, sort_keys=True, default=str)
             )
         return total
+
+
+def text_key(text: str) -> int:
+    """A text's length and hash in one int: a key the garbage collector skips.
+
+    A tuple would be tracked, and a warm call keeps a few new ones per long
+    text: they bring the next young collection (which traverses the caller's
+    whole fresh history list) nearer.
+    """
+    return hash(text) ^ (len(text) << 64)
 
 
 def content_key(

@@ -13,7 +13,10 @@ from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard.engine._same import (
     RECHECKED,
     equal_values,
+    extends_kept,
+    extends_unchanged,
     recent_contents,
+    recent_fields,
 )
 from langchain_context_guard.engine._stable import same_message
 from tests.engine._support import agent_history, ai, call, snapshot
@@ -76,3 +79,20 @@ def test_a_guard_given_rebuilt_histories_sends_what_it_sends_for_the_same_object
         b = rebuilt.prepare(_rebuilt(full[:k]))
         assert snapshot(b.messages) == snapshot(a.messages)
         assert b.report.tokens_after == a.report.tokens_after
+
+
+def test_an_edit_in_place_is_seen_and_an_equal_content_is_no_edit():
+    history = agent_history(40)
+    kept = list(history)
+    fields, contents = recent_fields(kept), recent_contents(kept)
+    grown = [*history, ai(content="next")]
+    assert extends_kept(grown, kept, fields, contents)
+    assert extends_unchanged(grown, kept, contents)
+    # The very object, its content replaced by an equal string: counts the same.
+    history[-3].content = "".join(list(str(history[-3].content)))
+    assert history[-3].content is not contents[-3]
+    assert extends_kept(grown, kept, fields, contents)
+    assert extends_unchanged(grown, kept, contents)
+    history[-3].content = f"{history[-3].content} edited"
+    assert not extends_kept(grown, kept, fields, contents)
+    assert not extends_unchanged(grown, kept, contents)
