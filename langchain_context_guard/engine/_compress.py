@@ -105,6 +105,9 @@ def compress_message(
     the guard's joined assistant turns too (``merged``): each part was weighed
     alone in the call that joined them, so a prompt prepared again stays as it is.
     """
+    content = message.content
+    if isinstance(content, str) and len(content) <= min_chars:
+        return message  # too short to compress: not kept in the memo
     mark = marker(message)
     if mark is not None and mark.get("kind") in {
         "compressed",

@@ -175,8 +175,9 @@ _keys: dict[Hashable, Hashable] = {}
 every call), so an entry's dict holds no new tuple of its own."""
 _KEYS_MAX = 1_024
 _rewrites_lock = threading.Lock()
-_SWEEP_FLOOR = 4_096
-_sweep_at = [_SWEEP_FLOOR]
+_SWEEP_EVERY = 4_096
+_stored = [0]
+"""Rewrites stored since the last sweep."""
 
 
 def memo_rewrite(
@@ -188,8 +189,8 @@ def memo_rewrite(
     rewritten object each time keeps their work (and the token count's cache
     lookups) proportional to what is new, and the output byte-identical.
     Entries hold a plain weak reference (no callback, so nothing runs at
-    interpreter shutdown); dead ones are swept every 4,096 new entries, so the
-    table holds at most that many entries of messages that are gone.
+    interpreter shutdown); dead ones are swept every 4,096 new rewrites, so the
+    table holds at most that many rewrites of messages that are gone.
     """
     content = message.content
     entry = _rewrites.get(id(message))
@@ -207,10 +208,11 @@ def memo_rewrite(
         entry = _rewrites.get(id(message))
         if entry is None or entry[0]() is not message or entry[1] is not content:
             entry = _rewrites[id(message)] = (weakref.ref(message), content, {})
-            if len(_rewrites) >= _sweep_at[0]:
-                sweep_dead(_rewrites)
-                _sweep_at[0] = len(_rewrites) + _SWEEP_FLOOR
         entry[2][key] = kept
+        _stored[0] += 1
+        due = _stored[0] >= _SWEEP_EVERY
+    if due:
+        sweep_memo()
     return result
 
 
@@ -220,7 +222,21 @@ def drop_oldest(table: dict[Any, Any], keep: int) -> None:
         del table[slot]
 
 
-def sweep_dead(table: dict[Any, tuple[Any, ...]]) -> None:
-    """Drop entries whose weakly referenced message (item 0) is gone."""
-    for slot in [s for s, entry in table.items() if entry[0]() is None]:
+def sweep_dead(table: dict[Any, tuple[Any, ...]]) -> int:
+    """Drop entries whose weakly referenced message (item 0) is gone; how many."""
+    dead = [s for s, entry in table.items() if entry[0]() is None]
+    for slot in dead:
         del table[slot]
+    return len(dead)
+
+
+def sweep_memo() -> None:
+    """Drop the rewrite memo's entries of messages that are gone.
+
+    Until none is left: a rewrite is kept by its original's entry and may have
+    an entry of its own (a later pass rewrote it), which dies with it.
+    """
+    with _rewrites_lock:
+        while sweep_dead(_rewrites):
+            pass
+        _stored[0] = 0

@@ -70,8 +70,7 @@ def extends_kept(
     if not _same_ends(longer, shorter):
         return False
     return not shorter or (
-        starts_with(longer, shorter)
-        and list(map(_field_content, fields)) == contents
+        starts_with(longer, shorter) and list(map(_field_content, fields)) == contents
     )
 
 

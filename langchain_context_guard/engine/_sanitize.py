@@ -81,8 +81,17 @@ def sanitize_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
 
 
 def clean_message(message: BaseMessage) -> BaseMessage | None:
-    """One message as ``sanitize_messages`` leaves it (None: dropped); memoised."""
-    new = memo_rewrite(message, "sanitize", _verdict)
+    """One message as ``sanitize_messages`` leaves it (None: dropped).
+
+    An assistant message's verdict is memoised (it reads every tool call, and
+    a cleaned copy must be the same object on every call); the others' take a
+    look at one field, and are not kept (an entry per message would hold more
+    memory than the history's own field dicts).
+    """
+    if isinstance(message, AIMessage):
+        new = memo_rewrite(message, "sanitize", _verdict)
+    else:
+        new = _verdict(message)
     return None if new is _DROP else new
 
 

@@ -52,6 +52,9 @@ def _cut_content(
 def _cut(
     message: BaseMessage, max_chars: int, head: int, tail: int, name: bool = False
 ) -> BaseMessage:
+    content = message.content
+    if isinstance(content, str) and len(content) <= max_chars:
+        return message  # nothing to cut: not kept in the memo
     return memo_rewrite(
         message,
         ("truncate", max_chars, head, tail, name),
@@ -64,6 +67,15 @@ _FENCE = re.compile(r"\n*```[\w+-]*\n(.*?)\n?```[ \t]*", re.DOTALL)
 ``without_fences`` finds, as this pattern would (the tests compare them)."""
 
 
+def _fenced(message: AIMessage) -> bool:
+    """Whether ``message`` may repeat a tool call in a fenced block.
+
+    If not, dedupe leaves it as it is, with no memo entry.
+    """
+    content = message.content
+    return isinstance(content, str) and "```" in content and bool(message.tool_calls)
+
+
 def _drop_repeated_calls(message: AIMessage) -> BaseMessage:
     """``message`` without fenced code blocks that repeat a tool call's argument.
 
@@ -72,7 +84,7 @@ def _drop_repeated_calls(message: AIMessage) -> BaseMessage:
     copy in the text is dropped (nothing the model wrote is lost).
     """
     content = message.content
-    if not isinstance(content, str) or "```" not in content or not message.tool_calls:
+    if not isinstance(content, str) or not _fenced(message):
         return message
     args = {
         v.strip()
@@ -187,7 +199,7 @@ def truncate_message(
     name_source: bool = False,
 ) -> BaseMessage:
     """One message as ``truncate_tool_results`` leaves it."""
-    if dedupe_calls and isinstance(message, AIMessage):
+    if dedupe_calls and isinstance(message, AIMessage) and _fenced(message):
         message = memo_rewrite(message, ("dedupe",), _drop_repeated_calls)
     is_tool = isinstance(message, ToolMessage)
     if not is_tool and (

@@ -59,3 +59,19 @@ def test_an_unchanged_message_is_not_kept_alive_by_the_memo():
     del message
     gc.collect()
     assert ref() is None
+
+
+def test_the_sweep_drops_a_rewrite_and_the_rewrites_made_of_it():
+    from langchain_context_guard.engine import _messages
+
+    message = _tool("original")
+    first = memo_rewrite(
+        message, "one", lambda m: m.model_copy(update={"content": "a"})
+    )
+    memo_rewrite(first, "two", lambda m: m.model_copy(update={"content": "b"}))
+    ids = {id(message), id(first)}
+    assert ids <= set(_messages._rewrites)
+    del message, first
+    gc.collect()
+    _messages.sweep_memo()
+    assert not ids & set(_messages._rewrites)
