@@ -81,10 +81,11 @@ def _drop_repeated_calls(message: AIMessage) -> BaseMessage:
 
     Agents that write their action as text (ReAct, mini-swe-agent) and have it
     parsed into a tool call send each command twice; the call carries it, so the
-    copy in the text is dropped (nothing the model wrote is lost).
+    copy in the text is dropped (nothing the model wrote is lost). Called on a
+    message ``_fenced`` accepted.
     """
     content = message.content
-    if not isinstance(content, str) or not _fenced(message):
+    if not isinstance(content, str):  # ``_fenced`` said it is (for the type checker)
         return message
     args = {
         v.strip()
