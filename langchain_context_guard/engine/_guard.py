@@ -13,6 +13,7 @@ from ._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from ._cold import count_new
 from ._errors import ConfigError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
+from ._forget import forget_head
 from ._grown import known_after, read
 from ._handover import export_state, restore_state
 from ._input import to_messages
@@ -279,8 +280,10 @@ class ContextGuard:
             policy, budget, info.tokens, turn_limit, count, gauge, cap, deep, prime
         )
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)
+        forgot = False
         if new_record is not None:
-            self._record = new_record
+            self._record = forget_head(new_record, budget)
+            forgot = self._record.forgot > new_record.forgot
         current = run.source if policy.enabled else original
         events += step_events(run.steps, run.before, run.tokens, budget)
         report = GuardReport(
@@ -304,7 +307,13 @@ class ContextGuard:
             calls.close()
         if policy.stable_prefix:
             settle(len(original))
-        return PrepareResult(list(current), report)
+        result = PrepareResult(list(current), report)
+        if forgot:  # the rewrites let go of die with this call's steps
+            del run, record, new_record
+            sweep = getattr(self.counter, "sweep", None)
+            if sweep is not None:
+                sweep()  # and their counts' entries with them
+        return result
 
     def export_state(self, messages: Any, *, model: Any = None) -> dict[str, Any]:
         """After ``prepare(messages)``: what another process needs (``_handover``)."""

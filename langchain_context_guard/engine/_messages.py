@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Collection, Hashable, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from itertools import islice
 from typing import Any, TypeVar
 
@@ -214,6 +214,27 @@ def memo_rewrite(
     if due:
         sweep_memo()
     return result
+
+
+def forget_rewrites(messages: Iterable[BaseMessage]) -> dict[int, BaseMessage]:
+    """Drop the memo's entries of ``messages`` and of their rewrites, in turn.
+
+    Returns each rewrite dropped, by identity, mapped to the message of
+    ``messages`` it was made from (``_forget``).
+    """
+    back: dict[int, BaseMessage] = {}
+    with _rewrites_lock:
+        for message in messages:
+            todo = [message]
+            while todo:
+                entry = _rewrites.pop(id(todo.pop()), None)
+                if entry is None or entry[0]() is None:
+                    continue
+                for kept in entry[2].values():
+                    if kept is not None and id(kept) not in back:
+                        back[id(kept)] = message
+                        todo.append(kept)
+    return back
 
 
 def drop_oldest(table: dict[Any, Any], keep: int) -> None:

@@ -30,6 +30,7 @@ from ._policy import GuardPolicy
 from ._same import extends, extends_unchanged
 from ._sanitize import clean_message
 from ._stages import (
+    HeadForgotten,
     Step,
     compress_step,
     hygiene_step,
@@ -100,6 +101,8 @@ class Run:
         self.before = setting.gauge.tokens(body, len(original))
         self.linked = previous is not None
         self._truncated = original
+        self.stale = 0
+        """How many of ``source``'s first places ``_forget`` may have emptied."""
         self._twins: dict[str, int] = {}  # synthetic results' tokens, by tool name
         p = setting.policy
         self._truncate, self._compress = rewriters(p, setting.window, setting.count)
@@ -119,6 +122,10 @@ class Run:
         return None
 
     def _add(self, step: Step) -> None:
+        if step.result is not self.source:
+            if self.stale and not step.stale and step.kind != "trim":
+                raise HeadForgotten  # a pass ran in full over emptied places
+            self.stale = step.stale
         self.linked = step.grown
         self.steps.append(step)
         self.body += step.delta
@@ -279,39 +286,44 @@ class Run:
         codes = carried(self.source, self.memo.get("kinds"), kind_of)
         self.memo["costs"] = (truncated, costs)
         self.memo["kinds"] = (self.source, codes)
-        self._add(
-            trim_step(
-                self.source,
-                costs,
-                room=room,
-                quantum=0.0 if s.exact else p.trim_step * s.budget,
-                keep=keep,
-                batch=batch,
-                keep_first_user=p.keep_first_user,
-                turn_limit=s.turn_limit,
-                budget=s.budget,
-                window=s.window,
-                measure=self.measure,
-                cost=lambda m: gauge.cost(s.count(m)),
-                squeeze=partial(
-                    compress_old_tool_results,
-                    keep_recent=keep,
-                    min_chars=compress_floor(p, s.window),
-                    head_lines=p.compress_head_lines,
-                    tail_lines=p.compress_tail_lines,
-                    batch=1,
-                    name_source=p.archived_results,
-                    assistant=p.compress_assistant_text,
-                ),
-                count=s.count,
-                source_tokens=self.body,
-                cut_room=cut_room,
-                cut_budget=cut_budget,
-                codes="".join(codes),
-                lead=0 if self._opened() else s.count(history_start(False)),
-                memo=self.memo,
-            )
+        step = trim_step(
+            self.source,
+            costs,
+            room=room,
+            quantum=0.0 if s.exact else p.trim_step * s.budget,
+            keep=keep,
+            batch=batch,
+            keep_first_user=p.keep_first_user,
+            turn_limit=s.turn_limit,
+            budget=s.budget,
+            window=s.window,
+            measure=self.measure,
+            cost=lambda m: gauge.cost(s.count(m)),
+            squeeze=partial(
+                compress_old_tool_results,
+                keep_recent=keep,
+                min_chars=compress_floor(p, s.window),
+                head_lines=p.compress_head_lines,
+                tail_lines=p.compress_tail_lines,
+                batch=1,
+                name_source=p.archived_results,
+                assistant=p.compress_assistant_text,
+            ),
+            count=s.count,
+            source_tokens=self.body,
+            cut_room=cut_room,
+            cut_budget=cut_budget,
+            codes="".join(codes),
+            lead=0 if self._opened() else s.count(history_start(False)),
+            memo=self.memo,
         )
+        state = step.state
+        # Kept: the protected messages (never emptied) and all after the cut.
+        if self.stale and (
+            not state.dropped or max(state.plan.units[state.dropped - 1]) < self.stale
+        ):
+            raise HeadForgotten  # the cut reaches back into emptied places
+        self._add(step)
 
     def _digest(self) -> None:
         s, p = self.setting, self.setting.policy
@@ -349,6 +361,8 @@ class Record:
     steps: tuple[Step, ...]
     memo: Memo = field(default_factory=dict)
     """The run's per-message results (``Run.memo``)."""
+    forgot: int = 0
+    """How many of ``original``'s first messages ``_forget`` let go of."""
 
     def grows(
         self, messages: list[BaseMessage], base: list[BaseMessage] | None = None

@@ -22,7 +22,7 @@ from ._errors import BudgetExceededError
 from ._passes import PASSES
 from ._pipeline import Memo, Record, Run, Setting
 from ._same import recent_contents
-from ._stages import Step
+from ._stages import HeadForgotten, Step
 
 
 def prune(
@@ -37,7 +37,22 @@ def prune(
 
     ``setting.exact`` asks for a pruning to the cost model's depth: ``budget``
     is then the full budget, and the target is found here (``_target``).
+    A step that would read what ``_forget`` let go of runs it all afresh.
     """
+    try:
+        return _prune(original, scan, setting, record, key, enabled)
+    except HeadForgotten:
+        return _prune(original, scan, setting, None, key, enabled)
+
+
+def _prune(
+    original: list[BaseMessage],
+    scan: Scan,
+    setting: Setting,
+    record: Record | None,
+    key: tuple[Any, ...],
+    enabled: bool,
+) -> tuple[Run, Record | None]:
     before: Sequence[Step] | None = None
     if setting.exact and enabled:
         setting, before = _target(original, scan, setting, record, key)

@@ -58,6 +58,13 @@ class Step:
     """What the pass decided, as it needs it to grow this step."""
     grown: bool = False
     """``result`` is the previous step's result followed by new messages."""
+    stale: int = 0
+    """How many of ``result``'s first places may hold an original in place of
+    its rewrite (``_forget``): a step may not read them again."""
+
+
+class HeadForgotten(Exception):
+    """A step would read a place ``_forget`` emptied: run the passes afresh."""
 
 
 def first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:
@@ -106,6 +113,7 @@ def grown(
         diff,
         state,
         True,
+        prev.stale,
     )
 
 
@@ -160,6 +168,12 @@ def repair_step(
     return grown(prev, source, out, edits, delta, state)
 
 
+def reached(prev: Step, where: Sequence[int]) -> None:
+    """Raise ``HeadForgotten`` if ``where`` holds a place ``_forget`` emptied."""
+    if prev.stale and where and min(where) < prev.stale:
+        raise HeadForgotten
+
+
 def _patch(
     out: list[BaseMessage], where: Sequence[int], fn: Each, count: Counter
 ) -> tuple[Edits, int, int]:
@@ -186,6 +200,7 @@ def _patched(
     state: Any,
 ) -> Step:
     """``prev`` grown by the new messages, then ``fn`` applied at ``where``."""
+    reached(prev, where)
     start = len(prev.source)
     out = [*prev.result, *source[start:]]
     edits, delta, first = _patch(out, where, fn, count)
@@ -199,6 +214,7 @@ def _patched(
         prev.delta + delta,
         min(prev.diff, first),
         state,
+        stale=prev.stale,
     )
 
 
@@ -327,13 +343,17 @@ def strip_step(
         )
     if not n:  # reasoning back everywhere (a new unfinished turn)
         return Step("strip_thinking", source, source, NO_EDITS, 0, NONE, state, False)
+    reached(prev, state.holders[n:done])
     out = [*prev.result, *source[len(prev.source) :]]
     delta = prev.delta
     for i in state.holders[n:done]:
         delta -= count(out[i]) - count(source[i])
         out[i] = source[i]
     edits = Edits(prev.edits.changed[:n])
-    return Step("strip_thinking", source, out, edits, delta, state.holders[0], state)
+    diff = state.holders[0]
+    return Step(
+        "strip_thinking", source, out, edits, delta, diff, state, False, prev.stale
+    )
 
 
 def _tidy(

@@ -95,6 +95,12 @@ class TiktokenCounter:
         self.encoded = 0
         """How many messages were actually encoded (cache misses)."""
 
+    def sweep(self) -> None:
+        """Drop the counts kept for messages that are gone (``_forget``)."""
+        with self._lock:
+            sweep_dead(self._by_id)
+            self._sweep_at = len(self._by_id) + _SWEEP_FLOOR
+
     def text_tokens(self, text: str) -> int:
         """Tokens of a plain string."""
         return self._length(text)

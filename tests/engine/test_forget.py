@@ -1,0 +1,206 @@
+"""A guard that lets go of long-cut rewrites gives what a guard keeping them gives.
+
+``_forget.forget_head`` empties, after a pruning, the places of messages that no
+later cut can keep; a step that would read one raises ``HeadForgotten`` and the
+pruning runs afresh. These tests let go much sooner than the guard does (every
+pruning, with a small or no margin before the cut, so that cuts do reach back)
+and hold the outputs and reports to those of a guard that keeps everything.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+
+from langchain_context_guard import (
+    BudgetExceededError,
+    ContextGuard,
+    GuardPolicy,
+    TiktokenCounter,
+)
+from langchain_context_guard.engine import _forget, _guard, _messages, _prune
+from langchain_context_guard.replay._transcripts import (
+    load_trajectories,
+    shared_trajectory_dir,
+)
+from tests.engine._support import ai, call, lines, result, snapshot, transcripts
+from tests.engine.test_incremental import _agent, _chat
+
+COUNTER = TiktokenCounter()
+
+
+def _forgetting(monkeypatch: pytest.MonkeyPatch, margin: float) -> list[int]:
+    """Let go at every pruning, ``margin`` budgets before the cut; fallbacks seen."""
+    fallbacks: list[int] = []
+    real = _prune._prune
+
+    def counted(*args: Any) -> Any:
+        try:
+            return real(*args)
+        except _prune.HeadForgotten:
+            fallbacks.append(1)
+            raise
+
+    monkeypatch.setattr(_prune, "_prune", counted)
+    monkeypatch.setattr(
+        _guard,
+        "forget_head",
+        lambda record, budget: _forget.forget_head(
+            record, int(budget * margin), chunk=1
+        ),
+    )
+    return fallbacks
+
+
+def _outcomes(
+    policy: GuardPolicy, history: list[BaseMessage], ends: list[int]
+) -> list[Any]:
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    out: list[Any] = []
+    for n in ends:
+        try:
+            got = guard.prepare(history[:n])
+        except BudgetExceededError as err:
+            out.append(("error", err.tokens, err.budget))
+            continue
+        out.append((snapshot(got.messages), got.report.to_dict()))
+    return out
+
+
+def _compare(
+    monkeypatch: pytest.MonkeyPatch,
+    policy: GuardPolicy,
+    history: list[BaseMessage],
+    margin: float,
+    ends: list[int] | None = None,
+) -> list[int]:
+    ends = ends or list(range(1, len(history) + 1))
+    with monkeypatch.context() as keeping:
+        keeping.setattr(_guard, "forget_head", lambda record, budget: record)
+        kept = _outcomes(policy, history, ends)
+    fallbacks = _forgetting(monkeypatch, margin)
+    assert _outcomes(policy, history, ends) == kept
+    return fallbacks
+
+
+def _deduped_agent(steps: int) -> list[BaseMessage]:
+    """An agent that writes each command in a fenced block and calls it too."""
+    history: list[BaseMessage] = [
+        SystemMessage("You are a coding agent.", id="sys"),
+        HumanMessage("Fix the bug in the parser.", id="task"),
+    ]
+    for k in range(steps):
+        cmd = f"grep -n parse src/module_{k}.py"
+        text = f"Step {k}: I look at the parser.\n```bash\n{cmd}\n```"
+        history.append(ai(call(f"c{k}", cmd=cmd), content=text, id=f"a{k}"))
+        size = (k * 7) % 5 + 1
+        history.append(result(f"c{k}", lines(size * 40, f"r{k}"), id=f"t{k}"))
+    return history
+
+
+HISTORIES: dict[str, Callable[[], list[BaseMessage]]] = {
+    "agent": lambda: _agent(160),
+    "deduped": lambda: _deduped_agent(160),
+    "reasoning-chat": lambda: _chat(50),
+}
+
+
+@pytest.mark.parametrize("stable", [False, True], ids=["passes", "stable"])
+@pytest.mark.parametrize("margin", [1.0, 0.2, 0.0], ids=["budget", "fifth", "none"])
+@pytest.mark.parametrize("name", list(HISTORIES))
+def test_letting_go_gives_what_keeping_gives_call_by_call(
+    monkeypatch: pytest.MonkeyPatch, name: str, margin: float, stable: bool
+) -> None:
+    policy = GuardPolicy(
+        stable_prefix=stable,
+        context_window=16_000,
+        reserve_tokens=2_000,
+        keep_recent_tool_results=2,
+        compress_batch=2,
+    )
+    history = HISTORIES[name]()
+    fallbacks = _compare(monkeypatch, policy, history, margin)
+    if margin == 0.0 and not stable:
+        assert fallbacks  # the cut did reach back, and the pruning ran afresh
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(
+    transcripts(usage=True),
+    st.sampled_from([0.0, 0.3, 1.0]),
+    st.sampled_from([1, 3]),
+    st.sampled_from([0, 1]),
+    st.booleans(),
+)
+def test_letting_go_gives_what_keeping_gives_on_any_transcript(
+    history: list[BaseMessage], margin: float, batch: int, thinking: int, assistant: bool
+) -> None:
+    policy = GuardPolicy(
+        stable_prefix=False,
+        context_window=16_000,
+        reserve_tokens=4_000,
+        compress_batch=batch,
+        keep_recent_tool_results=2,
+        keep_recent_thinking=thinking,
+        compress_assistant_text=assistant,
+        max_chars_per_message=6_000,
+    )
+    with pytest.MonkeyPatch.context() as patch:
+        _compare(patch, policy, history, margin)
+
+
+def test_the_rewrites_of_messages_cut_long_before_are_let_go(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(  # the guard's margin, a smaller chunk
+        _guard, "forget_head", lambda r, b: _forget.forget_head(r, b, chunk=64)
+    )
+    history = _deduped_agent(400)
+    policy = GuardPolicy(context_window=16_000, reserve_tokens=2_000)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    guard.prepare(history[:20])
+    early = history[4]
+    assert isinstance(early, AIMessage)
+    rewrite = weakref.ref(guard._record.steps[2].result[4])  # the truncate pass
+    assert rewrite() is not early and rewrite() is not None  # deduplicated
+    for n in range(22, len(history) + 1, 2):
+        guard.prepare(history[:n])
+    gc.collect()
+    record = guard._record
+    assert record is not None and record.forgot > 100
+    assert rewrite() is None
+    assert id(early) not in _messages._rewrites
+    assert record.steps[2].result[4] is early
+    assert all(step.stale <= len(step.result) for step in record.steps)
+    # What is sent still has its repeated commands dropped.
+    sent = guard.prepare(history).messages
+    last = next(m for m in reversed(sent) if isinstance(m, AIMessage))
+    assert "```" not in str(last.content)
+
+
+DATA = shared_trajectory_dir()
+
+
+@pytest.mark.skipif(DATA is None, reason="shared trajectories absent")
+@pytest.mark.parametrize("margin", [1.0, 0.0], ids=["budget", "none"])
+def test_letting_go_gives_what_keeping_gives_on_shared_trajectories(
+    monkeypatch: pytest.MonkeyPatch, margin: float
+) -> None:
+    assert DATA is not None
+    runs = sorted(load_trajectories(DATA).items())[:3]
+    policy = GuardPolicy(context_window=16_000, reserve_tokens=2_000)
+    for _, messages in runs:
+        calls = [k for k, m in enumerate(messages) if isinstance(m, AIMessage)]
+        with monkeypatch.context() as patch:
+            _compare(patch, policy, messages, margin, calls)
