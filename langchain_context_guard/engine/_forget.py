@@ -40,12 +40,18 @@ CHUNK = 1_024
 """Messages the frontier must move on before the record is copied again."""
 
 
-def forget_head(record: Record, budget: int, chunk: int = CHUNK) -> Record:
-    """``record`` without the rewrites of messages no later cut can keep."""
+def forget_head(
+    record: Record, budget: int, chunk: int = CHUNK, counter: Any = None
+) -> Record:
+    """``record`` without the rewrites of messages no later cut can keep.
+
+    ``counter``: its counts of them by content are dropped too, if it can
+    (``TiktokenCounter.forget``).
+    """
     upto = _frontier(record, budget)
     if upto - record.forgot < chunk:
         return record
-    back = forget_rewrites(
+    found = forget_rewrites(
         m
         for m in record.original[record.forgot : upto]
         if isinstance(m, AIMessage | ToolMessage)
@@ -53,6 +59,10 @@ def forget_head(record: Record, budget: int, chunk: int = CHUNK) -> Record:
         and m.content
         and marker(m) is None
     )
+    forget = getattr(counter, "forget", None)
+    if forget is not None:
+        forget(rewrite for rewrite, _ in found.values())
+    back = {key: original for key, (_, original) in found.items()}
     if not back:
         return replace(record, forgot=upto)
     last = record.original[upto - 1]

@@ -282,7 +282,7 @@ class ContextGuard:
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)
         forgot = False
         if new_record is not None:
-            self._record = forget_head(new_record, budget)
+            self._record = forget_head(new_record, budget, counter=self.counter)
             forgot = self._record.forgot > new_record.forgot
         current = run.source if policy.enabled else original
         events += step_events(run.steps, run.before, run.tokens, budget)

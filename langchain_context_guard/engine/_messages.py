@@ -216,13 +216,15 @@ def memo_rewrite(
     return result
 
 
-def forget_rewrites(messages: Iterable[BaseMessage]) -> dict[int, BaseMessage]:
+def forget_rewrites(
+    messages: Iterable[BaseMessage],
+) -> dict[int, tuple[BaseMessage, BaseMessage]]:
     """Drop the memo's entries of ``messages`` and of their rewrites, in turn.
 
-    Returns each rewrite dropped, by identity, mapped to the message of
-    ``messages`` it was made from (``_forget``).
+    Returns each rewrite dropped, by identity, with the message of ``messages``
+    it was made from (``_forget``).
     """
-    back: dict[int, BaseMessage] = {}
+    back: dict[int, tuple[BaseMessage, BaseMessage]] = {}
     with _rewrites_lock:
         for message in messages:
             todo = [message]
@@ -232,7 +234,7 @@ def forget_rewrites(messages: Iterable[BaseMessage]) -> dict[int, BaseMessage]:
                     continue
                 for kept in entry[2].values():
                     if kept is not None and id(kept) not in back:
-                        back[id(kept)] = message
+                        back[id(kept)] = (kept, message)
                         todo.append(kept)
     return back
 

@@ -37,8 +37,8 @@ from ._stages import (
     map_step,
     opens_with_user,
     repair_step,
-    strip_step,
 )
+from ._strip_step import strip_step
 from ._trim import Counter
 from ._trim_step import grow_trim, message_costs, trim_step
 from ._units import carried, carried_at, reasoning_kind

@@ -40,9 +40,14 @@ def prune(
     A step that would read what ``_forget`` let go of runs it all afresh.
     """
     try:
-        return _prune(original, scan, setting, record, key, enabled)
+        run, kept = _prune(original, scan, setting, record, key, enabled)
     except HeadForgotten:
         return _prune(original, scan, setting, None, key, enabled)
+    if record is not None and kept is not None and record.forgot:
+        first = kept.steps[0]
+        if first.grown or first is record.steps[0]:  # grown from what it let go of
+            kept = replace(kept, forgot=record.forgot)
+    return run, kept
 
 
 def _prune(

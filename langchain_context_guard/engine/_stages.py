@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any
 
 from langchain_core.messages import (
-    AIMessage,
     BaseMessage,
     HumanMessage,
     SystemMessage,
@@ -29,11 +28,9 @@ from langchain_core.messages import (
 from ._compress import compress_boundary, with_callers
 from ._events import NO_EDITS, Edits, EventKind
 from ._hygiene import history_start, tidy_message, tidy_part
-from ._messages import is_user, label
+from ._messages import label
 from ._repair import repair_part
-from ._thinking import has_reasoning, strip_reasoning, stripped_count
 from ._trim import Counter
-from ._units import positions
 
 _content = attrgetter("content")
 NONE = sys.maxsize
@@ -174,7 +171,7 @@ def reached(prev: Step, where: Sequence[int]) -> None:
         raise HeadForgotten
 
 
-def _patch(
+def patch_at(
     out: list[BaseMessage], where: Sequence[int], fn: Each, count: Counter
 ) -> tuple[Edits, int, int]:
     """Apply ``fn`` to ``out`` at ``where``: edits, token change, first change."""
@@ -191,7 +188,7 @@ def _patch(
     return Edits(tuple(changed)), delta, first
 
 
-def _patched(
+def patched(
     prev: Step,
     source: list[BaseMessage],
     where: Sequence[int],
@@ -203,7 +200,7 @@ def _patched(
     reached(prev, where)
     start = len(prev.source)
     out = [*prev.result, *source[start:]]
-    edits, delta, first = _patch(out, where, fn, count)
+    edits, delta, first = patch_at(out, where, fn, count)
     if not edits:
         return grown(prev, source, source[start:], NO_EDITS, 0, state)
     return Step(
@@ -247,7 +244,7 @@ def compress_step(
         results = [i for i, m in enumerate(source) if isinstance(m, ToolMessage)]
         upto = compress_boundary(len(results), keep, batch) if active else 0
         out = list(source)
-        edits, delta, _ = _patch(out, due(results[:upto]), compress, count)
+        edits, delta, _ = patch_at(out, due(results[:upto]), compress, count)
         return whole(
             "compress", source, out, edits, delta, Batch(active, results, upto)
         )
@@ -260,21 +257,7 @@ def compress_step(
     upto = compress_boundary(len(results), keep, batch) if active else 0
     grown = Batch(active, results, upto)
     done = due(results[state.upto : upto])
-    return _patched(prev, source, done, compress, count, grown)
-
-
-@dataclass(frozen=True, slots=True)
-class Reasoning:
-    """Where reasoning is, where the unfinished turn starts, how much is stripped."""
-
-    holders: list[int]
-    last_user: int
-    open_turn: bool
-    stripped: int
-
-    def turn_start(self, length: int) -> int:
-        """Index of the unfinished tool-use turn (``length`` when there is none)."""
-        return max(self.last_user, 0) if self.open_turn else length
+    return patched(prev, source, done, compress, count, grown)
 
 
 def opens_with_user(messages: Sequence[BaseMessage]) -> bool:
@@ -288,72 +271,6 @@ def opens_with_user(messages: Sequence[BaseMessage]) -> bool:
         None,
     )
     return lead is None or isinstance(lead, HumanMessage)
-
-
-def _scan_reasoning(
-    source: list[BaseMessage], start: int, state: Reasoning
-) -> Reasoning:
-    holders = list(state.holders)
-    last_user, open_turn = state.last_user, state.open_turn
-    for i in range(start, len(source)):
-        m = source[i]
-        if has_reasoning(m):
-            holders.append(i)
-        if is_user(m):
-            last_user = i
-        if not isinstance(m, ToolMessage):
-            open_turn = isinstance(m, AIMessage) and bool(m.tool_calls)
-    return Reasoning(holders, last_user, open_turn, 0)
-
-
-def _read_reasoning(source: list[BaseMessage], codes: str) -> Reasoning:
-    """``_scan_reasoning`` of a whole history from its kinds (string scans)."""
-    last = len(codes.rstrip("T")) - 1  # the last message that is not a result
-    open_turn = last >= 0 and codes[last] in "AR"
-    if open_turn:
-        message = source[last]
-        open_turn = isinstance(message, AIMessage) and bool(message.tool_calls)
-    return Reasoning(positions(codes, "R"), codes.rfind("U"), open_turn, 0)
-
-
-def strip_step(
-    source: list[BaseMessage],
-    keep: int,
-    count: Counter,
-    prev: Step | None = None,
-    codes: str | None = None,
-) -> Step:
-    """``strip_old_thinking``; ``codes``: ``source``'s ``_units.reasoning_kind``."""
-    before = prev.state if prev is not None else Reasoning([], -1, False, 0)
-    start = len(prev.source) if prev is not None else 0
-    if prev is None and codes is not None:
-        state = _read_reasoning(source, codes)
-    else:
-        state = _scan_reasoning(source, start, before)
-    n = stripped_count(state.holders, state.turn_start(len(source)), keep)
-    state = replace(state, stripped=n)
-    if prev is None:
-        out = list(source)
-        edits, delta, _ = _patch(out, state.holders[:n], strip_reasoning, count)
-        return whole("strip_thinking", source, out, edits, delta, state)
-    done = before.stripped
-    if n >= done:
-        return _patched(
-            prev, source, state.holders[done:n], strip_reasoning, count, state
-        )
-    if not n:  # reasoning back everywhere (a new unfinished turn)
-        return Step("strip_thinking", source, source, NO_EDITS, 0, NONE, state, False)
-    reached(prev, state.holders[n:done])
-    out = [*prev.result, *source[len(prev.source) :]]
-    delta = prev.delta
-    for i in state.holders[n:done]:
-        delta -= count(out[i]) - count(source[i])
-        out[i] = source[i]
-    edits = Edits(prev.edits.changed[:n])
-    diff = state.holders[0]
-    return Step(
-        "strip_thinking", source, out, edits, delta, diff, state, False, prev.stale
-    )
 
 
 def _tidy(

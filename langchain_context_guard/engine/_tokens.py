@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -25,6 +25,8 @@ from ._encoding import EXACT_LIMIT, batch_lengths, counts_pieces, piecewise, pla
 from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
 from ._encoding import encoding_for_model as encoding_for_model
 from ._encoding import load_encoding as load_encoding
+from ._keys import content_key as content_key
+from ._keys import text_key
 from ._messages import drop_oldest, sweep_dead
 from ._pieces import PIECE_CHARS, pieces, split_pairs
 
@@ -100,6 +102,13 @@ class TiktokenCounter:
         with self._lock:
             sweep_dead(self._by_id)
             self._sweep_at = len(self._by_id) + _SWEEP_FLOOR
+
+    def forget(self, messages: Iterable[BaseMessage]) -> None:
+        """Drop the counts kept by content for ``messages`` (``_forget``)."""
+        keys = [hash(content_key(m)) for m in messages]
+        with self._lock:
+            for key in keys:
+                self._by_key.pop(key, None)
 
     def text_tokens(self, text: str) -> int:
         """Tokens of a plain string."""
@@ -289,50 +298,6 @@ class TiktokenCounter:
                 json.dumps(schema, sort_keys=True, default=str)
             )
         return total
-
-
-def text_key(text: str) -> int:
-    """A text's length and hash in one int: a key the garbage collector skips.
-
-    A tuple would be tracked, and a warm call keeps a few new ones per long
-    text: they bring the next young collection (which traverses the caller's
-    whole fresh history list) nearer.
-    """
-    return hash(text) ^ (len(text) << 64)
-
-
-def content_key(
-    message: BaseMessage,
-    calls_seen: dict[tuple[int, int], int] | None = None,
-) -> tuple[Any, ...]:
-    """What a message's count depends on, hashed (for equal rebuilt messages).
-
-    ``calls_seen``: tool-call hashes by the identity of the lists, kept by a
-    caller that meets the same lists in several messages, all alive while the
-    table is (their identities are not reused).
-    """
-    content = message.content
-    # ``repr`` is C-fast and, like ``json.dumps``, equal for equal data built
-    # alike (a differently ordered copy only misses the cache).
-    content_key: Any = (
-        (len(content), hash(content))
-        if isinstance(content, str)
-        else hash(repr(content))
-    )
-    calls: Any = ()
-    if isinstance(message, AIMessage):
-        tool_calls, invalid = message.tool_calls, message.invalid_tool_calls
-        if tool_calls or invalid:
-            slot = (id(tool_calls), id(invalid))
-            calls = calls_seen.get(slot) if calls_seen is not None else None
-            if calls is None:
-                calls = hash(repr([tool_calls, invalid]))
-                if calls_seen is not None:
-                    calls_seen[slot] = calls
-        reasoning = message.additional_kwargs.get("reasoning_content")
-        if isinstance(reasoning, str):
-            calls = (calls, hash(reasoning))
-    return (message.type, message.name, content_key, calls)
 
 
 class CallableCounter:

@@ -253,7 +253,7 @@ def grid_from(
 
 
 def reasoning_kind(message: BaseMessage) -> str:
-    """A message's kind for ``_stages.strip_step``.
+    """A message's kind for ``_strip_step.strip_step``.
 
     ``R`` an assistant message with reasoning, ``A`` another, ``T`` a tool
     result, ``U`` a user turn, ``O`` anything else.

@@ -52,8 +52,8 @@ def _forgetting(monkeypatch: pytest.MonkeyPatch, margin: float) -> list[int]:
     monkeypatch.setattr(
         _guard,
         "forget_head",
-        lambda record, budget: _forget.forget_head(
-            record, int(budget * margin), chunk=1
+        lambda record, budget, counter: _forget.forget_head(
+            record, int(budget * margin), chunk=1, counter=counter
         ),
     )
     return fallbacks
@@ -83,7 +83,7 @@ def _compare(
 ) -> list[int]:
     ends = ends or list(range(1, len(history) + 1))
     with monkeypatch.context() as keeping:
-        keeping.setattr(_guard, "forget_head", lambda record, budget: record)
+        keeping.setattr(_guard, "forget_head", lambda record, *_, **__: record)
         kept = _outcomes(policy, history, ends)
     fallbacks = _forgetting(monkeypatch, margin)
     assert _outcomes(policy, history, ends) == kept
@@ -144,7 +144,11 @@ def test_letting_go_gives_what_keeping_gives_call_by_call(
     st.booleans(),
 )
 def test_letting_go_gives_what_keeping_gives_on_any_transcript(
-    history: list[BaseMessage], margin: float, batch: int, thinking: int, assistant: bool
+    history: list[BaseMessage],
+    margin: float,
+    batch: int,
+    thinking: int,
+    assistant: bool,
 ) -> None:
     policy = GuardPolicy(
         stable_prefix=False,
@@ -164,7 +168,9 @@ def test_the_rewrites_of_messages_cut_long_before_are_let_go(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(  # the guard's margin, a smaller chunk
-        _guard, "forget_head", lambda r, b: _forget.forget_head(r, b, chunk=64)
+        _guard,
+        "forget_head",
+        lambda r, b, counter: _forget.forget_head(r, b, chunk=64, counter=counter),
     )
     history = _deduped_agent(400)
     policy = GuardPolicy(context_window=16_000, reserve_tokens=2_000)

@@ -22,7 +22,7 @@ from langchain_core.messages import (
 from langchain_context_guard.engine import _peak, _units
 from langchain_context_guard.engine._compress import callers, compress_boundary
 from langchain_context_guard.engine._messages import MARKER_KEY, is_user
-from langchain_context_guard.engine._stages import (
+from langchain_context_guard.engine._strip_step import (
     Reasoning,
     _read_reasoning,
     _scan_reasoning,
