@@ -51,18 +51,11 @@ def forget_head(
     upto = _frontier(record, budget)
     if upto - record.forgot < chunk:
         return record
-    found = forget_rewrites(
-        m
-        for m in record.original[record.forgot : upto]
-        if isinstance(m, AIMessage | ToolMessage)
-        and m.id
-        and m.content
-        and marker(m) is None
-    )
+    found = forget_rewrites(record.original[record.forgot : upto])
     forget = getattr(counter, "forget", None)
     if forget is not None:
         forget(rewrite for rewrite, _ in found.values())
-    back = {key: original for key, (_, original) in found.items()}
+    back = {key: o for key, (_, o) in found.items() if _emptiable(o)}
     if not back:
         return replace(record, forgot=upto)
     last = record.original[upto - 1]
@@ -76,6 +69,15 @@ def forget_head(
     steps = tuple(_restaled(step, lists) for step in record.steps)
     memo = {name: _moved(value, lists) for name, value in record.memo.items()}
     return replace(record, steps=steps, memo=memo, forgot=upto)
+
+
+def _emptiable(message: BaseMessage) -> bool:
+    """Whether a rewrite of ``message`` may give its place to it (module doc)."""
+    return (
+        isinstance(message, AIMessage | ToolMessage)
+        and bool(message.id and message.content)
+        and marker(message) is None
+    )
 
 
 def _frontier(record: Record, budget: int) -> int:

@@ -155,8 +155,7 @@ def message_costs(
     """
     m = messages[i]
     if not isinstance(m, ToolMessage):
-        tokens = count(m)
-        return tokens, tokens, False, 0
+        return _plain(count(m))
     m = tidy_message(m) or m
     good = count(compress(m))
     if assistant:
@@ -167,6 +166,24 @@ def message_costs(
     if twin is None:
         twin = twins[name] = count(stand_in_named(name))
     return count(m), good, True, twin
+
+
+_PLAIN: dict[int, Costs] = {}
+_PLAIN_MAX = 8_192
+
+
+def _plain(tokens: int) -> Costs:
+    """The costs of a message that is no tool result: one object per count.
+
+    A pruning keeps the costs of every message; most are these, and a long
+    history holds many messages of the same size.
+    """
+    costs = _PLAIN.get(tokens)
+    if costs is None:
+        if len(_PLAIN) >= _PLAIN_MAX:
+            _PLAIN.clear()
+        costs = _PLAIN[tokens] = (tokens, tokens, False, 0)
+    return costs
 
 
 def _label(messages: Sequence[BaseMessage], i: int) -> str:
