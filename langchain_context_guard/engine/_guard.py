@@ -75,6 +75,9 @@ class ContextGuard:
         self.limits = LimitMemory()
         self._warned: set[int] = set()
         self._lock = threading.Lock()
+        # One call at a time: a call reads and replaces what the last one kept
+        # (its history, its record); under the GIL, turns cost little.
+        self._calls = threading.RLock()
         # Our count of each prompt this guard prepared, keyed by its last message:
         # the reply's usage then says exactly how the provider counted it.
         self._sent: LRUCache[tuple[Any, ...], tuple[int, bool]] = LRUCache(_SENT_MEMORY)
@@ -229,8 +232,19 @@ class ContextGuard:
         history (``_same.RECHECKED``); replace an older one (LangChain's
         ``model_copy``, LangGraph's ``add_messages`` by id).
         A history with nothing to send once sanitised (only empty messages)
-        gives an empty list, on every call.
+        gives an empty list, on every call. Calls on one guard from several
+        threads take turns (``_calls``).
         """
+        with self._calls:
+            return self._prepare(messages, tools, model, session_kind)
+
+    def _prepare(
+        self,
+        messages: Any,
+        tools: Sequence[Any] | None,
+        model: Any,
+        session_kind: str | None,
+    ) -> PrepareResult:
         original, known, rebuilt, kept_in = self._read(messages)
         info, policy = self.window(model), self.policy
         stable = self._last_sent(original) if policy.stable_prefix else None
@@ -282,8 +296,10 @@ class ContextGuard:
         run, new_record = prune(original, scan, setting, record, key, policy.enabled)
         forgot = False
         if new_record is not None:
-            self._record = forget_head(new_record, budget, counter=self.counter)
-            forgot = self._record.forgot > new_record.forgot
+            self._record = kept_record = forget_head(
+                new_record, budget, counter=self.counter
+            )
+            forgot = kept_record.forgot > new_record.forgot
         current = run.source if policy.enabled else original
         events += step_events(run.steps, run.before, run.tokens, budget)
         report = GuardReport(
@@ -309,7 +325,7 @@ class ContextGuard:
             settle(len(original))
         result = PrepareResult(list(current), report)
         if forgot:  # the rewrites let go of die with this call's steps
-            del run, record, new_record
+            del run, record, new_record, kept_record
             sweep = getattr(self.counter, "sweep", None)
             if sweep is not None:
                 sweep()  # and their counts' entries with them
