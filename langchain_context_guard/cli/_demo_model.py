@@ -8,6 +8,11 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages.ai import (
+    InputTokenDetails,
+    OutputTokenDetails,
+    UsageMetadata,
+)
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from ..engine._anchor import count_messages
@@ -64,11 +69,13 @@ class ScriptedAgentModel(BaseChatModel):
         if self.token_counter is not None:
             sent = count_messages(messages, self.token_counter, anchoring=False)
             out = self.token_counter.count_message(message)
-            message.usage_metadata = {
-                "input_tokens": sent + self.tool_tokens,
-                "output_tokens": out,
-                "total_tokens": sent + self.tool_tokens + out,
-            }
+            message.usage_metadata = UsageMetadata(
+                input_tokens=sent + self.tool_tokens,
+                output_tokens=out,
+                total_tokens=sent + self.tool_tokens + out,
+                input_token_details=InputTokenDetails(),
+                output_token_details=OutputTokenDetails(),
+            )
         return ChatResult(generations=[ChatGeneration(message=message)])
 
 

