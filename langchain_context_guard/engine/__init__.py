@@ -29,6 +29,7 @@ from ._hygiene import enforce_provider_hygiene
 from ._messages import MARKER_KEY
 from ._overflow import OverflowInfo, classify_overflow, silent_overflow
 from ._policy import GuardPolicy
+from ._reference import reference_prepare, reference_prune
 from ._repair import repair_tool_pairs
 from ._sanitize import sanitize_messages
 from ._text import compress_lines, truncate_text
@@ -68,6 +69,8 @@ __all__ = [
     "compress_old_tool_results",
     "count_messages",
     "enforce_provider_hygiene",
+    "reference_prepare",
+    "reference_prune",
     "repair_tool_pairs",
     "sanitize_messages",
     "silent_overflow",

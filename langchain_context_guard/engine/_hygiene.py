@@ -24,7 +24,9 @@ CONVERSATION_START = "(The conversation so far:)"
 EMPTY_RESULT = "(no output)"
 
 
-def enforce_provider_hygiene(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+def enforce_provider_hygiene(
+    messages: Sequence[BaseMessage], *, removed: bool = True
+) -> list[BaseMessage]:
     """Make the first non-system message a user message and drop empty messages.
 
     Anthropic and Gemini require the conversation to open with a user turn; when
@@ -35,11 +37,13 @@ def enforce_provider_hygiene(messages: Sequence[BaseMessage]) -> list[BaseMessag
     an assistant message with nothing else is rejected). Consecutive assistant
     messages are joined into one (``join_turns``): Anthropic wants roles to
     alternate, and Gemini rejects a function call right after a model turn.
+    The placeholder says earlier messages were removed unless ``removed`` is
+    False (the history never opened with a user message).
     """
     out = join_assistant_turns(map_messages(messages, tidy_message))
     first = first_turn(out)
     if first is not None and not isinstance(out[first], HumanMessage):
-        return [*out[:first], history_start(), *out[first:]]
+        return [*out[:first], history_start(removed), *out[first:]]
     return out
 
 

@@ -1,0 +1,308 @@
+"""The specification of ``ContextGuard.prepare``: its passes as plain calls.
+
+Read ``reference_prune`` first: it is what one pruning does, in order, with the
+reason for the order. ``prepare`` runs the same passes through the incremental
+machinery (``_pipeline.Run`` growing the previous call's steps, ``_stable``
+re-sending the previous prompt, ``_prune`` choosing a depth); whatever it sends
+is what ``reference_prepare`` gives for the same history and guard, and
+``tests/engine/test_reference.py`` holds the two equal.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage
+
+from ._compress import compress_floor, compress_message, compress_old_tool_results
+from ._digest import digest_step
+from ._errors import BudgetExceededError
+from ._hygiene import enforce_provider_hygiene, history_start
+from ._input import to_messages
+from ._pipeline import Setting
+from ._repair import repair_tool_pairs
+from ._sanitize import sanitize_messages
+from ._stages import NONE, first_diff, opens_with_user
+from ._thinking import strip_old_thinking
+from ._trim_step import message_costs, trim_step
+from ._truncate import truncate_tool_results
+from ._units import kind as kind_of
+
+if TYPE_CHECKING:
+    from ._guard import ContextGuard
+
+
+def reference_prune(
+    messages: Sequence[BaseMessage], setting: Setting
+) -> list[BaseMessage]:
+    """One pruning of ``messages`` at ``setting``: the passes, in order, and why.
+
+    1. ``sanitize_messages`` drops empty and malformed messages and invalid tool
+       calls: they must go before anything counts them.
+    2. ``repair_tool_pairs``, so the passes below see the history's final shape
+       (their choices then come out the same when the output is prepared again:
+       ``prepare`` is idempotent).
+    3. ``truncate_tool_results`` keeps the head and tail of huge tool outputs
+       (and of any message over ``max_chars_per_message``); cheap, one message
+       at a time.
+    4. ``compress_old_tool_results`` shrinks old tool results (the newest stay
+       whole), in batches, once the history is over ``compress_trigger`` of the
+       budget: before trimming has to drop whole turns.
+    5. ``strip_old_thinking``: old reasoning is dead weight once answered.
+    6. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
+       turns, only if the cheaper passes were not enough; it never splits a tool
+       call from its results and keeps the system message and the first user
+       message. It weighs each result at its compressed size, as step 8 will
+       leave it.
+    7. The digest: where turns were trimmed, one marked user message notes the
+       tool calls they made (room for it was left by the trim).
+    8. ``compress_old_tool_results`` again: its batches count results, so once
+       the trim removed some, the count of what is sent decides.
+    9. ``repair_tool_pairs`` again: after every removal, no call or result is
+       orphaned.
+    10. ``enforce_provider_hygiene`` last, on the final shape (a user message
+        first, no empty tool results, alternating roles).
+
+    Raises:
+        BudgetExceededError: what must be kept does not fit ``setting.budget``.
+    """
+    policy, count = setting.policy, setting.count
+    original = list(messages)
+    history = sanitize_messages(original)
+    history = repair_tool_pairs(history)
+    opened = opens_with_user(history)
+    truncated = truncate_tool_results(
+        history,
+        max_chars=policy.max_tool_result_chars,
+        head_chars=policy.truncate_head_chars,
+        tail_chars=policy.truncate_tail_chars,
+        max_tokens=int(policy.max_tool_result_share * policy.budget(setting.window)),
+        token_counter=count,
+        max_message_chars=policy.max_chars_per_message,
+        dedupe_calls=policy.dedupe_call_text,
+        name_source=policy.archived_results,
+    )
+    history = _compress(truncated, original, setting, opened)
+    history = strip_old_thinking(history, keep_recent=policy.keep_recent_thinking)
+    trim = _trim(history, truncated, original, setting, opened)
+    history = _digest(trim, original, setting)
+    history = _compress(history, original, setting, opened)
+    history = repair_tool_pairs(history)
+    return enforce_provider_hygiene(history, removed=opened)
+
+
+def reference_prepare(
+    guard: ContextGuard,
+    messages: Any,
+    *,
+    tools: Sequence[Any] | None = None,
+    model: Any = None,
+    session_kind: str | None = None,
+) -> list[BaseMessage]:
+    """What ``guard.prepare`` sends for ``messages``, by the plain passes.
+
+    The setting is the guard's (window, budget, calibration, tool schemas), as
+    ``prepare`` derives it; the guard is only read. Then the retry rule, in one
+    place: a pruning first leaves room for the digest, and when what must be
+    kept does not fit with it, prunes again without one; a disabled policy
+    sends the history as it is.
+
+    With ``stable_prefix`` (the default), ``prepare`` may instead re-send the
+    conversation's previous prompt plus the new messages: that prompt was this
+    function's output for the call that made it, and is re-sent only while it
+    fits the budget now. A pruning then cuts to the cost model's depth below the
+    budget (``_depth``), not to the budget: ``reference_prepare`` describes the
+    ``stable_prefix=False`` policy exactly, and a pruning's depth with
+    ``budget`` replaced by that depth.
+    """
+    setting = guard_setting(
+        guard, messages, tools=tools, model=model, session_kind=session_kind
+    )
+    original = to_messages(messages)
+    if not guard.policy.enabled:
+        return list(original)
+    try:
+        return reference_prune(original, setting)
+    except BudgetExceededError:
+        if not setting.digest:
+            raise
+    return reference_prune(original, replace(setting, digest=0))
+
+
+def guard_setting(
+    guard: ContextGuard,
+    messages: Any,
+    *,
+    tools: Sequence[Any] | None = None,
+    model: Any = None,
+    session_kind: str | None = None,
+) -> Setting:
+    """The setting ``guard.prepare`` prunes ``messages`` at (read, not changed)."""
+    from ._anchor import scan_history
+    from ._tokens import REPLY_OVERHEAD
+
+    policy = guard.policy
+    original = to_messages(messages)
+    info = guard.window(model)
+    budget = guard._budget(info.tokens, model, info.source)
+    extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
+    _, usage_at, usage_body = scan_history(original, guard.counter.count_message)
+    gauge = guard._gauge(original, usage_at, usage_body, extra, model)
+    digest = (
+        min(int(policy.digest_share * budget), policy.digest_max_tokens)
+        if policy.digest
+        else 0
+    )
+    return Setting(
+        policy=policy,
+        budget=budget,
+        window=info.tokens,
+        turn_limit=policy.turn_limit(session_kind),
+        count=guard.counter.count_message,
+        gauge=gauge,
+        digest=digest,
+    )
+
+
+def _tokens(
+    history: Sequence[BaseMessage], original: Sequence[BaseMessage], setting: Setting
+) -> int:
+    """The guard's figure for ``history``: anchored while its head is the original's."""
+    body = sum(map(setting.count, history))
+    intact = first_diff(history, original)
+    return setting.gauge.tokens(
+        body, min(intact, len(history)) if intact != NONE else len(history)
+    )
+
+
+def _compressor(setting: Setting) -> Any:
+    policy = setting.policy
+    return partial(
+        compress_message,
+        min_chars=compress_floor(policy, setting.window),
+        head_lines=policy.compress_head_lines,
+        tail_lines=policy.compress_tail_lines,
+        name_source=policy.archived_results,
+    )
+
+
+def _hygiene_extra(
+    history: Sequence[BaseMessage], setting: Setting, opened: bool
+) -> int:
+    """Tokens hygiene will add to ``history`` (placeholder, empty results' text)."""
+    from langchain_core.messages import ToolMessage
+
+    from ._hygiene import tidy_message
+
+    count = setting.count
+    extra = 0 if opens_with_user(history) else count(history_start(opened))
+    for m in history:
+        if isinstance(m, ToolMessage) and not m.content:
+            new = tidy_message(m)
+            extra += count(new) - count(m) if new is not None else 0
+    return extra
+
+
+def _compress(
+    history: list[BaseMessage],
+    original: Sequence[BaseMessage],
+    setting: Setting,
+    opened: bool,
+) -> list[BaseMessage]:
+    """``compress_old_tool_results``, once the history is over its trigger.
+
+    As sent (with what hygiene adds), so a prepared output compresses alike.
+    """
+    policy = setting.policy
+    limit = policy.compress_trigger * setting.budget
+    now = _tokens(history, original, setting)
+    if (
+        limit
+        and now <= limit
+        and now + _hygiene_extra(history, setting, opened) <= limit
+    ):
+        return history
+    return compress_old_tool_results(
+        history,
+        keep_recent=policy.keep_recent_tool_results,
+        min_chars=compress_floor(policy, setting.window),
+        head_lines=policy.compress_head_lines,
+        tail_lines=policy.compress_tail_lines,
+        batch=policy.compress_batch,
+        name_source=policy.archived_results,
+        assistant=policy.compress_assistant_text,
+    )
+
+
+def _trim(
+    history: list[BaseMessage],
+    truncated: list[BaseMessage],
+    original: Sequence[BaseMessage],
+    setting: Setting,
+    opened: bool,
+) -> Any:
+    """The trim pass: the cut of ``_trim``'s plan that fits the budget."""
+    s, p, count = setting, setting.policy, setting.count
+    gauge = s.gauge
+    cut_budget = s.budget - s.digest
+    compress = _compressor(setting)
+    twins: dict[str, int] = {}
+    costs = [
+        message_costs(truncated, i, count, compress, p.compress_assistant_text, twins)
+        for i in range(len(truncated))
+    ]
+
+    def measure(candidate: list[BaseMessage]) -> int:
+        body = sum(map(count, candidate)) + _hygiene_extra(candidate, setting, opened)
+        intact = first_diff(candidate, original)
+        return gauge.planned(body, min(intact, len(candidate)))
+
+    return trim_step(
+        history,
+        costs,
+        room=gauge.room(s.budget),
+        quantum=0.0 if s.exact else p.trim_step * s.budget,
+        keep=p.keep_recent_tool_results,
+        batch=p.compress_batch,
+        keep_first_user=p.keep_first_user,
+        turn_limit=s.turn_limit,
+        budget=s.budget,
+        window=s.window,
+        measure=measure,
+        cost=lambda m: gauge.cost(count(m)),
+        squeeze=partial(
+            compress_old_tool_results,
+            keep_recent=p.keep_recent_tool_results,
+            min_chars=compress_floor(p, s.window),
+            head_lines=p.compress_head_lines,
+            tail_lines=p.compress_tail_lines,
+            batch=1,
+            name_source=p.archived_results,
+            assistant=p.compress_assistant_text,
+        ),
+        count=count,
+        source_tokens=sum(map(count, history)),
+        cut_room=gauge.room(cut_budget) if s.digest else None,
+        cut_budget=cut_budget,
+        codes="".join(map(kind_of, history)),
+        lead=0 if opened else count(history_start(False)),
+    )
+
+
+def _digest(
+    trim: Any, original: Sequence[BaseMessage], setting: Setting
+) -> list[BaseMessage]:
+    """The digest of the trimmed turns, put where they were."""
+    gauge = setting.gauge
+    step = digest_step(
+        trim,
+        max_tokens=int(setting.digest / (gauge.scale * (1 + gauge.margin))),
+        count=setting.count,
+        call_chars=setting.policy.digest_call_chars,
+        originals=lambda: {m.id: m for m in original if m.id},
+    )
+    result: list[BaseMessage] = step.result
+    return result

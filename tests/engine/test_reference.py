@@ -1,0 +1,173 @@
+"""``prepare`` sends what the reference pipeline (the plain passes) gives.
+
+``engine._reference.reference_prepare`` calls the exported passes in order; it is
+the specification. ``ContextGuard.prepare`` reaches the same output through the
+incremental machinery (steps grown from the previous call, per-message memos,
+the forgotten head, batch counting). These tests hold the two equal, call by
+call, on generated histories, the shared transcripts, growing histories with and
+without usage, histories rebuilt from a checkpoint (equal copies, new objects),
+reasoning and images; and state the one place they deliberately part: the
+stable prefix re-sends an earlier prompt while it fits.
+
+``CONTEXT_GUARD_REFERENCE_EXAMPLES`` raises the generated example count (CI runs
+a smaller one).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import os
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage
+
+from langchain_context_guard import (
+    BudgetExceededError,
+    ContextGuard,
+    GuardPolicy,
+    TiktokenCounter,
+)
+from langchain_context_guard.engine import reference_prepare
+from langchain_context_guard.replay import load_trajectories, shared_trajectory_dir
+from tests.engine._support import agent_history, snapshot, transcripts
+
+EXAMPLES = int(os.environ.get("CONTEXT_GUARD_REFERENCE_EXAMPLES", "40"))
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+POLICIES = st.builds(
+    GuardPolicy,
+    context_window=st.sampled_from([16_000, 20_000, 40_000]),
+    reserve_tokens=st.sampled_from([1_000, 4_000]),
+    compress_batch=st.sampled_from([1, 3, 8]),
+    keep_recent_tool_results=st.sampled_from([0, 2, 6]),
+    keep_recent_thinking=st.sampled_from([0, 1]),
+    trim_step=st.sampled_from([0.0, 0.15, 0.5]),
+    compress_trigger=st.sampled_from([0.0, 0.5]),
+    compress_assistant_text=st.booleans(),
+    digest=st.booleans(),
+    max_chars_per_message=st.sampled_from([None, 3_000]),
+    stable_prefix=st.just(False),
+)
+COUNTER = TiktokenCounter()
+
+
+def _reference_guard(guard: ContextGuard) -> ContextGuard:
+    """A guard with ``guard``'s policy and calibration memory, no previous call."""
+    fresh = ContextGuard(guard.policy, token_counter=guard.counter)
+    fresh._sent = OrderedDict(guard._sent)
+    fresh._ratios = dict(guard._ratios)
+    return fresh
+
+
+def _outcome(send: Any) -> Any:
+    try:
+        return snapshot(send())
+    except BudgetExceededError as err:
+        return ("error", err.tokens, err.budget)
+
+
+def assert_reference(guard: ContextGuard, history: list[BaseMessage]) -> None:
+    """``guard.prepare(history)`` sends exactly what the reference gives."""
+    reference = _reference_guard(guard)
+    expected = _outcome(lambda: reference_prepare(reference, history))
+    assert _outcome(lambda: guard.prepare(history).messages) == expected
+
+
+@SETTINGS
+@given(transcripts(usage=True), POLICIES, st.data())
+def test_prepare_is_the_reference_on_generated_growing_histories(history, policy, data):
+    start = data.draw(st.integers(1, len(history)))
+    ends = sorted({start, *data.draw(st.lists(st.integers(start, len(history))))})
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    for n in ends:
+        assert_reference(guard, history[:n])
+
+
+@SETTINGS
+@given(transcripts(), POLICIES)
+def test_prepare_is_the_reference_on_histories_rebuilt_from_a_checkpoint(
+    history, policy
+):
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    for n in (len(history) // 2, len(history)):
+        rebuilt = copy.deepcopy(history[:n])  # equal values, new objects
+        assert_reference(guard, rebuilt)
+
+
+def _with_usage(
+    history: list[BaseMessage], guard: ContextGuard, ratios: list[float]
+) -> None:
+    """Grow ``history`` as an agent records it, each reply carrying the usage of
+    the prompt sent before it; check every call against the reference."""
+    lived: list[BaseMessage] = []
+    turns = itertools.cycle(ratios)
+    for message in history:
+        if isinstance(message, AIMessage):
+            assert_reference(guard, lived)
+            try:
+                sent = guard.prepare(lived).messages
+            except BudgetExceededError:
+                sent = lived
+            ours = sum(map(COUNTER.count_message, sent))
+            usage = {"input_tokens": int(ours * next(turns)), "output_tokens": 20}
+            usage["total_tokens"] = usage["input_tokens"] + 20
+            message = message.model_copy(update={"usage_metadata": usage})
+        lived.append(message)
+
+
+@pytest.mark.parametrize("ratios", [[1.0], [1.15], [1.05, 1.3, 1.0]])
+def test_prepare_is_the_reference_for_an_agent_with_live_usage(ratios):
+    policy = GuardPolicy(stable_prefix=False, context_window=16_000)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    _with_usage(agent_history(60), guard, ratios)
+
+
+def _trajectories() -> list[list[BaseMessage]]:
+    folder = shared_trajectory_dir()
+    if folder is None:
+        return []
+    found = load_trajectories(folder)
+    return [found[name] for name in sorted(found)[::6]]
+
+
+@pytest.mark.parametrize("window", [16_000, 32_000])
+def test_prepare_is_the_reference_on_the_shared_transcripts(window):
+    histories = _trajectories()
+    if not histories:
+        pytest.skip("the shared transcripts are not here")
+    policy = GuardPolicy(context_window=window, stable_prefix=False)
+    for history in histories:
+        guard = ContextGuard(policy, token_counter=COUNTER)
+        for n in range(2, len(history) + 1, 3):
+            assert_reference(guard, history[:n])
+
+
+def test_a_stable_prefix_re_sends_a_reference_output_within_the_budget_now():
+    """The one deliberate difference: between prunings, the previous prompt.
+
+    Each call either prunes (the passes run anew, to the cost model's depth) or
+    re-sends the conversation's previous output followed by the new messages,
+    byte for byte, and only while that fits the budget now.
+    """
+    policy = GuardPolicy(context_window=16_000)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    history = agent_history(60)
+    previous: list[BaseMessage] | None = None
+    reused = 0
+    for n in range(2, len(history) + 1):
+        result = guard.prepare(history[:n])
+        sent, report = result.messages, result.report
+        assert report.tokens_after <= report.budget
+        if previous is not None and sent[: len(previous)] == previous:
+            reused += 1
+            assert report.reused >= len(previous)
+        previous = sent
+    assert reused > (len(history) - 2) // 3  # most calls keep the cache
