@@ -40,6 +40,7 @@ def test_all_imports_are_exported():
         "trim_to_budget",
         "repair_tool_pairs",
         "enforce_provider_hygiene",
+        "reference_prepare",
         "truncate_text",
         "compress_lines",
         "TiktokenCounter",

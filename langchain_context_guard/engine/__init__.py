@@ -5,11 +5,14 @@ tiktoken, pydantic and the standard library only; never a sibling subpackage
 (``adapters``, ``compaction``, ``recovery``, ``replay``, ``cli``), not even
 lazily: they build on it. ``tests/test_layout.py`` checks this.
 
-Reading order: ``_policy`` (the settings), ``_tokens`` (counting), the passes
-(``_sanitize``, ``_repair``, ``_truncate``, ``_compress``, ``_thinking``,
-``_trim``, ``_hygiene``), ``_passes`` (their order and why), then ``_guard``
-(``ContextGuard.prepare``). ``_stages``, ``_pipeline`` and ``_stable`` are how
-the same passes are made incremental and cache-friendly.
+Reading order: ``_reference`` first (``reference_prune``: what a pruning does,
+the passes as plain calls, in order, and why), then ``_policy`` (the settings),
+``_tokens`` (counting), the passes it calls (``_sanitize``, ``_repair``,
+``_truncate``, ``_compress``, ``_thinking``, ``_trim``, ``_digest``,
+``_hygiene``), then ``_guard`` (``ContextGuard.prepare``). ``_stages``,
+``_pipeline``, ``_prune`` and ``_stable`` are how the same passes are made
+incremental and cache-friendly; ``tests/engine/test_reference.py`` holds their
+output equal to the reference's.
 """
 
 from ._anchor import count_messages

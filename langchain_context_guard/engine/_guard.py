@@ -44,8 +44,9 @@ _RATIO_MEMORY = 256
 class ContextGuard:
     """Keeps a history inside the model's context window.
 
-    ``prepare`` applies the pure passes of ``_passes.PASSES`` in order (that
-    module says what each does and why the order).
+    ``prepare`` applies the pure passes in the order ``reference_prune`` gives
+    (its docstring says what each does and why the order) and sends what
+    ``reference_prepare`` gives, reached incrementally.
 
     With ``stable_prefix`` (the default) a call whose history extends the
     conversation's previous one re-sends the previous prompt unchanged plus the
