@@ -28,7 +28,7 @@ restarted mid-thread, sends the prompt the first would have. Under plain
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import (
     AnyMessage,
@@ -41,7 +41,6 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.chat_agent_executor import AgentState
-from typing_extensions import NotRequired
 
 from ..engine._errors import ConfigError, InvalidInputError
 from ..engine._handover import STATE_KEY, Records, keep_records

@@ -93,7 +93,7 @@ class SummarizerClient:
         """Async ``summarize``; the timeout cancels the summarizer call."""
         try:
             return await asyncio.wait_for(self._asummarize(plan), self.settings.timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise self._timeout_error() from None
 
     def _timeout_error(self) -> CompactionError:

@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import sys
 import threading
 
 import pytest
@@ -583,12 +582,9 @@ def test_ids_match_cases() -> None:
     ids=["overflow-member", "no-overflow", "rate-limit-member-wins"],
 )
 def test_exception_group_members(members: list[Exception], expected: bool) -> None:
-    if sys.version_info >= (3, 11):
-        group = ExceptionGroup("tool calls failed", members)  # noqa: F821
-        info = classify_overflow(chained("graph failed", group))
-        assert (info is not None) is expected
-    else:
-        pytest.skip("ExceptionGroup is 3.11+")
+    group = ExceptionGroup("tool calls failed", members)
+    info = classify_overflow(chained("graph failed", group))
+    assert (info is not None) is expected
 
 
 def test_message_is_matching_text() -> None:
