@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ._depth import assistant_count
+from ._messages import assistant_count
 from ._tokens import REPLY_OVERHEAD, TokenCounter
 
 ANCHOR_RANGE = (0.7, 1.5)
@@ -201,7 +201,7 @@ def scan_history(
 
 Scan = tuple[int, int, int, int]
 """A history's ``scan_history`` (our count, where its last usage is, our count up
-to it) and how many assistant messages it holds (``_depth.assistant_count``)."""
+to it) and how many assistant messages it holds (``_messages.assistant_count``)."""
 
 
 def full_scan(
@@ -227,7 +227,7 @@ class Known:
     usage_at: int
     usage_body: int
     calls: int = 0
-    """How many assistant messages it holds (``_depth.assistant_count``)."""
+    """How many assistant messages it holds (``_messages.assistant_count``)."""
     size: int = 0
     """How many messages it holds."""
     fields: list[dict[str, Any]] | None = None

@@ -10,14 +10,9 @@ bill as much as an uncached one (``GuardPolicy.prune_to`` says the figures), and
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from operator import attrgetter
-
-from langchain_core.messages import BaseMessage
 
 MIN_PRUNE_SHARE = 0.3
 """The shallowest share ``prune_share`` prunes to, however fast a history grows."""
-_type = attrgetter("type")
 _CACHE_RATE = 0.1
 """Share of the list price a cached prompt prefix bills (the cost model's c)."""
 _VALUE = 1.0
@@ -67,12 +62,3 @@ def growth(body: int, calls: int) -> float | None:
     messages (``assistant_count``, carried from call to call in ``Known``).
     """
     return body / calls if calls else None
-
-
-def assistant_count(history: Sequence[BaseMessage]) -> int:
-    """How many assistant messages ``history`` holds (C speed at 50,000 messages).
-
-    A guard counts a whole history once, then only the new messages of each
-    call (``_pipeline.Known``).
-    """
-    return list(map(_type, history)).count("ai")

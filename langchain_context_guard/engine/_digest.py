@@ -23,10 +23,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ._events import NO_EDITS, Edits
-from ._messages import MARKER_KEY, label, marker, text_of
-from ._stages import NONE, Step, grown, whole
-from ._trim_step import TrimState
+from ._messages import MARKER_KEY, marker, text_of
 
 DIGEST_ID = "context-guard-digest"
 _HEAD = (
@@ -201,42 +198,22 @@ def _message(
     )
 
 
-def digest_step(
-    trim: Step,
+def insert_digest(
+    kept: list[BaseMessage],
+    dropped: Sequence[BaseMessage],
+    at: int,
     *,
     max_tokens: int,
     count: Callable[[BaseMessage], int],
-    call_chars: int,
-    originals: Callable[[], dict[str, BaseMessage]],
-    prev: Step | None = None,
-) -> Step:
-    """The digest put where ``trim`` dropped turns (none: its result unchanged).
+    call_chars: int = 200,
+) -> list[BaseMessage]:
+    """``kept`` with the digest of the ``dropped`` turns at ``at``, where they were.
 
-    Grows ``prev`` while the cut stays put. The dropped messages are read as the
-    caller wrote them when ``originals`` (by id) has them: compression already
-    shrank old results in ``trim``'s input.
+    ``kept`` itself when there is nothing to say or no room for it.
     """
-    source = trim.result
-    if prev is not None and trim.grown:
-        return grown(prev, source, source[len(prev.source) :], NO_EDITS, 0, None)
-    state = trim.state
-    gone = (
-        sorted(i for unit in state.plan.units[: state.dropped] for i in unit)
-        if isinstance(state, TrimState) and max_tokens > 0
-        else []
-    )
-    if not gone:
-        return Step("digest", source, source, NO_EDITS, 0, NONE, None)
-    by_id = originals()
-    dropped = [
-        by_id.get(m.id, m) if m.id else m for m in (trim.source[i] for i in gone)
-    ]
     digest = build_digest(
         dropped, max_tokens=max_tokens, count=count, call_chars=call_chars
     )
     if digest is None:
-        return Step("digest", source, source, NO_EDITS, 0, NONE, None)
-    at = gone[0]
-    out = [*source[:at], digest, *source[at:]]
-    edits = Edits(added=(label(digest, at),))
-    return whole("digest", source, out, edits, count(digest), None)
+        return kept
+    return [*kept[:at], digest, *kept[at:]]

@@ -6,6 +6,7 @@ import threading
 import weakref
 from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
 from itertools import islice
+from operator import attrgetter
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -263,3 +264,15 @@ def sweep_memo() -> None:
         while sweep_dead(_rewrites):
             pass
         _stored[0] = 0
+
+
+_type = attrgetter("type")
+
+
+def assistant_count(history: Sequence[BaseMessage]) -> int:
+    """How many assistant messages ``history`` holds (C speed at 50,000 messages).
+
+    A guard counts a whole history once, then only the new messages of each
+    call (``_grown.Known``).
+    """
+    return list(map(_type, history)).count("ai")

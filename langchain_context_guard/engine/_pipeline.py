@@ -21,7 +21,7 @@ from ._compress import (
     compress_floor,
     compress_old_tool_results,
 )
-from ._digest import digest_step
+from ._digest_step import digest_step
 from ._events import EventKind
 from ._hygiene import history_start, tidy_message
 from ._passes import PASSES
@@ -357,7 +357,7 @@ class Record:
     usage_at: int
     usage_body: int
     calls: int
-    """How many assistant messages it holds (``_depth.assistant_count``)."""
+    """How many assistant messages it holds (``_messages.assistant_count``)."""
     steps: tuple[Step, ...]
     memo: Memo = field(default_factory=dict)
     """The run's per-message results (``Run.memo``)."""

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 
 from ._compress import compress_floor, compress_message, compress_old_tool_results
-from ._digest import digest_step
+from ._digest_step import digest_step
 from ._errors import BudgetExceededError
 from ._hygiene import enforce_provider_hygiene, history_start
 from ._input import to_messages

@@ -8,11 +8,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_context_guard.engine._depth import (
     MIN_PRUNE_SHARE,
-    assistant_count,
     cycle_cost,
     growth,
     prune_share,
 )
+from langchain_context_guard.engine._messages import assistant_count
 
 
 def _history(calls: int) -> list[BaseMessage]:
