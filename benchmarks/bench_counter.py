@@ -44,7 +44,7 @@ from langchain_context_guard.replay import (
 )
 
 RESULTS = Path(__file__).resolve().parent / "results"
-REPLY_OVERHEAD = 3  # as in langchain_context_guard.engine._tokens
+REPLY_OVERHEAD = 3  # as in langchain_context_guard.engine.tokens._counters
 DEFAULT_RATIO = 3.6  # GuardPolicy.chars_per_token's default
 
 
@@ -88,7 +88,7 @@ def with_provider(messages: list[BaseMessage]) -> list[BaseMessage]:
 
 
 def estimate_fn(ratio: float) -> Callable[[str], int]:
-    """The engine's character estimate (``_tokens.load_encoding``'s fallback)."""
+    """The engine's character estimate (``_counters.load_encoding``'s fallback)."""
 
     def estimate(text: str) -> int:
         return int(len(text) / ratio + 0.999) if text else 0

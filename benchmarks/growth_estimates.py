@@ -26,7 +26,7 @@ import statistics
 os.environ.setdefault("CONTEXT_GUARD_OFFLINE", "1")
 
 from langchain_context_guard import GuardPolicy, TiktokenCounter
-from langchain_context_guard.engine._truncate import truncator
+from langchain_context_guard.engine.passes._truncate import truncator
 from langchain_context_guard.replay import load_paths, shared_trajectory_dir
 
 

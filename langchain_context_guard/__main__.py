@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from .cli._main import main
+from .cli import main
 
 __all__ = ["main"]
 

@@ -164,3 +164,61 @@ def test_import_stays_light() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+ENGINE_LAYERS = ("vocabulary", "tokens", "passes", "incremental", "guard")
+"""The engine's folders, lowest first: each imports only its own and lower ones."""
+_ENGINE_TOP = {"_guard", "_reference"}
+"""Root modules above the folders: ``ContextGuard`` and the specification."""
+
+
+def _engine_layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[1:2] != ["engine"] or len(parts) < 3:
+        return None  # not inside the engine, or the engine's own __init__
+    name = parts[2]
+    if name in ENGINE_LAYERS:
+        return ENGINE_LAYERS.index(name)
+    return ENGINE_LAYERS.index("guard" if name in _ENGINE_TOP else "vocabulary")
+
+
+def test_engine_folders_import_one_way() -> None:
+    """vocabulary <- tokens <- passes <- incremental <- ContextGuard."""
+    graph = import_graph()
+    wrong = set()
+    for module, targets in graph.items():
+        here = _engine_layer(module)
+        if here is None:
+            continue
+        for target in targets:
+            there = _engine_layer(target)
+            if there is not None and there > here:
+                wrong.add((module, target))
+    assert wrong == set()
+    folders = {p.name for p in (PACKAGE / "engine").iterdir() if p.is_dir()}
+    assert {"tokens", "passes", "incremental"} <= folders
+
+
+def _private_targets(module: str, targets: set[str]) -> set[str]:
+    """The private modules of another subpackage that ``module`` imports."""
+    own = module.split(".")[1:2]
+    return {
+        target
+        for target in targets
+        if target.split(".")[1:2] != own
+        and any(part.startswith("_") for part in target.split(".")[1:])
+        and target != "langchain_context_guard._lazy"
+    }
+
+
+def test_subpackages_meet_at_their_public_faces() -> None:
+    """adapters, compaction, recovery, replay and cli import each other (and the
+    engine) through package ``__init__``s, never a sibling's private module."""
+    graph = import_graph()
+    wrong = {
+        (module, target)
+        for module, targets in graph.items()
+        if module.split(".")[1:2] != ["engine"]
+        for target in _private_targets(module, targets)
+    }
+    assert wrong == set()

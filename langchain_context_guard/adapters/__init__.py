@@ -14,15 +14,25 @@ from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from ._cache_control import mark_cache_breakpoints
+    from ._callbacks import EVENT_EVENT as EVENT_EVENT
+    from ._callbacks import aemit as aemit
+    from ._callbacks import emit as emit
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
     from ._model import guarded_model
+    from ._requests import RequestInputs as RequestInputs
     from ._results import ResultArchive, make_result_reader, read_result
     from ._runnable import GuardRunnable, as_runnable
+    from ._silent import note_silent_overflow as note_silent_overflow
 
 __getattr__ = lazy_getattr(
     __name__,
     {
+        "EVENT_EVENT": "._callbacks",
+        "RequestInputs": "._requests",
+        "aemit": "._callbacks",
+        "emit": "._callbacks",
+        "note_silent_overflow": "._silent",
         "ContextGuardMiddleware": "._middleware",
         "GuardedAgentState": "._langgraph",
         "GuardRunnable": "._runnable",

@@ -24,7 +24,7 @@ from langchain_core.runnables.config import (
     get_callback_manager_for_config,
 )
 
-from ..engine._events import GuardReport
+from ..engine import GuardReport
 
 logger = logging.getLogger("langchain_context_guard")
 

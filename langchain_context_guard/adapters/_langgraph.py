@@ -42,15 +42,19 @@ from langgraph.channels.untracked_value import UntrackedValue
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.prebuilt.chat_agent_executor import AgentState
 
-from ..engine._errors import ConfigError, InvalidInputError
-from ..engine._handover import STATE_KEY, Records, keep_records
-from ..engine._messages import same_list
+from ..engine import (
+    STATE_KEY,
+    ConfigError,
+    InvalidInputError,
+    Records,
+    keep_records,
+    same_list,
+)
 from ._callbacks import aemit, emit
 from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
-    from ..engine._events import PrepareResult
-    from ..engine._guard import ContextGuard
+    from ..engine import ContextGuard, PrepareResult
 
 HookMode = Literal["llm_input", "persist"]
 Update = dict[str, Any]

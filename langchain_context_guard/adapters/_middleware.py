@@ -53,8 +53,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
-from ..engine._guard import ContextGuard
-from ..engine._handover import STATE_KEY, needed_records, read_record
+from ..engine import STATE_KEY, ContextGuard, needed_records, read_record
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit
 from ._langgraph import rewrite
@@ -62,8 +61,7 @@ from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
 from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
-    from ..engine._events import PrepareResult
-    from ..engine._policy import GuardPolicy
+    from ..engine import GuardPolicy, PrepareResult
 
 
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):

@@ -28,9 +28,7 @@ from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 
-from ..engine._errors import ConfigError
-from ..engine._guard import ContextGuard
-from ..engine._handover import STATE_KEY, needed_records, read_record
+from ..engine import STATE_KEY, ConfigError, ContextGuard, needed_records, read_record
 from ._callbacks import aemit, emit
 from ._results import ResultArchive, archiving
 

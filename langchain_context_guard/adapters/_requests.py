@@ -20,16 +20,12 @@ from langchain.agents.structured_output import (
 )
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 
-from ..engine._errors import ConfigError
-from ..engine._guard import ContextGuard
-from ..engine._messages import same_list
-from ..engine._overflow import silent_overflow
-from ..engine._policy import GuardPolicy
+from ..engine import ConfigError, ContextGuard, GuardPolicy, same_list, silent_overflow
 from ._callbacks import logger
 from ._silent import note_silent_overflow
 
 if TYPE_CHECKING:
-    from ..engine._events import GuardReport
+    from ..engine import GuardReport
 
 Result = ModelResponse[Any] | AIMessage
 

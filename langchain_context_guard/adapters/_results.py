@@ -33,9 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore
 
-from ..engine._errors import ConfigError
-from ..engine._guard import ContextGuard
-from ..engine._messages import text_of
+from ..engine import ConfigError, ContextGuard, text_of
 
 NAMESPACE = ("context_guard", "tool_results")
 _SEEN_MEMORY = 65_536

@@ -24,11 +24,11 @@ from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
-from ..engine._errors import InvalidInputError
+from ..engine import InvalidInputError
 from ._callbacks import aemit, emit
 
 if TYPE_CHECKING:
-    from ..engine._guard import ContextGuard
+    from ..engine import ContextGuard
 
 GuardInput = Sequence[Any] | PromptValue | dict[str, Any]
 """What the runnable accepts: message-likes, a prompt value, or a dict of them."""

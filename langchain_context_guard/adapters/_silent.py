@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ..engine._guard import ContextGuard
-from ..engine._overflow import OverflowInfo, scaled_limit, silent_overflow
+from ..engine import ContextGuard, OverflowInfo, scaled_limit, silent_overflow
 from ._callbacks import logger
 
 __all__ = ["note_silent_overflow"]

@@ -41,11 +41,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ..engine._anchor import count_messages
-from ..engine._events import GuardEvent
-from ..engine._guard import ContextGuard
-from ..engine._policy import GuardPolicy
-from ..replay._metrics import CACHE_RATE, cached_prefix, message_key
+from ..engine import ContextGuard, GuardEvent, GuardPolicy, count_messages
+from ..replay import CACHE_RATE, cached_prefix, message_key
 from ._demo_model import ScriptedAgentModel, fact_in, scripted_summary
 from ._demo_repo import (
     FACT,
@@ -332,8 +329,8 @@ def run_demo(
     from langchain.agents.middleware import ModelCallLimitMiddleware
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from ..adapters._middleware import ContextGuardMiddleware
-    from ..compaction._middleware import CompactionMiddleware
+    from ..adapters import ContextGuardMiddleware
+    from ..compaction import CompactionMiddleware
 
     guard = ContextGuard(policy, model=model)
     info = guard.window(model)

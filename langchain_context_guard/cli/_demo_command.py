@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..engine._guard import ContextGuard
+from ..engine import ContextGuard
 from ._demo import FACT_FILE, CallRecord, DemoResult, run_demo
 from ._options import CommandError, load_policy, warn_default_window
 

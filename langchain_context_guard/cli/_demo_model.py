@@ -15,8 +15,7 @@ from langchain_core.messages.ai import (
 )
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from ..engine._anchor import count_messages
-from ..engine._messages import text_of
+from ..engine import count_messages, text_of
 from ._demo_repo import BUG_FILE, FACT, FACT_FILE
 
 _PATH = re.compile(r"\b(?:shopfront|logs|docs|tests)/[\w/.-]+\.\w+|\bREADME\.md\b")

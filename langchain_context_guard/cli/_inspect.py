@@ -11,9 +11,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ..engine._guard import ContextGuard
-from ..engine._messages import marker, text_of
-from ..replay._transcripts import TranscriptError, load_transcript
+from ..engine import ContextGuard, marker, text_of
+from ..replay import TranscriptError, load_transcript
 
 SQLITE_HEADER = b"SQLite format 3\x00"
 

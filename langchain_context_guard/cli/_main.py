@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..replay._args import OneLineParser, output_arg, positive_arg, window_arg
+from ..replay import OneLineParser, output_arg, positive_arg, window_arg
 
 # The engine and the replay loaders import on use: ``--help`` stays instant.
 
@@ -58,8 +58,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _user_error(exc: Exception) -> bool:
     """Whether ``exc`` is an expected failure (bad file, flag or setting)."""
-    from ..engine._errors import ContextGuardError
-    from ..replay._transcripts import TranscriptError
+    from ..engine import ContextGuardError
+    from ..replay import TranscriptError
     from ._options import CommandError
 
     return isinstance(exc, ContextGuardError | TranscriptError | CommandError)
@@ -143,7 +143,7 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def _run_inspect(ns: argparse.Namespace) -> int:
-    from ..engine._guard import ContextGuard
+    from ..engine import ContextGuard
     from ._inspect import (
         analyse,
         list_threads,
@@ -197,7 +197,7 @@ def _run_replay(argv: list[str]) -> int:
     from ._options import CommandError
 
     try:
-        from ..replay._command import main_replay
+        from ..replay import main_replay
     except ImportError as exc:
         if exc.name not in {"langchain_context_guard.replay._command", None}:
             raise CommandError(

@@ -7,8 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..engine._policy import GuardPolicy
-from ..engine._settings import load_settings
+from ..engine import GuardPolicy, load_settings
 
 __all__ = ["CommandError", "load_policy", "warn_default_window"]
 

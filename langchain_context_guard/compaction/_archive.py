@@ -13,8 +13,7 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage, message_to_dict
 from langgraph.store.base import BaseStore, Item, PutOp
 
-from ..engine._errors import CompactionError
-from ..engine._messages import is_summary
+from ..engine import CompactionError, is_summary
 from ._summary_prompt import serialize
 
 ARCHIVE_NS = "context_guard"

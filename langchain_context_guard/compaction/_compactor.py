@@ -22,10 +22,7 @@ from langchain_core.runnables import Runnable
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import BaseStore
 
-from ..engine._errors import CompactionError
-from ..engine._events import GuardEvent, log_event
-from ..engine._guard import ContextGuard
-from ..engine._messages import marker
+from ..engine import CompactionError, ContextGuard, GuardEvent, log_event, marker
 from ._core import CompactionResult, CompactorBase
 from ._graph import compaction_node, compaction_router
 from ._settings import CompactionSettings

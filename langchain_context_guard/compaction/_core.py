@@ -14,12 +14,15 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from langgraph.store.base import BaseStore, PutOp
 
-from ..engine._anchor import count_messages
-from ..engine._errors import CompactionError
-from ..engine._events import GuardEvent
-from ..engine._guard import ContextGuard
-from ..engine._input import to_messages
-from ..engine._messages import label, marker
+from ..engine import (
+    CompactionError,
+    ContextGuard,
+    GuardEvent,
+    count_messages,
+    label,
+    marker,
+    to_messages,
+)
 from ._archive import aarchive, archive, archive_ops
 from ._plan import CompactionPlan, plan_compaction, rebuild
 from ._settings import CompactionSettings

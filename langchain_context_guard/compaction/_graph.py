@@ -17,7 +17,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore
 
-from ..engine._errors import ConfigError
+from ..engine import ConfigError
 from ._archive import ARCHIVE_NS, archive_namespace, format_hits, recall_messages
 from ._settings import CompactionSettings
 

@@ -34,10 +34,8 @@ from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from ..adapters._requests import RequestInputs
-from ..engine._errors import ConfigError
-from ..engine._guard import ContextGuard
-from ..engine._policy import GuardPolicy
+from ..adapters import RequestInputs
+from ..engine import ConfigError, ContextGuard, GuardPolicy
 from ._compactor import Compactor
 from ._graph import make_recall_tool
 from ._settings import CompactionSettings

@@ -24,9 +24,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ..engine._messages import is_user, text_of
-from ..engine._repair import repair_tool_pairs
-from ..engine._text import truncate_text
+from ..engine import is_user, repair_tool_pairs, text_of, truncate_text
 from ._summary import (
     Summary,
     last_summary,

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..engine._errors import ConfigError
+from ..engine import ConfigError
 from ._plan import Mode
 from ._trigger import ContextSize, TriggerClause, clauses
 

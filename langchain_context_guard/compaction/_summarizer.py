@@ -26,8 +26,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
-from ..engine._errors import CompactionError, ConfigError, ContextGuardError
-from ..engine._messages import text_of
+from ..engine import CompactionError, ConfigError, ContextGuardError, text_of
 from ._plan import CompactionPlan
 from ._summary import Summary, SummarySections, parse_sections
 from ._summary_prompt import sections_prompt, turn_prefix_prompt

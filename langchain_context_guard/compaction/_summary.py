@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 from pydantic import BaseModel, Field
 
-from ..engine._messages import MARKER_KEY, is_summary, marker, text_of
+from ..engine import MARKER_KEY, is_summary, marker, text_of
 
 SECTIONS = ("completed", "remaining", "current_state", "files", "notes")
 _TITLES = {

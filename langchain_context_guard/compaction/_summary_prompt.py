@@ -20,8 +20,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ..engine._messages import is_summary, text_of
-from ..engine._text import truncate_text
+from ..engine import is_summary, text_of, truncate_text
 
 if TYPE_CHECKING:
     from ._plan import CompactionPlan

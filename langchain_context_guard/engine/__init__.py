@@ -7,16 +7,14 @@ lazily: they build on it. ``tests/test_layout.py`` checks this.
 
 Reading order: ``_reference`` first (``reference_prune``: what a pruning does,
 the passes as plain calls, in order, and why), then ``_policy`` (the settings),
-``_tokens`` (counting), the passes it calls (``_sanitize``, ``_repair``,
+``_counters`` (counting), the passes it calls (``_sanitize``, ``_repair``,
 ``_truncate``, ``_compress``, ``_thinking``, ``_trim``, ``_digest``,
-``_hygiene``), then ``_guard`` (``ContextGuard.prepare``). ``_stages``,
-``_pipeline``, ``_prune`` and ``_stable`` are how the same passes are made
+``_hygiene``), then ``_guard`` (``ContextGuard.prepare``). ``_steps``,
+``_run``, ``_prune`` and ``_stable_prefix`` are how the same passes are made
 incremental and cache-friendly; ``tests/engine/test_reference.py`` holds their
 output equal to the reference's.
 """
 
-from ._anchor import count_messages
-from ._compress import compress_old_tool_results
 from ._errors import (
     BudgetExceededError,
     CompactionError,
@@ -27,25 +25,46 @@ from ._errors import (
     WindowTooSmallError,
 )
 from ._events import GuardEvent, GuardReport, PrepareResult
+
+# For the library's own subpackages, which meet the engine here (not public API).
+from ._events import diff_event as diff_event
+from ._events import log_event as log_event
 from ._guard import ContextGuard
-from ._hygiene import enforce_provider_hygiene
+from ._input import to_messages as to_messages
 from ._messages import MARKER_KEY
+from ._messages import is_summary as is_summary
+from ._messages import is_user as is_user
+from ._messages import label as label
+from ._messages import marker as marker
+from ._messages import same_list as same_list
+from ._messages import text_of as text_of
 from ._overflow import OverflowInfo, classify_overflow, silent_overflow
+from ._overflow import scaled_limit as scaled_limit
 from ._policy import GuardPolicy
 from ._reference import reference_prepare, reference_prune
-from ._repair import repair_tool_pairs
-from ._sanitize import sanitize_messages
-from ._text import compress_lines, truncate_text
-from ._thinking import strip_old_thinking
-from ._tokens import (
+from ._settings import load_settings as load_settings
+from ._window import WindowInfo
+from .incremental._handover import STATE_KEY as STATE_KEY
+from .incremental._handover import Records as Records
+from .incremental._handover import keep_records as keep_records
+from .incremental._handover import needed_records as needed_records
+from .incremental._handover import read_record as read_record
+from .passes._compress import compress_old_tool_results
+from .passes._hygiene import enforce_provider_hygiene
+from .passes._repair import repair_tool_pairs
+from .passes._sanitize import sanitize_messages
+from .passes._text import compress_lines, truncate_text
+from .passes._thinking import strip_old_thinking
+from .passes._trim import trim_to_budget
+from .passes._truncate import truncate_tool_results
+from .tokens._anchor import count_messages
+from .tokens._counters import REPLY_OVERHEAD as REPLY_OVERHEAD
+from .tokens._counters import (
     CallableCounter,
     TiktokenCounter,
     TokenCounter,
     TokenizerFallbackWarning,
 )
-from ._trim import trim_to_budget
-from ._truncate import truncate_tool_results
-from ._window import WindowInfo
 
 __all__ = [
     "MARKER_KEY",

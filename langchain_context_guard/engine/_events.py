@@ -240,7 +240,7 @@ class PrepareResult:
 def step_events(
     steps: Sequence[Any], before: int, tokens: Sequence[int], budget: int
 ) -> list[GuardEvent]:
-    """One logged event per pass that changed something (``_pipeline.Run`` steps)."""
+    """One logged event per pass that changed something (``_run.Run`` steps)."""
     events = []
     for step, after in zip(steps, tokens, strict=True):
         if step.edits:

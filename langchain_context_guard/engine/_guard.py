@@ -9,22 +9,11 @@ from typing import Any
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Gauge, Known, make_gauge, scan_history, sent_key
-from ._cold import count_new
 from ._errors import ConfigError
 from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
-from ._forget import forget_head
-from ._grown import known_after, read
-from ._handover import export_state, restore_state
 from ._input import to_messages
 from ._overflow import LimitMemory
-from ._pipeline import Record, Setting
 from ._policy import GuardPolicy
-from ._prune import prune
-from ._reuse import Limits, reuse_prompt
-from ._settle import settle
-from ._stable import Sent, common_prefix, conversation, held, open_results
-from ._tokens import REPLY_OVERHEAD, TokenCounter, make_counter
 from ._window import (
     WindowInfo,
     check_window,
@@ -33,6 +22,23 @@ from ._window import (
     output_reserve,
     resolve_window,
 )
+from .incremental._first_run import count_new
+from .incremental._handover import export_state, restore_state
+from .incremental._promote import settle
+from .incremental._prune import prune
+from .incremental._read_history import known_after, read
+from .incremental._release import forget_head
+from .incremental._reuse import Limits, reuse_prompt
+from .incremental._run import Record, Setting
+from .incremental._stable_prefix import (
+    Sent,
+    common_prefix,
+    conversation,
+    held,
+    open_results,
+)
+from .tokens._anchor import Gauge, Known, make_gauge, scan_history, sent_key
+from .tokens._counters import REPLY_OVERHEAD, TokenCounter, make_counter
 
 _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
@@ -51,7 +57,7 @@ class ContextGuard:
     With ``stable_prefix`` (the default) a call whose history extends the
     conversation's previous one re-sends the previous prompt unchanged plus the
     new messages while that fits, and only a history that no longer fits runs the
-    passes, pruning to ``prune_to`` of the budget (``_stable``): the provider's
+    passes, pruning to ``prune_to`` of the budget (``_stable_prefix``): the provider's
     prompt cache keeps hitting between prunings. With ``stable_prefix=False`` the
     passes run on every call and the same history always gives byte-identical
     output. One guard is safe to share across threads and conversations.
@@ -226,11 +232,11 @@ class ContextGuard:
         usage-anchored while the prefix up to the anchor is untouched, calibrated
         estimates otherwise (see ``_anchor``). When ``messages`` extends the
         history of this guard's previous call, each pass only looks at what is
-        new unless one of its boundaries moved (``_stages``); the result is the
+        new unless one of its boundaries moved (``_steps``); the result is the
         same either way. Messages are taken as values: an equal copy is the same
         message, and one edited in place must get a new ``content`` object to be
         seen as changed, within the last 2,048 messages of the previous call's
-        history (``_same.RECHECKED``); replace an older one (LangChain's
+        history (``_extends.RECHECKED``); replace an older one (LangChain's
         ``model_copy``, LangGraph's ``add_messages`` by id).
         A history with nothing to send once sanitised (only empty messages)
         gives an empty list, on every call. Calls on one guard from several
@@ -353,7 +359,7 @@ class ContextGuard:
     def _read(
         self, messages: Any
     ) -> tuple[list[BaseMessage], Known | None, list[Any] | None, list[BaseMessage]]:
-        """``_grown.read`` against the previous call's history."""
+        """``_read_history.read`` against the previous call's history."""
         return read(self._last, messages, self._lock)
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None:

@@ -223,7 +223,7 @@ def forget_rewrites(
     """Drop the memo's entries of ``messages`` and of their rewrites, in turn.
 
     Returns each rewrite dropped, by identity, with the message of ``messages``
-    it was made from (``_forget``).
+    it was made from (``_release``).
     """
     back: dict[int, tuple[BaseMessage, BaseMessage]] = {}
     with _rewrites_lock:
@@ -273,6 +273,6 @@ def assistant_count(history: Sequence[BaseMessage]) -> int:
     """How many assistant messages ``history`` holds (C speed at 50,000 messages).
 
     A guard counts a whole history once, then only the new messages of each
-    call (``_grown.Known``).
+    call (``_read_history.Known``).
     """
     return list(map(_type, history)).count("ai")

@@ -2,7 +2,7 @@
 
 Read ``reference_prune`` first: it is what one pruning does, in order, with the
 reason for the order. ``prepare`` runs the same passes through the incremental
-machinery (``_pipeline.Run`` growing the previous call's steps, ``_stable``
+machinery (``_run.Run`` growing the previous call's steps, ``_stable_prefix``
 re-sending the previous prompt, ``_prune`` choosing a depth); whatever it sends
 is what ``reference_prepare`` gives for the same history and guard, and
 ``tests/engine/test_reference.py`` holds the two equal.
@@ -17,19 +17,23 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
-from ._compress import compress_floor, compress_message, compress_old_tool_results
-from ._digest_step import digest_step
 from ._errors import BudgetExceededError
-from ._hygiene import enforce_provider_hygiene, history_start
 from ._input import to_messages
-from ._pipeline import Setting
-from ._repair import repair_tool_pairs
-from ._sanitize import sanitize_messages
-from ._stages import NONE, first_diff, opens_with_user
-from ._thinking import strip_old_thinking
-from ._trim_step import message_costs, trim_step
-from ._truncate import truncate_tool_results
-from ._units import kind as kind_of
+from .incremental._digest_step import digest_step
+from .incremental._run import Setting
+from .incremental._steps import NONE, first_diff, opens_with_user
+from .incremental._trim_step import message_costs, trim_step
+from .passes._compress import (
+    compress_floor,
+    compress_message,
+    compress_old_tool_results,
+)
+from .passes._hygiene import enforce_provider_hygiene, history_start
+from .passes._repair import repair_tool_pairs
+from .passes._sanitize import sanitize_messages
+from .passes._thinking import strip_old_thinking
+from .passes._trim_units import kind as kind_of
+from .passes._truncate import truncate_tool_results
 
 if TYPE_CHECKING:
     from ._guard import ContextGuard
@@ -114,7 +118,7 @@ def reference_prepare(
     conversation's previous prompt plus the new messages: that prompt was this
     function's output for the call that made it, and is re-sent only while it
     fits the budget now. A pruning then cuts to the cost model's depth below the
-    budget (``_depth``), not to the budget: ``reference_prepare`` describes the
+    budget (``_cost_model``), not to the budget: ``reference_prepare`` describes the
     ``stable_prefix=False`` policy exactly, and a pruning's depth with
     ``budget`` replaced by that depth.
     """
@@ -141,8 +145,8 @@ def guard_setting(
     session_kind: str | None = None,
 ) -> Setting:
     """The setting ``guard.prepare`` prunes ``messages`` at (read, not changed)."""
-    from ._anchor import scan_history
-    from ._tokens import REPLY_OVERHEAD
+    from .tokens._anchor import scan_history
+    from .tokens._counters import REPLY_OVERHEAD
 
     policy = guard.policy
     original = to_messages(messages)
@@ -195,7 +199,7 @@ def _hygiene_extra(
     """Tokens hygiene will add to ``history`` (placeholder, empty results' text)."""
     from langchain_core.messages import ToolMessage
 
-    from ._hygiene import tidy_message
+    from .passes._hygiene import tidy_message
 
     count = setting.count
     extra = 0 if opens_with_user(history) else count(history_start(opened))

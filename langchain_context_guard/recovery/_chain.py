@@ -20,11 +20,17 @@ from langchain_core.runnables.config import (
     run_in_executor,
 )
 
-from ..adapters._callbacks import EVENT_EVENT
-from ..engine._errors import CompactionError, ConfigError, ContextGuardError
-from ..engine._events import GuardEvent
-from ..engine._guard import ContextGuard
-from ..engine._overflow import OverflowInfo, classify_overflow, silent_overflow
+from ..adapters import EVENT_EVENT
+from ..engine import (
+    CompactionError,
+    ConfigError,
+    ContextGuard,
+    ContextGuardError,
+    GuardEvent,
+    OverflowInfo,
+    classify_overflow,
+    silent_overflow,
+)
 from ._state import (
     AsyncCompactFn,
     CompactFn,

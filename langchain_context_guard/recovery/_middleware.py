@@ -39,9 +39,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables.config import ensure_config
 from langgraph.errors import GraphBubbleUp
 
-from ..adapters._requests import RequestInputs
-from ..engine._errors import ContextOverflowError as GuardOverflowError
-from ..engine._overflow import OverflowInfo
+from ..adapters import RequestInputs
+from ..engine import ContextOverflowError as GuardOverflowError
+from ..engine import OverflowInfo
 from ._chain import (
     RecoveryChain,
     overflow_info,
@@ -56,7 +56,7 @@ from ._state import (
 )
 
 if TYPE_CHECKING:
-    from ..engine._guard import ContextGuard
+    from ..engine import ContextGuard
 
 __all__ = ["OverflowRecoveryMiddleware"]
 

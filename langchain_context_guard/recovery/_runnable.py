@@ -34,11 +34,9 @@ from langchain_core.runnables import (
 )
 from langchain_core.runnables.config import ensure_config, run_in_executor
 
-from ..adapters._callbacks import aemit, emit
-from ..adapters._silent import note_silent_overflow
-from ..engine._errors import ContextOverflowError as GuardOverflowError
-from ..engine._guard import ContextGuard
-from ..engine._overflow import OverflowInfo
+from ..adapters import aemit, emit, note_silent_overflow
+from ..engine import ContextGuard, OverflowInfo
+from ..engine import ContextOverflowError as GuardOverflowError
 from ._chain import (
     RecoveryChain,
     arecover_overflow,

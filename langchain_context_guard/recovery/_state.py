@@ -14,7 +14,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from langchain_core.messages import BaseMessage
 
-from ..engine._events import GuardEvent
+from ..engine import GuardEvent
 
 __all__ = [
     "AsyncCompactFn",

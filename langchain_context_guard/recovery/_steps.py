@@ -15,12 +15,18 @@ from typing import Any, NoReturn
 
 from langchain_core.messages import BaseMessage
 
-from ..engine._errors import CompactionError, ContextGuardError
-from ..engine._errors import ContextOverflowError as GuardOverflowError
-from ..engine._events import GuardEvent, diff_event, log_event
-from ..engine._guard import ContextGuard
-from ..engine._input import to_messages
-from ..engine._overflow import OverflowInfo, scaled_limit
+from ..engine import (
+    CompactionError,
+    ContextGuard,
+    ContextGuardError,
+    GuardEvent,
+    OverflowInfo,
+    diff_event,
+    log_event,
+    scaled_limit,
+    to_messages,
+)
+from ..engine import ContextOverflowError as GuardOverflowError
 from ._state import EventSink, Recovery, RecoveryState, Step
 
 __all__ = [

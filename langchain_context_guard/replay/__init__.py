@@ -14,6 +14,10 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from ._args import OneLineParser as OneLineParser
+    from ._args import output_arg as output_arg
+    from ._args import positive_arg as positive_arg
+    from ._args import window_arg as window_arg
     from ._command import (
         CACHE_RATE,
         COUNTERS,
@@ -68,6 +72,10 @@ if TYPE_CHECKING:
 __getattr__ = lazy_getattr(
     __name__,
     {
+        "OneLineParser": "._args",
+        "output_arg": "._args",
+        "positive_arg": "._args",
+        "window_arg": "._args",
         "CACHE_RATE": "._command",
         "COUNTERS": "._command",
         "DISTANCES": "._command",

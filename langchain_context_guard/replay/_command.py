@@ -25,8 +25,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ..engine._errors import ContextGuardError
-from ..engine._tokens import TiktokenCounter
+from ..engine import ContextGuardError, TiktokenCounter
 from ._args import OneLineParser, output_arg, positive_arg, window_arg
 from ._loop import WINDOWS, replay
 from ._metrics import (

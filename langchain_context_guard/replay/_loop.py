@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ..engine._tokens import REPLY_OVERHEAD, TiktokenCounter
+from ..engine import REPLY_OVERHEAD, TiktokenCounter
 from ._metrics import (
     COUNTERS,
     billed_input,

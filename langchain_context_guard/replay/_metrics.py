@@ -15,9 +15,7 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..engine._anchor import count_messages
-from ..engine._messages import marker, text_of
-from ..engine._tokens import TiktokenCounter
+from ..engine import TiktokenCounter, count_messages, marker, text_of
 
 CACHE_RATE = 0.1
 """Share of the list price billed for a cached prompt prefix."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ..engine._messages import text_of
+from ..engine import text_of
 
 DISTANCES = (3, 10, 30)
 """A needle is asked this many calls after the first call that saw it."""

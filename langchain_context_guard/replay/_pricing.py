@@ -25,7 +25,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ..engine._tokens import REPLY_OVERHEAD, TiktokenCounter
+from ..engine import REPLY_OVERHEAD, TiktokenCounter
 from ._metrics import cached_prefix, message_key
 from ._strategies import PROVIDER, STRATEGIES, default_reserve, make_strategies
 

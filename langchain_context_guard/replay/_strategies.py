@@ -26,11 +26,14 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 from pydantic import Field
 
-from ..engine._errors import ContextGuardError
-from ..engine._guard import ContextGuard
-from ..engine._messages import text_of
-from ..engine._policy import GuardPolicy
-from ..engine._tokens import REPLY_OVERHEAD, TiktokenCounter
+from ..engine import (
+    REPLY_OVERHEAD,
+    ContextGuard,
+    ContextGuardError,
+    GuardPolicy,
+    TiktokenCounter,
+    text_of,
+)
 from ._metrics import TOKEN, identifiers
 
 STRATEGIES = (
@@ -294,7 +297,7 @@ class GuardCompaction(Strategy):
         counter: TiktokenCounter,
         name: str = "guard+compaction",
     ) -> None:
-        from ..compaction._compactor import Compactor
+        from ..compaction import Compactor
 
         self.name = name
         self.model = ScriptedSummarizer()

@@ -298,7 +298,7 @@ def _guarded_react(guard: ContextGuard, model: ScriptedToolModel, saver: Any) ->
 
 
 def test_hook_handover_records_stay_small_and_resume_the_prompt() -> None:
-    from langchain_context_guard.engine._handover import STATE_KEY
+    from langchain_context_guard.engine.incremental._handover import STATE_KEY
 
     saver = InMemorySaver()
     first = _guarded_react(make_guard(), ScriptedToolModel(steps=40), saver)
@@ -322,7 +322,7 @@ def test_hook_handover_records_stay_small_and_resume_the_prompt() -> None:
 
 
 async def test_hook_handover_async_keeps_the_records_too() -> None:
-    from langchain_context_guard.engine._handover import STATE_KEY
+    from langchain_context_guard.engine.incremental._handover import STATE_KEY
 
     agent = _guarded_react(make_guard(), ScriptedToolModel(steps=20), InMemorySaver())
     out = await agent.ainvoke({"messages": [("user", USER)]}, _config("ha"))

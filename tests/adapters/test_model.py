@@ -10,7 +10,7 @@ from langgraph.prebuilt import create_react_agent
 
 from langchain_context_guard import ConfigError, ContextGuard
 from langchain_context_guard.adapters import guarded_model
-from langchain_context_guard.engine._handover import STATE_KEY
+from langchain_context_guard.engine.incremental._handover import STATE_KEY
 from tests.adapters._support import SYSTEM, TOOLS, check_model_input, full_length
 from tests.adapters._support import make_guard as _make_guard
 from tests.fakes import ScriptedToolModel

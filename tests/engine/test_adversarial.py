@@ -33,8 +33,8 @@ from langchain_context_guard import (
     GuardPolicy,
     TiktokenCounter,
 )
-from langchain_context_guard.engine._anchor import Gauge
-from langchain_context_guard.engine._tokens import REPLY_OVERHEAD
+from langchain_context_guard.engine.tokens._anchor import Gauge
+from langchain_context_guard.engine.tokens._counters import REPLY_OVERHEAD
 from tests.engine._support import pairing_errors, snapshot
 
 EXAMPLES = 2_000

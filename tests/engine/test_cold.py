@@ -8,8 +8,11 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_guard import ContextGuard, GuardPolicy, TiktokenCounter
-from langchain_context_guard.engine._cold import CallCounts, first_rewrites
 from langchain_context_guard.engine._messages import marker
+from langchain_context_guard.engine.incremental._first_run import (
+    CallCounts,
+    first_rewrites,
+)
 from tests.engine._support import agent_history, ai, call, lines, result, snapshot
 
 POLICY = GuardPolicy(context_window=32_000, reserve_tokens=4_000)

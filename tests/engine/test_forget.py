@@ -1,6 +1,6 @@
 """A guard that lets go of long-cut rewrites gives what a guard keeping them gives.
 
-``_forget.forget_head`` empties, after a pruning, the places of messages that no
+``_release.forget_head`` empties, after a pruning, the places of messages that no
 later cut can keep; a step that would read one raises ``HeadForgotten`` and the
 pruning runs afresh. These tests let go much sooner than the guard does (every
 pruning, with a small or no margin before the cut, so that cuts do reach back)
@@ -33,7 +33,9 @@ from langchain_context_guard import (
     GuardPolicy,
     TiktokenCounter,
 )
-from langchain_context_guard.engine import _forget, _guard, _messages, _prune
+from langchain_context_guard.engine import _guard, _messages
+from langchain_context_guard.engine.incremental import _prune as _prune
+from langchain_context_guard.engine.incremental import _release as _forget
 from langchain_context_guard.replay._transcripts import (
     load_trajectories,
     shared_trajectory_dir,

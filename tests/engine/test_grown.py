@@ -8,9 +8,9 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_context_guard import ContextGuard, GuardPolicy
-from langchain_context_guard.engine._anchor import Known
-from langchain_context_guard.engine._grown import read
-from langchain_context_guard.engine._tokens import TiktokenCounter
+from langchain_context_guard.engine.incremental._read_history import read
+from langchain_context_guard.engine.tokens._anchor import Known
+from langchain_context_guard.engine.tokens._counters import TiktokenCounter
 from tests.engine._support import agent_history, ai, call, result, snapshot
 
 COUNTER = TiktokenCounter()

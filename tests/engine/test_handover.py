@@ -104,7 +104,7 @@ def _stamped(records: dict[int, Any], history: list[BaseMessage]) -> list[Any]:
 
 
 def test_the_needed_records_restore_what_all_records_do() -> None:
-    from langchain_context_guard.engine._handover import needed_records
+    from langchain_context_guard.engine.incremental._handover import needed_records
 
     served = _history(15)
     history = _small_step(served)
@@ -127,7 +127,7 @@ def test_the_needed_records_restore_what_all_records_do() -> None:
 
 
 def test_kept_records_stay_two_and_restore_what_all_records_do() -> None:
-    from langchain_context_guard.engine._handover import keep_records
+    from langchain_context_guard.engine.incremental._handover import keep_records
 
     served = _history(15)
     history = _small_step(served)

@@ -1,7 +1,7 @@
 """A guard that grows its previous call's work gives what a fresh guard gives.
 
 ``ContextGuard`` keeps the steps of its last call and, when the next history
-extends that one, each pass only looks at the new messages (``_stages``). These
+extends that one, each pass only looks at the new messages (``_steps``). These
 tests hold it to the from-scratch result, message for message and event for
 event, and check that the trim cut never moves back as a history grows.
 """
@@ -30,7 +30,7 @@ from langchain_context_guard import (
     GuardPolicy,
     TiktokenCounter,
 )
-from langchain_context_guard.engine import _trim_step
+from langchain_context_guard.engine.incremental import _trim_step as _trim_step
 from langchain_context_guard.replay._transcripts import (
     load_trajectories,
     shared_trajectory_dir,

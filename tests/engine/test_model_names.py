@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from langchain_context_guard import ContextGuard, GuardPolicy
-from langchain_context_guard.engine._encoding import encoding_for_model
 from langchain_context_guard.engine._window import base_model_name, split_provider
+from langchain_context_guard.engine.tokens._encodings import encoding_for_model
 
 
 @pytest.mark.parametrize(

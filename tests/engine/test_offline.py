@@ -12,7 +12,8 @@ from langchain_core.messages import HumanMessage
 from tiktoken_ext import openai_public
 
 from langchain_context_guard import ContextGuard, GuardPolicy, TokenizerFallbackWarning
-from langchain_context_guard.engine import _encoding, _offline
+from langchain_context_guard.engine.tokens import _encodings as _encoding
+from langchain_context_guard.engine.tokens import _offline as _offline
 
 TEXTS = [
     "hello world",

@@ -1,4 +1,4 @@
-"""``_peak``: the walk, and a trail grown from the last, equal to the
+"""``_trim_sizes``: the walk, and a trail grown from the last, equal to the
 per-message walk it replaced, on random costs."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from unittest.mock import patch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from langchain_context_guard.engine import _peak
-from langchain_context_guard.engine._compress import compress_boundary
-from langchain_context_guard.engine._peak import highest, trail, walk
+from langchain_context_guard.engine.passes import _trim_sizes as _peak
+from langchain_context_guard.engine.passes._compress import compress_boundary
+from langchain_context_guard.engine.passes._trim_sizes import highest, trail, walk
 
 
 def _reference(costs, keep, batch, raw, saved, peak, settled=None, ends=()):

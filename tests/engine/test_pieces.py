@@ -9,8 +9,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_context_guard import TiktokenCounter
-from langchain_context_guard.engine import _encoding
-from langchain_context_guard.engine._pieces import (
+from langchain_context_guard.engine.tokens import _encodings as _encoding
+from langchain_context_guard.engine.tokens._pieces import (
     KNOWN_PATTERNS,
     MIN_SHARED,
     cut,

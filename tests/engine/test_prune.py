@@ -6,8 +6,8 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langchain_context_guard import ContextGuard, GuardPolicy
-from langchain_context_guard.engine import _prune
-from langchain_context_guard.engine._tokens import TiktokenCounter
+from langchain_context_guard.engine.incremental import _prune as _prune
+from langchain_context_guard.engine.tokens._counters import TiktokenCounter
 from tests.engine._support import ai, call, lines, result
 
 COUNTER = TiktokenCounter()

@@ -1,4 +1,4 @@
-"""``_same``: recognising the history seen before, grown or rebuilt."""
+"""``_extends``: recognising the history seen before, grown or rebuilt."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from langchain_core.messages import (
 )
 
 from langchain_context_guard import ContextGuard, GuardPolicy
-from langchain_context_guard.engine._same import (
+from langchain_context_guard.engine.incremental._extends import (
     RECHECKED,
     equal_values,
     extends_kept,
@@ -18,7 +18,7 @@ from langchain_context_guard.engine._same import (
     recent_contents,
     recent_fields,
 )
-from langchain_context_guard.engine._stable import same_message
+from langchain_context_guard.engine.incremental._stable_prefix import same_message
 from tests.engine._support import agent_history, ai, call, snapshot
 
 

@@ -1,4 +1,4 @@
-"""``_settle``: a call that ran the passes on a long history settles the young GC
+"""``_promote``: a call that ran the passes on a long history settles the young GC
 generations; warm calls, short histories and ``stable_prefix=False`` do not."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from langchain_context_guard import ContextGuard, GuardPolicy
-from langchain_context_guard.engine import _settle
+from langchain_context_guard.engine.incremental import _promote as _settle
 from tests.engine._support import agent_history
 
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_context_guard import BudgetExceededError, ContextGuard, GuardPolicy
-from langchain_context_guard.engine._digest import is_digest
 from langchain_context_guard.engine._messages import is_user, marker
+from langchain_context_guard.engine.passes._digest import is_digest
 from tests.engine._support import (
     agent_history,
     ai,

@@ -17,14 +17,14 @@ from langchain_context_guard import (
     TokenizerFallbackWarning,
     count_messages,
 )
-from langchain_context_guard.engine import _encoding
-from langchain_context_guard.engine._anchor import (
+from langchain_context_guard.engine.tokens import _encodings as _encoding
+from langchain_context_guard.engine.tokens._anchor import (
     ANCHOR_RANGE,
     anchor_tokens,
     make_gauge,
     scan_history,
 )
-from langchain_context_guard.engine._tokens import (
+from langchain_context_guard.engine.tokens._counters import (
     MESSAGE_OVERHEAD,
     REPLY_OVERHEAD,
     content_key,
@@ -341,7 +341,7 @@ def test_thread_safe_counting_gives_the_same_numbers():
 
 
 def test_huge_texts_are_sampled_close_to_the_exact_count():
-    from langchain_context_guard.engine._encoding import EXACT_LIMIT
+    from langchain_context_guard.engine.tokens._encodings import EXACT_LIMIT
 
     counter = TiktokenCounter()
     text = " ".join(f"token{i % 5_000} value={i * 7 % 1_000}" for i in range(40_000))

@@ -11,7 +11,7 @@ from langchain_context_guard import (
     trim_to_budget,
 )
 from langchain_context_guard.engine._messages import is_user
-from langchain_context_guard.engine._tokens import REPLY_OVERHEAD
+from langchain_context_guard.engine.tokens._counters import REPLY_OVERHEAD
 from tests.engine._support import (
     agent_history,
     ai,

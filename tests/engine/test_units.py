@@ -1,4 +1,4 @@
-"""``_units``: the trim plan's fast inputs equal the plain per-message versions."""
+"""``_trim_units``: the trim plan's fast inputs equal the plain per-message versions."""
 
 from __future__ import annotations
 
@@ -19,16 +19,17 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_guard.engine import _peak, _units
-from langchain_context_guard.engine._compress import callers, compress_boundary
 from langchain_context_guard.engine._messages import MARKER_KEY, is_user
-from langchain_context_guard.engine._strip_step import (
+from langchain_context_guard.engine.incremental._strip_step import (
     Reasoning,
     _read_reasoning,
     _scan_reasoning,
 )
-from langchain_context_guard.engine._trim import Cut, plan_cut
-from langchain_context_guard.engine._units import carried, carried_at
+from langchain_context_guard.engine.passes import _trim_sizes as _peak
+from langchain_context_guard.engine.passes import _trim_units as _units
+from langchain_context_guard.engine.passes._compress import callers, compress_boundary
+from langchain_context_guard.engine.passes._trim import Cut, plan_cut
+from langchain_context_guard.engine.passes._trim_units import carried, carried_at
 
 
 def _mark(kind: str) -> dict[str, object]:
@@ -99,7 +100,7 @@ def _groups(indices: list[int], messages: Sequence[BaseMessage]) -> list[list[in
 def droppable_units(
     messages: Sequence[BaseMessage], keep_first_user: bool = True
 ) -> list[list[int]]:
-    """The units ``_units.units_from`` finds, per message (its readable spec).
+    """The units ``_trim_units.units_from`` finds, per message (its readable spec).
 
     Message indices in the order they may be dropped, as indivisible units.
 
@@ -139,7 +140,7 @@ def test_units_equal_droppable_units(history, keep_first_user):
 
 
 def _reference_plan(messages, costs, quantum, keep, batch, keep_first_user, turn_limit):
-    """``plan_cut`` as it was written per message (before ``_units``)."""
+    """``plan_cut`` as it was written per message (before ``_trim_units``)."""
     units = droppable_units(messages, keep_first_user)
     results = list(accumulate((c[2] for c in costs), initial=0))
     grid = [(0, 0, 0)]

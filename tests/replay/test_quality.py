@@ -15,7 +15,7 @@ from langchain_core.messages import (
 )
 
 from langchain_context_guard import MARKER_KEY, ContextGuard, GuardPolicy
-from langchain_context_guard.engine._text import compress_lines, truncate_text
+from langchain_context_guard.engine.passes._text import compress_lines, truncate_text
 from langchain_context_guard.replay._command import (
     DISTANCES,
     Prompt,

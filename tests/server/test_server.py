@@ -26,7 +26,7 @@ from langchain_core.messages import messages_from_dict
 from langgraph_sdk import get_sync_client
 
 from langchain_context_guard import MARKER_KEY, count_messages
-from langchain_context_guard.engine._tokens import TiktokenCounter
+from langchain_context_guard.engine.tokens._counters import TiktokenCounter
 from tests.fakes import pairing_errors
 from tests.providers._support import violations
 

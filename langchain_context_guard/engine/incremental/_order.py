@@ -1,4 +1,4 @@
-"""The order of the passes, as ``_pipeline.Run`` steps through them.
+"""The order of the passes, as ``_run.Run`` steps through them.
 
 The order and the reason for it are written once, in the docstring of
 ``_reference.reference_prune`` (the plain passes, called in order: the
@@ -10,7 +10,7 @@ reference's.
 
 from __future__ import annotations
 
-from ._events import EventKind
+from .._events import EventKind
 
 PASSES: tuple[EventKind, ...] = (
     "sanitize",

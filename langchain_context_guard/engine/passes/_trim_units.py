@@ -6,7 +6,7 @@ once into a string of kinds (``kinds``), and the droppable units, the user turns
 and the compression batches are found in it with string and regex scans, slices
 and prefix sums. ``units_from(kinds(m), k)`` equals the per-message reference in
 ``tests/engine/test_units.py`` (checked on random histories). ``carried`` keeps
-such per-message results from one pruning to the next (``_pipeline.Run.memo``).
+such per-message results from one pruning to the next (``_run.Run.memo``).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._messages import MARKER_KEY, is_user
+from .._messages import MARKER_KEY, is_user
 from ._thinking import has_reasoning
 
 SYSTEM, USER, AI, TOOL, OTHER = "S", "U", "A", "T", "O"
@@ -97,7 +97,7 @@ def units_from(
 
     ``held``: the kinds and units of an earlier history (same ``keep_first_user``);
     when ``codes`` extends it, its units before the point where they can change
-    are kept and only the rest is read (``_grown``).
+    are kept and only the rest is read (``_read_history``).
     """
     n = len(codes)
     users = positions(codes, USER)
@@ -231,7 +231,7 @@ def grid_from(
     held: Sequence[tuple[int, int, int]] = (),
     same: int = 0,
 ) -> list[tuple[int, int, int]]:
-    """``grid_points`` of ``costs`` (``_peak.Costs``), going on from ``held``.
+    """``grid_points`` of ``costs`` (``_trim_sizes.Costs``), going on from ``held``.
 
     ``held``: an earlier grid whose points over the first ``same`` units still
     hold (the same units, their costs unchanged); only the units after its last
@@ -326,7 +326,7 @@ def carried_at(
     """``carried`` for a result that also depends on the messages before it.
 
     ``each(messages, i)`` may read back to the previous tool result (a result's
-    cost for good counts its callers' compression; ``_pipeline.Run._costs``):
+    cost for good counts its callers' compression; ``_run.Run._costs``):
     a message that moved also recomputes the messages after it through the
     next group of tool results.
     """

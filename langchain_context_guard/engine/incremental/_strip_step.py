@@ -1,4 +1,4 @@
-"""The strip-thinking pass as a step that can grow with the history (``_stages``)."""
+"""The strip-thinking pass as a step that can grow with the history (``_steps``)."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from dataclasses import dataclass, replace
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._events import NO_EDITS, Edits
-from ._messages import is_user
-from ._stages import NONE, Step, patch_at, patched, reached, whole
-from ._thinking import has_reasoning, strip_reasoning, stripped_count
-from ._trim import Counter
-from ._units import positions
+from .._events import NO_EDITS, Edits
+from .._messages import is_user
+from ..passes._thinking import has_reasoning, strip_reasoning, stripped_count
+from ..passes._trim import Counter
+from ..passes._trim_units import positions
+from ._steps import NONE, Step, patch_at, patched, reached, whole
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +61,7 @@ def strip_step(
     prev: Step | None = None,
     codes: str | None = None,
 ) -> Step:
-    """``strip_old_thinking``; ``codes``: ``source``'s ``_units.reasoning_kind``."""
+    """``strip_old_thinking``; ``codes``: ``_trim_units.reasoning_kind`` of each."""
     before = prev.state if prev is not None else Reasoning([], -1, False, 0)
     start = len(prev.source) if prev is not None else 0
     if prev is None and codes is not None:

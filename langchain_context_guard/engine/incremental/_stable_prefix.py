@@ -19,13 +19,13 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from ._anchor import Gauge, Known
-from ._events import EventKind
-from ._hygiene import join_turns, joinable
-from ._messages import label, marker
-from ._repair import synthetic_result
-from ._same import edited_in_place, extends_unchanged, recent_contents
-from ._tokens import content_key
+from .._events import EventKind
+from .._messages import label, marker
+from ..passes._hygiene import join_turns, joinable
+from ..passes._repair import synthetic_result
+from ..tokens._anchor import Gauge, Known
+from ..tokens._counters import content_key
+from ._extends import edited_in_place, extends_unchanged, recent_contents
 
 Each = Callable[[BaseMessage], BaseMessage | None]
 _content = attrgetter("content")

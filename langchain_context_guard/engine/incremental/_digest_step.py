@@ -1,4 +1,4 @@
-"""The digest pass as a step that can grow with the history (``_stages``).
+"""The digest pass as a step that can grow with the history (``_steps``).
 
 While the trim's cut stays put, the digest before the kept turns stays too and
 the step grows with the new messages; when the cut moves, the digest of the
@@ -11,10 +11,10 @@ from collections.abc import Callable
 
 from langchain_core.messages import BaseMessage
 
-from ._digest import insert_digest
-from ._events import NO_EDITS, Edits
-from ._messages import label
-from ._stages import NONE, Step, grown, whole
+from .._events import NO_EDITS, Edits
+from .._messages import label
+from ..passes._digest import insert_digest
+from ._steps import NONE, Step, grown, whole
 from ._trim_step import TrimState
 
 

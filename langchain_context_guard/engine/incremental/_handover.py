@@ -2,7 +2,7 @@
 
 Behind LangGraph Server or any pool of workers, the steps of one thread run in
 whichever process is free, or after a restart. What the guard keeps in memory
-to send the same prompt on the next step (``_stable``: the previous prompt,
+to send the same prompt on the next step (``_stable_prefix``: the previous prompt,
 extended while it fits) must then travel with the thread. It is small and
 derived: ``ContextGuard.export_state`` gives, after a ``prepare``, the length of
 the history last pruned afresh (``base``; the prompt is that prune plus the
@@ -22,10 +22,10 @@ from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ._anchor import anchor_tokens, sent_key
-from ._policy import GuardPolicy
-from ._stable import Sent, conversation
-from ._tokens import TokenCounter
+from .._policy import GuardPolicy
+from ..tokens._anchor import anchor_tokens, sent_key
+from ..tokens._counters import TokenCounter
+from ._stable_prefix import Sent, conversation
 
 STATE_KEY = "context_guard"
 """Where the adapters keep the record in a reply's ``response_metadata``."""

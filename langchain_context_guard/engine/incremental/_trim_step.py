@@ -1,4 +1,4 @@
-"""The trim pass as a step that can grow with the history (see ``_stages``).
+"""The trim pass as a step that can grow with the history (see ``_steps``).
 
 The cut is planned once (``_trim.plan_cut``) and kept while the history grows:
 a grown call only checks that the same cut still fits, so the kept prompt's
@@ -19,14 +19,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._compress import callers
-from ._events import NO_EDITS, Edits
-from ._hygiene import tidy_message
-from ._messages import label
-from ._peak import Costs
-from ._repair import call_name, stand_in_named
-from ._stages import NONE, Step, first_diff, grown
-from ._trim import (
+from .._events import NO_EDITS, Edits
+from .._messages import label
+from ..passes._compress import callers
+from ..passes._hygiene import tidy_message
+from ..passes._repair import call_name, stand_in_named
+from ..passes._trim import (
     Counter,
     Cut,
     Measure,
@@ -36,7 +34,9 @@ from ._trim import (
     fit_cut,
     plan_cut,
 )
-from ._units import carried_at, dropped_positions, kept_positions
+from ..passes._trim_sizes import Costs
+from ..passes._trim_units import carried_at, dropped_positions, kept_positions
+from ._steps import NONE, Step, first_diff, grown
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,7 @@ def message_costs(
     assistant: bool,
     twins: dict[str, int],
 ) -> Costs:
-    """``_peak.Costs`` of ``messages[i]``: raw, for good, is a result, twin.
+    """``_trim_sizes.Costs`` of ``messages[i]``: raw, for good, is a result, twin.
 
     As sent (an empty result as its placeholder). A result's cost for good
     also takes off what compressing its ``callers`` saves (with ``assistant``,
@@ -187,7 +187,7 @@ def _plain(tokens: int) -> Costs:
 
 
 def _label(messages: Sequence[BaseMessage], i: int) -> str:
-    """``_messages.label`` of ``messages[i]``, as ``_units.carried_at`` calls it."""
+    """``_messages.label`` of ``messages[i]`` (for ``_trim_units.carried_at``)."""
     return label(messages[i], i)
 
 

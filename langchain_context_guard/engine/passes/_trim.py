@@ -5,7 +5,7 @@ re-sends messages dropped on the previous call, and each such call misses the
 provider's prompt cache entirely. The history's size drops now and then as it
 grows (a compression batch; a real result smaller than the synthetic one sent for
 its open call), so the cut is planned on the *peak*: the largest size any prefix
-of the history had (``_peak``), which only grows. What is
+of the history had (``_trim_sizes``), which only grows. What is
 dropped is counted at what each message costs for good (old tool results end up
 compressed), and cut points lie on a fixed grid: the unit boundaries where that
 cost of the dropped prefix first reaches a multiple of ``step * budget``. The cut
@@ -25,13 +25,13 @@ from operator import is_not, itemgetter
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
+from .._errors import BudgetExceededError
+from .._messages import text_of, with_marker
+from ..tokens._counters import REPLY_OVERHEAD
 from ._compress import compress_boundary
-from ._errors import BudgetExceededError
-from ._messages import text_of, with_marker
-from ._peak import Costs, Settled, Trail, trail, walk
 from ._text import truncate_text
-from ._tokens import REPLY_OVERHEAD
-from ._units import (
+from ._trim_sizes import Costs, Settled, Trail, trail, walk
+from ._trim_units import (
     grid_from,
     kept_positions,
     kinds,
@@ -61,7 +61,7 @@ class Sizes:
     saved: tuple[int, ...] = (0,)
     """What compressing the first n results saves, for each n."""
     peak: int = 0
-    """Grown since the plan: the largest size of a call's prefixes (``_peak``)."""
+    """Grown since the plan: the largest size of a call's prefixes (``_trim_sizes``)."""
 
     @property
     def compressed(self) -> int:
@@ -76,7 +76,7 @@ class Sizes:
         return self.raw - self.saved[self.compressed]
 
     def grow(self, costs: Iterable[Costs]) -> Sizes:
-        """The sizes after more messages (``_peak.walk``)."""
+        """The sizes after more messages (``_trim_sizes.walk``)."""
         saved, keep, batch = list(self.saved), self.keep, self.batch
         raw, peak = walk(costs, keep, batch, self.raw, saved, self.peak)
         return Sizes(keep, batch, raw, tuple(saved), peak)
@@ -88,7 +88,7 @@ class Cut:
 
     ``grid`` lists the grid points from the cut's lower bound on, as numbers of
     leading units dropped (where ``fit_cut`` may move on to); ``protected`` the
-    indices no unit holds (``_units.protected``), if known.
+    indices no unit holds (``_trim_units.protected``), if known.
     """
 
     units: Units
@@ -113,7 +113,7 @@ class Plan:
 
     ``grid`` holds the grid points as (units dropped, their tokens as written,
     the results among them); ``peaks`` the sizes the cut must stay fit for
-    (``_peak``): the history just before each compression batch, and prefixes
+    (``_trim_sizes``): the history just before each compression batch, and prefixes
     sent with synthetic results for open calls, as (size, results compressed,
     the index of the message the prefix ends with); ``settled`` names the units
     it could drop instead. The rest is what the next plan grows from
@@ -180,7 +180,7 @@ def plan_cut(
     says with ``keep`` and ``batch``; grid points lie every ``quantum`` tokens of
     droppable history as written; ``turn_limit`` sets a lower bound; ``lead``
     counts what is sent besides the messages (the placeholder first turn).
-    ``codes``: the messages' ``_units.kinds``, when the caller kept them.
+    ``codes``: the messages' ``_trim_units.kinds``, when the caller kept them.
     ``held``: the plan of an earlier pruning; what it found for the messages
     that did not change since (the very same costs, the same kinds) is kept, and
     the rest is read, so a plan costs what changed (the same plan either way).

@@ -23,7 +23,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from ._messages import MARKER_KEY, marker, text_of
+from .._messages import MARKER_KEY, marker, text_of
 
 DIGEST_ID = "context-guard-digest"
 _HEAD = (

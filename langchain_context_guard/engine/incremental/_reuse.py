@@ -4,7 +4,7 @@ A call whose history extends the conversation's previous one gets the previous
 prompt unchanged (so the provider's prompt cache hits), with the new messages
 through the per-message passes (sanitize, truncate, hygiene), while that fits
 the budget and the user-turn limit; otherwise ``reuse_prompt`` gives ``None``
-and the guard prunes afresh (``_stable`` holds the pieces).
+and the guard prunes afresh (``_stable_prefix`` holds the pieces).
 """
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Gauge, Known
-from ._events import (
+from .._events import (
     Edits,
     EventKind,
     GuardEvent,
@@ -23,15 +22,16 @@ from ._events import (
     log_event,
     pass_event,
 )
-from ._hygiene import tidy_message
-from ._messages import is_user, label
-from ._policy import GuardPolicy
-from ._sanitize import clean_message
-from ._stable import Each, Sent, append, held
-from ._stages import opens_with_user
-from ._tokens import TokenCounter
-from ._truncate import truncator
-from ._window import WindowInfo
+from .._messages import is_user, label
+from .._policy import GuardPolicy
+from .._window import WindowInfo
+from ..passes._hygiene import tidy_message
+from ..passes._sanitize import clean_message
+from ..passes._truncate import truncator
+from ..tokens._anchor import Gauge, Known
+from ..tokens._counters import TokenCounter
+from ._stable_prefix import Each, Sent, append, held
+from ._steps import opens_with_user
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def reuse_prompt(
     counter: TokenCounter,
     events: list[GuardEvent],
 ) -> Reused | None:
-    """The last prompt plus the new messages, if that still fits (``_stable``).
+    """The last prompt plus the new messages, if that still fits (``_stable_prefix``).
 
     Appends its events to ``events``; ``None`` when the history must be pruned.
     """

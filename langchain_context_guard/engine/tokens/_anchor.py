@@ -23,8 +23,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from ._messages import assistant_count
-from ._tokens import REPLY_OVERHEAD, TokenCounter
+from .._messages import assistant_count
+from ._counters import REPLY_OVERHEAD, TokenCounter
 
 ANCHOR_RANGE = (0.7, 1.5)
 """Accepted range of provider count / our count for an anchored prefix."""
@@ -222,7 +222,7 @@ class Known:
 
     messages: list[BaseMessage]
     contents: list[Any]
-    """Content objects of its last messages (``_same.recent_contents``)."""
+    """Content objects of its last messages (``_extends.recent_contents``)."""
     body: int
     usage_at: int
     usage_body: int
@@ -231,7 +231,7 @@ class Known:
     size: int = 0
     """How many messages it holds."""
     fields: list[dict[str, Any]] | None = None
-    """Field dicts of its last messages (``_same.recent_fields``), if known."""
+    """Field dicts of its last messages (``_extends.recent_fields``), if known."""
 
     def history(self) -> list[BaseMessage]:
         """The history itself (a copy only if the list has grown since)."""

@@ -3,7 +3,7 @@
 A history extends the previous call's when its first messages are the very
 objects (or equal copies, as a checkpoint rebuilds them) and the recent ones
 were not edited in place; then only its new messages need reading, counting and
-passing (``_stages``, ``_stable``).
+passing (``_steps``, ``_stable_prefix``).
 """
 
 from __future__ import annotations
@@ -157,7 +157,7 @@ def equal_values(a: list[BaseMessage], b: list[BaseMessage]) -> list[Any] | None
     Types, field dicts and extras are compared as lists (the same objects are
     skipped, equal values compared by ``==`` in C), with no Python call per
     message; the contents are read off the field dicts just compared. Stricter
-    than ``_stable.same_message`` (an extra of ``None`` is not ``{}`` here):
+    than ``_stable_prefix.same_message`` (an extra of ``None`` is not ``{}`` here):
     None only means that check must decide.
     """
     if len(a) != len(b) or list(map(type, a)) != list(map(type, b)):

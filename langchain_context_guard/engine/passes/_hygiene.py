@@ -13,8 +13,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._events import Edits
-from ._messages import MARKER_KEY, is_empty, label, map_messages, memo_rewrite
+from .._events import Edits
+from .._messages import MARKER_KEY, is_empty, label, map_messages, memo_rewrite
 
 HISTORY_START = (
     "(Earlier messages of this conversation were removed to fit the context window.)"

@@ -9,8 +9,8 @@ from typing import cast
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._events import Edits
-from ._messages import (
+from .._events import Edits
+from .._messages import (
     MARKER_KEY,
     is_empty,
     label,

@@ -1,8 +1,8 @@
 """One pruning: the passes at a setting, with fallbacks when what must stay is over.
 
 ``ContextGuard.prepare`` calls ``prune`` when the stable prefix cannot be reused:
-it runs the passes (``_pipeline.Run``, growing the previous call's steps from
-``record`` when the history only grew) at the target (``_depth``), then at the
+it runs the passes (``_run.Run``, growing the previous call's steps from
+``record`` when the history only grew) at the target (``_cost_model``), then at the
 full budget, then without room for the digest; the last try's ``BudgetExceededError``
 propagates. A pruning that falls well short of its target is weighed against
 the cut just above it (``_nearer``).
@@ -16,13 +16,13 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Scan
-from ._depth import cycle_cost, growth, prune_share
-from ._errors import BudgetExceededError
-from ._passes import PASSES
-from ._pipeline import Memo, Record, Run, Setting
-from ._same import recent_contents
-from ._stages import HeadForgotten, Step
+from .._errors import BudgetExceededError
+from ..tokens._anchor import Scan
+from ._cost_model import cycle_cost, growth, prune_share
+from ._extends import recent_contents
+from ._order import PASSES
+from ._run import Memo, Record, Run, Setting
+from ._steps import HeadForgotten, Step
 
 
 def prune(
@@ -37,7 +37,7 @@ def prune(
 
     ``setting.exact`` asks for a pruning to the cost model's depth: ``budget``
     is then the full budget, and the target is found here (``_target``).
-    A step that would read what ``_forget`` let go of runs it all afresh.
+    A step that would read what ``_release`` let go of runs it all afresh.
     """
     try:
         run, kept = _prune(original, scan, setting, record, key, enabled)
@@ -120,7 +120,7 @@ def _nearer(
     """The better of the cuts on either side of the target, by the cost model.
 
     Whole turns go, so the first cut within the target falls below it by up to
-    a turn; a turn is the history's growth per call (``_depth.growth``),
+    a turn; a turn is the history's growth per call (``_cost_model.growth``),
     the cost model's g. A cut short by more than that had a larger turn in the
     way (one just before the kept ones can leave little but the task): the cut
     as far above the target is tried too (within the budget), and the one with

@@ -1,7 +1,7 @@
 """Reading a history that grows the one a guard read last, without copying it.
 
 A warm call's history is the previous call's plus a few messages. Only those
-are checked, converted and counted (``_same`` says how the rest is known
+are checked, converted and counted (``_extends`` says how the rest is known
 unchanged); and the guard keeps the history without copying it: the caller's
 list serves during the call (it may change after it), and what is kept for the
 next call is the previous call's own list with the new messages appended
@@ -21,10 +21,10 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from ._anchor import Known, full_scan
-from ._errors import InvalidInputError
-from ._input import to_messages
-from ._same import (
+from .._errors import InvalidInputError
+from .._input import to_messages
+from ..tokens._anchor import Known, full_scan
+from ._extends import (
     edited_in_place,
     equal_values,
     extends_kept,
@@ -34,7 +34,7 @@ from ._same import (
     recent_contents,
     recent_fields,
 )
-from ._stable import same_message
+from ._stable_prefix import same_message
 
 Read = tuple[list[BaseMessage], Known | None, list[Any] | None, list[BaseMessage]]
 """The history, the last one read if it grows that (else None), its

@@ -13,7 +13,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._messages import is_empty, map_messages, memo_rewrite, without_tool_calls
+from .._messages import is_empty, map_messages, memo_rewrite, without_tool_calls
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """Tool names that OpenAI, Anthropic and Gemini all accept."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._messages import is_user, memo_rewrite
+from .._messages import is_user, memo_rewrite
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 REASONING_KWARGS = ("reasoning_content", "reasoning")

@@ -8,8 +8,8 @@ from functools import partial
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from ._messages import map_messages, memo_rewrite, text_of, with_marker
-from ._policy import GuardPolicy
+from .._messages import map_messages, memo_rewrite, text_of, with_marker
+from .._policy import GuardPolicy
 from ._text import truncate_text
 
 

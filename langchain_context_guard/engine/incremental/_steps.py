@@ -25,12 +25,12 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ._compress import compress_boundary, with_callers
-from ._events import NO_EDITS, Edits, EventKind
-from ._hygiene import history_start, tidy_message, tidy_part
-from ._messages import label
-from ._repair import repair_part
-from ._trim import Counter
+from .._events import NO_EDITS, Edits, EventKind
+from .._messages import label
+from ..passes._compress import compress_boundary, with_callers
+from ..passes._hygiene import history_start, tidy_message, tidy_part
+from ..passes._repair import repair_part
+from ..passes._trim import Counter
 
 _content = attrgetter("content")
 NONE = sys.maxsize
@@ -57,11 +57,11 @@ class Step:
     """``result`` is the previous step's result followed by new messages."""
     stale: int = 0
     """How many of ``result``'s first places may hold an original in place of
-    its rewrite (``_forget``): a step may not read them again."""
+    its rewrite (``_release``): a step may not read them again."""
 
 
 class HeadForgotten(Exception):
-    """A step would read a place ``_forget`` emptied: run the passes afresh."""
+    """A step would read a place ``_release`` emptied: run the passes afresh."""
 
 
 def first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:
@@ -166,7 +166,7 @@ def repair_step(
 
 
 def reached(prev: Step, where: Sequence[int]) -> None:
-    """Raise ``HeadForgotten`` if ``where`` holds a place ``_forget`` emptied."""
+    """Raise ``HeadForgotten`` if ``where`` holds a place ``_release`` emptied."""
     if prev.stale and where and min(where) < prev.stale:
         raise HeadForgotten
 

@@ -1,4 +1,4 @@
-"""Hash keys of texts and messages for the counters' caches (``_tokens``)."""
+"""Hash keys of texts and messages for the counters' caches (``_counters``)."""
 
 from __future__ import annotations
 

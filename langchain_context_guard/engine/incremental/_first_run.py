@@ -22,9 +22,9 @@ from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._compress import compress_floor, compress_message
-from ._policy import GuardPolicy
-from ._truncate import truncator
+from .._policy import GuardPolicy
+from ..passes._compress import compress_floor, compress_message
+from ..passes._truncate import truncator
 
 Count = Callable[[BaseMessage], int]
 Rewrite = Callable[[BaseMessage], BaseMessage]

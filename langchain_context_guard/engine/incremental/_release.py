@@ -1,6 +1,6 @@
 """After a pruning: let go of the rewrites of messages cut long before.
 
-A pruning keeps the steps of its passes (``_pipeline.Record``) so that the next
+A pruning keeps the steps of its passes (``_run.Record``) so that the next
 one grows them from the new messages alone. Their lists hold every message as
 each pass rewrote it (deduplicated, truncated, compressed copies): about the
 history's own size again, kept for messages that were cut many prunings ago.
@@ -14,7 +14,7 @@ replaced, in copies of the record's lists, by the original the caller holds
 anyway, and the memo (``_messages.memo_rewrite``) forgets them. Places, lengths
 and everything carried by identity stay as they were: per-message costs and
 kinds, token totals. A step that would read an emptied place after all raises
-``_stages.HeadForgotten`` (``Step.stale`` says how far they go) and the pruning
+``_steps.HeadForgotten`` (``Step.stale`` says how far they go) and the pruning
 runs afresh: the output is the same either way (``tests/engine/test_forget.py``).
 
 Only assistant messages and tool results with an id are emptied: the digest
@@ -29,10 +29,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._messages import forget_rewrites, marker
-from ._passes import PASSES
-from ._pipeline import Record
-from ._stages import Step
+from .._messages import forget_rewrites, marker
+from ._order import PASSES
+from ._run import Record
+from ._steps import Step
 from ._trim_step import TrimState
 
 _TRIM = PASSES.index("trim")
@@ -84,7 +84,7 @@ def _frontier(record: Record, budget: int) -> int:
     """How many first messages of the original no later cut can keep.
 
     Counted back from the first message the trim kept, by each message's cost
-    once compressed (``_peak.Costs``: the least it can take), until a budget is
+    once compressed (``_trim_sizes.Costs``: the least it can take), until a budget is
     full; mapped to the original by the messages repair added or sanitize left
     out (conservatively: earlier), and back to just after a tool result with
     an id (``_emptied`` finds it in each list).
@@ -126,7 +126,7 @@ def _emptied(
 
     From ``stale`` (emptied before) through ``last``'s place: the last message
     let go of, a tool result. A cost recomputed after it
-    (``_units.carried_at``) reads back to the previous result and no further.
+    (``_trim_units.carried_at``) reads back to the previous result and no further.
     Its place is found by id (rewrites keep it); a list without it is left as
     it is.
     """

@@ -1,6 +1,6 @@
-"""The passes of ``prepare`` (``_passes.PASSES``), each run in full or grown.
+"""The passes of ``prepare`` (``_order.PASSES``), each run in full or grown.
 
-``_passes`` says what each pass does and why this order; this is how. A pass
+``_order`` says what each pass does and why this order; this is how. A pass
 grows its previous step when its input extends that step's input; its output then
 extends the previous output unless it moved a boundary, and the passes after it
 grow in turn.
@@ -15,21 +15,24 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ._anchor import Gauge
-from ._cold import rewriters, rewrites
-from ._compress import (
+from .._events import EventKind
+from .._policy import GuardPolicy
+from ..passes._compress import (
     compress_floor,
     compress_old_tool_results,
 )
+from ..passes._hygiene import history_start, tidy_message
+from ..passes._sanitize import clean_message
+from ..passes._trim import Counter
+from ..passes._trim_sizes import Costs
+from ..passes._trim_units import carried, carried_at, reasoning_kind
+from ..passes._trim_units import kind as kind_of
+from ..tokens._anchor import Gauge
 from ._digest_step import digest_step
-from ._events import EventKind
-from ._hygiene import history_start, tidy_message
-from ._passes import PASSES
-from ._peak import Costs
-from ._policy import GuardPolicy
-from ._same import extends, extends_unchanged
-from ._sanitize import clean_message
-from ._stages import (
+from ._extends import extends, extends_unchanged
+from ._first_run import rewriters, rewrites
+from ._order import PASSES
+from ._steps import (
     HeadForgotten,
     Step,
     compress_step,
@@ -39,10 +42,7 @@ from ._stages import (
     repair_step,
 )
 from ._strip_step import strip_step
-from ._trim import Counter
 from ._trim_step import grow_trim, message_costs, trim_step
-from ._units import carried, carried_at, reasoning_kind
-from ._units import kind as kind_of
 
 _METHODS = {"truncate": "_truncate_pass", "compress": "_compress_pass"}  # not _kind
 _TRIM = PASSES.index("trim")
@@ -65,9 +65,9 @@ class Setting:
     whose prompt is then kept as it is while the history grows."""
     prime: Callable[[Sequence[BaseMessage]], None] | None = None
     """Counts many messages at once (``TiktokenCounter.prime``), if the counter can
-    and a first run's rewrites are not counted yet (``_cold.first_batch``)."""
+    and a first run's rewrites are not counted yet (``_first_run.first_batch``)."""
     growth: float | None = None
-    """A pruning's recent growth per model call (``_depth.growth``), if known."""
+    """A pruning's recent growth per model call (``_cost_model.growth``), if known."""
 
 
 Memo = dict[str, Any]
@@ -102,7 +102,7 @@ class Run:
         self.linked = previous is not None
         self._truncated = original
         self.stale = 0
-        """How many of ``source``'s first places ``_forget`` may have emptied."""
+        """How many of ``source``'s first places ``_release`` may have emptied."""
         self._twins: dict[str, int] = {}  # synthetic results' tokens, by tool name
         p = setting.policy
         self._truncate, self._compress = rewriters(p, setting.window, setting.count)
@@ -187,7 +187,7 @@ class Run:
 
     def _truncate_pass(self) -> None:
         count, prime = self.setting.count, self.setting.prime
-        if prime is not None and self.previous is None:  # in one batch (``_cold``)
+        if prime is not None and self.previous is None:  # in one batch (``_first_run``)
             assistant = self.setting.policy.compress_assistant_text
             prime(rewrites(self.source, self._truncate, self._compress, assistant))
         self._add(
@@ -362,14 +362,14 @@ class Record:
     memo: Memo = field(default_factory=dict)
     """The run's per-message results (``Run.memo``)."""
     forgot: int = 0
-    """How many of ``original``'s first messages ``_forget`` let go of."""
+    """How many of ``original``'s first messages ``_release`` let go of."""
 
     def grows(
         self, messages: list[BaseMessage], base: list[BaseMessage] | None = None
     ) -> bool:
         """Whether ``messages`` starts with this history, unchanged.
 
-        ``contents``: those of its last messages (``_same.recent_contents``).
+        ``contents``: those of its last messages (``_extends.recent_contents``).
         ``base``: a history ``messages`` is known to extend unchanged.
         """
         if base is self.original:

@@ -13,8 +13,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from ._messages import marker, memo_rewrite, text_of, with_marker
-from ._policy import GuardPolicy
+from .._messages import marker, memo_rewrite, text_of, with_marker
+from .._policy import GuardPolicy
 from ._text import compress_lines
 
 

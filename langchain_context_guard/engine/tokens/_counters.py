@@ -1,9 +1,9 @@
-"""Token counters: tiktoken (see ``_encoding``) behind a per-message cache.
+"""Token counters: tiktoken (see ``_encodings``) behind a per-message cache.
 
 Counts follow what providers bill: a fixed overhead per message, the text of every
 content block, tool-call names and JSON arguments, tool schemas, and a flat,
 documented cost for images and other binary blocks (never their base64 length).
-Texts over ``_encoding.EXACT_LIMIT`` characters are counted from samples. Usage
+Texts over ``_encodings.EXACT_LIMIT`` characters are counted from samples. Usage
 anchoring, calibration against the provider's own counts and ``count_messages``
 live in ``_anchor``.
 """
@@ -18,16 +18,16 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from .._messages import drop_oldest, sweep_dead
 from ._blocks import MESSAGE_OVERHEAD as MESSAGE_OVERHEAD
 from ._blocks import TOOL_CALL_OVERHEAD as TOOL_CALL_OVERHEAD
 from ._blocks import call_parts, message_parts
-from ._encoding import EXACT_LIMIT, batch_lengths, counts_pieces, piecewise, place
-from ._encoding import TokenizerFallbackWarning as TokenizerFallbackWarning
-from ._encoding import encoding_for_model as encoding_for_model
-from ._encoding import load_encoding as load_encoding
-from ._keys import content_key as content_key
-from ._keys import text_key
-from ._messages import drop_oldest, sweep_dead
+from ._cache_keys import content_key as content_key
+from ._cache_keys import text_key
+from ._encodings import EXACT_LIMIT, batch_lengths, counts_pieces, piecewise, place
+from ._encodings import TokenizerFallbackWarning as TokenizerFallbackWarning
+from ._encodings import encoding_for_model as encoding_for_model
+from ._encodings import load_encoding as load_encoding
 from ._pieces import PIECE_CHARS, pieces, split_pairs
 
 _SWEEP_FLOOR = 4_096
@@ -98,13 +98,13 @@ class TiktokenCounter:
         """How many messages were actually encoded (cache misses)."""
 
     def sweep(self) -> None:
-        """Drop the counts kept for messages that are gone (``_forget``)."""
+        """Drop the counts kept for messages that are gone (``_release``)."""
         with self._lock:
             sweep_dead(self._by_id)
             self._sweep_at = len(self._by_id) + _SWEEP_FLOOR
 
     def forget(self, messages: Iterable[BaseMessage]) -> None:
-        """Drop the counts kept by content for ``messages`` (``_forget``)."""
+        """Drop the counts kept by content for ``messages`` (``_release``)."""
         keys = [hash(content_key(m)) for m in messages]
         with self._lock:
             for key in keys:
@@ -354,7 +354,7 @@ def make_counter(
         return CallableCounter(method, name=type(counter).__name__)
     if callable(counter):
         return CallableCounter(counter)
-    from ._errors import ConfigError
+    from .._errors import ConfigError
 
     raise ConfigError(
         f"token_counter must be a TokenCounter, a callable or a chat model, got "

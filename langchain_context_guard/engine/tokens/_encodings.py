@@ -17,9 +17,9 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
+from .._window import base_model_name
 from ._offline import OfflineTableError, o200k_encoding
 from ._pieces import KNOWN_PATTERNS, NEWLINE_PATTERNS
-from ._window import base_model_name
 
 _O200K_PREFIXES = (
     "gpt-4o",
