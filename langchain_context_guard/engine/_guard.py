@@ -9,8 +9,9 @@ from typing import Any
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
+from ._call import Call, read_call
 from ._errors import ConfigError
-from ._events import GuardEvent, GuardReport, PrepareResult, log_event, step_events
+from ._events import GuardEvent, PrepareResult, log_event
 from ._input import to_messages
 from ._overflow import LimitMemory
 from ._policy import GuardPolicy
@@ -22,17 +23,15 @@ from ._window import (
     output_reserve,
     resolve_window,
 )
-from .incremental._first_run import count_new
 from .incremental._handover import export_state, restore_state
 from .incremental._promote import settle
 from .incremental._prune import prune
-from .incremental._read_history import known_after, read
+from .incremental._read_history import read
+from .incremental._record import Record
 from .incremental._release import forget_head
-from .incremental._reuse import Limits, reuse_prompt
-from .incremental._run import Record, Setting
+from .incremental._reuse import reuse_prompt
 from .incremental._stable_prefix import (
     Sent,
-    common_prefix,
     conversation,
     held,
     open_results,
@@ -252,91 +251,76 @@ class ContextGuard:
         model: Any,
         session_kind: str | None,
     ) -> PrepareResult:
-        original, known, rebuilt, kept_in = self._read(messages)
-        info, policy = self.window(model), self.policy
-        stable = self._last_sent(original) if policy.stable_prefix else None
-        seen = None if known is None else known.size
-        count, prime, calls = count_new(
-            self.counter, original, seen, stable is None, policy, info.tokens
-        )
-        now = known_after(known, original, rebuilt, kept_in, count)
-        scan = (now.body, now.usage_at, now.usage_body, now.calls)
-        self._last = now
-        body, usage_at, usage_body, _ = scan
-        budget = self._budget(info.tokens, model, info.source)
-        extra = self._tool_tokens(tools) + REPLY_OVERHEAD
-        turn_limit = policy.turn_limit(session_kind)
-        key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
-        gauge = self._gauge(original, usage_at, usage_body, extra, model)
-        events: list[GuardEvent] = []
-        if info.should_warn:
-            events.append(self._window_warning(info, budget))
-        if stable is not None and stable.key == key:
-            reused = reuse_prompt(
-                stable,
-                original,
-                body,
-                Limits(gauge, budget, turn_limit, info, known, now),
-                self.policy,
-                self.counter,
-                events,
-            )
+        """Read the history; re-send the last prompt while it fits, else prune."""
+        call = read_call(self, messages, tools, model, session_kind)
+        if call.stable is not None and call.stable.key == call.key:
+            reused = self._reuse(call)
             if reused is not None:
-                self._remember(original, reused.sent_tokens, reused.whole)
-                self._keep_sent(reused.sent)
-                return reused.result
-        if original is messages or original is kept_in:
-            original = list(original)  # a list of its own, for the record to keep
-        record = self._record
-        if record is not None and not record.grows(original):
-            record = None
-        cap = (
-            min(int(policy.digest_share * budget), policy.digest_max_tokens)
-            if policy.digest
-            else 0
-        )
-        # A pruning: ``prune`` cuts to the cost model's share of the budget.
-        deep = policy.stable_prefix and held(gauge, body, len(original)) > budget
-        setting = Setting(
-            policy, budget, info.tokens, turn_limit, count, gauge, cap, deep, prime
-        )
-        run, new_record = prune(original, scan, setting, record, key, policy.enabled)
-        forgot = False
-        if new_record is not None:
-            self._record = kept_record = forget_head(
-                new_record, budget, counter=self.counter
-            )
-            forgot = kept_record.forgot > new_record.forgot
-        current = run.source if policy.enabled else original
-        events += step_events(run.steps, run.before, run.tokens, budget)
-        report = GuardReport(
-            tokens_before=run.before,
-            tokens_after=run.now,
-            budget=budget,
-            context_window=info.tokens,
-            window_source=info.source,
-            counter=self.counter.name,
-            events=tuple(events),
-            reused=common_prefix(stable.output, current) if stable else 0,
-        )
-        self._remember(original, run.body + extra, current is original)
-        kept = list(current)
-        closing = open_results(kept)
-        if closing:  # sent, not kept: the real results will follow
-            del kept[-closing:]
-        body = run.body - sum(map(count, current[len(kept) :]))
-        self._keep_sent(Sent.of(key, kept_in, kept, body, size=len(original)))
-        if calls is not None:
-            calls.close()
-        if policy.stable_prefix:
-            settle(len(original))
-        result = PrepareResult(list(current), report)
-        if forgot:  # the rewrites let go of die with this call's steps
-            del run, record, new_record, kept_record
+                return reused
+        result, forgot = self._prune(call)
+        if forgot:  # the rewrites let go of died with the pruning's steps
             sweep = getattr(self.counter, "sweep", None)
             if sweep is not None:
                 sweep()  # and their counts' entries with them
         return result
+
+    def _reuse(self, call: Call) -> PrepareResult | None:
+        """The conversation's previous prompt and the new messages, if that fits."""
+        assert call.stable is not None
+        reused = reuse_prompt(
+            call.stable,
+            call.original,
+            call.now.body,
+            call.limits(),
+            self.policy,
+            self.counter,
+            call.events,
+        )
+        if reused is None:
+            return None
+        self._remember(call.original, reused.sent_tokens, reused.whole)
+        self._keep_sent(reused.sent)
+        return reused.result
+
+    def _prune(self, call: Call) -> tuple[PrepareResult, bool]:
+        """The passes over the history, the report, and what to keep for next time.
+
+        Also says whether rewrites were let go of (``_release``): their counts
+        can then be swept, once this call's steps are gone.
+        """
+        policy, key, original = self.policy, call.key, call.original
+        if original is call.given or original is call.kept_in:
+            original = list(original)  # a list of its own, for the record to keep
+        record = self._record
+        if record is not None and not record.grows(original):
+            record = None
+        now = call.now
+        # A pruning: ``prune`` cuts to the cost model's share of the budget.
+        deep = policy.stable_prefix and (
+            held(call.gauge, now.body, len(original)) > key.budget
+        )
+        setting = call.setting(exact=deep)
+        run, new_record = prune(
+            original, call.scan(), setting, record, key, policy.enabled
+        )
+        forgot = False
+        if new_record is not None:
+            self._record = forget_head(new_record, key.budget, counter=self.counter)
+            forgot = self._record.forgot > new_record.forgot
+        current = run.source if policy.enabled else original
+        report = call.report(run, current, self.counter.name)
+        self._remember(original, run.body + key.extra, current is original)
+        kept = list(current)
+        closing = open_results(kept)
+        if closing:  # sent, not kept: the real results will follow
+            del kept[-closing:]
+        body = run.body - sum(map(call.count, current[len(kept) :]))
+        self._keep_sent(Sent.of(key, call.kept_in, kept, body, size=len(original)))
+        if call.counts is not None:
+            call.counts.close()
+        if policy.stable_prefix:
+            settle(len(original))
+        return PrepareResult(list(current), report), forgot
 
     def export_state(self, messages: Any, *, model: Any = None) -> dict[str, Any]:
         """After ``prepare(messages)``: what another process needs (``_handover``)."""

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
 
+from ._call import digest_room
 from ._errors import BudgetExceededError
 from ._input import to_messages
 from .incremental._digest_step import digest_step
-from .incremental._run import Setting
+from .incremental._record import Setting
 from .incremental._steps import NONE, first_diff, opens_with_user
 from .incremental._trim_step import message_costs, trim_step
 from .passes._compress import (
@@ -155,11 +156,6 @@ def guard_setting(
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
     _, usage_at, usage_body = scan_history(original, guard.counter.count_message)
     gauge = guard._gauge(original, usage_at, usage_body, extra, model)
-    digest = (
-        min(int(policy.digest_share * budget), policy.digest_max_tokens)
-        if policy.digest
-        else 0
-    )
     return Setting(
         policy=policy,
         budget=budget,
@@ -167,7 +163,7 @@ def guard_setting(
         turn_limit=policy.turn_limit(session_kind),
         count=guard.counter.count_message,
         gauge=gauge,
-        digest=digest,
+        digest=digest_room(policy, budget),
     )
 
 

@@ -25,3 +25,9 @@ PASSES: tuple[EventKind, ...] = (
     "hygiene",
 )
 """The order in which ``prepare`` applies the passes (see the module docstring)."""
+
+APPENDED: tuple[EventKind, ...] = ("sanitize", "truncate", "hygiene")
+"""The passes each new message goes through while the previous prompt is re-sent
+(``_reuse``): those that treat one message alone. A new tool call's result is
+joined to it (``_stable_prefix.append``, the repair of what is new); anything
+more (compress, strip thinking, trim) waits for the next pruning."""

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from langchain_core.messages import BaseMessage
 
@@ -21,7 +20,8 @@ from ..tokens._anchor import Scan
 from ._cost_model import cycle_cost, growth, prune_share
 from ._extends import recent_contents
 from ._order import PASSES
-from ._run import Memo, Record, Run, Setting
+from ._record import CallKey, Memo, Record, RunKey, Setting
+from ._run import Run
 from ._steps import HeadForgotten, Step
 
 
@@ -30,7 +30,7 @@ def prune(
     scan: Scan,
     setting: Setting,
     record: Record | None,
-    key: tuple[Any, ...],
+    key: CallKey,
     enabled: bool,
 ) -> tuple[Run, Record | None]:
     """The run that fits, and the record to keep for the next call (or None).
@@ -55,7 +55,7 @@ def _prune(
     scan: Scan,
     setting: Setting,
     record: Record | None,
-    key: tuple[Any, ...],
+    key: CallKey,
     enabled: bool,
 ) -> tuple[Run, Record | None]:
     before: Sequence[Step] | None = None
@@ -63,7 +63,7 @@ def _prune(
         setting, before = _target(original, scan, setting, record, key)
     tries = [setting]
     if setting.exact:
-        tries.append(replace(setting, budget=key[2], exact=False))
+        tries.append(replace(setting, budget=key.budget, exact=False))
     if setting.digest:
         tries.append(replace(tries[-1], digest=0))
     for n, attempt in enumerate(tries, start=1):
@@ -85,7 +85,7 @@ def _target(
     scan: Scan,
     setting: Setting,
     record: Record | None,
-    key: tuple[Any, ...],
+    key: CallKey,
 ) -> tuple[Setting, Sequence[Step] | None]:
     """The setting at the cost model's depth, and the steps that found it.
 
@@ -96,12 +96,13 @@ def _target(
     first try takes them as they are.
     """
     steps = None
-    if record is not None and record.key[: len(key)] == key:
+    if record is not None and record.key.call == key:
         steps = record.steps[:_COMPRESS]
-    memo = record.memo if record is not None and record.key[:2] == key[:2] else None
-    head = Run(original, scan[0], setting, steps, memo)
+    alike = record is not None and record.key.call.counts_alike(key)
+    memo = record.memo if record is not None and alike else None
+    head = Run(original, scan.body, setting, steps, memo)
     head.run(_COMPRESS)
-    g = growth(head.body, scan[3])
+    g = growth(head.body, scan.calls)
     budget = setting.budget
     target = min(int(prune_share(setting.policy.prune_to, g, budget) * budget), budget)
     target = min(target + setting.digest, budget)
@@ -114,7 +115,7 @@ def _nearer(
     scan: Scan,
     setting: Setting,
     record: Record | None,
-    key: tuple[Any, ...],
+    key: CallKey,
     done: tuple[Run, Record | None],
 ) -> tuple[Run, Record | None]:
     """The better of the cuts on either side of the target, by the cost model.
@@ -131,13 +132,13 @@ def _nearer(
     turn = setting.growth
     if turn is None or short <= turn * setting.gauge.scale:
         return done
-    wider = replace(setting, budget=min(setting.budget + short, key[2]))
+    wider = replace(setting, budget=min(setting.budget + short, key.budget))
     first = done[0]
     before = first.steps[: PASSES.index("trim")]  # the passes before the trim
     alt = _run(original, scan, wider, record, key, False, True, first.memo, before)
     if alt is None or alt[0].now <= first.now:
         return done
-    g, budget = turn * setting.gauge.scale, key[2]
+    g, budget = turn * setting.gauge.scale, key.budget
     below, above = cycle_cost(first.now, g, budget), cycle_cost(alt[0].now, g, budget)
     return alt if above < below else done
 
@@ -147,7 +148,7 @@ def _run(
     scan: Scan,
     setting: Setting,
     record: Record | None,
-    key: tuple[Any, ...],
+    key: CallKey,
     last: bool,
     enabled: bool,
     memo: Memo | None = None,
@@ -162,19 +163,19 @@ def _run(
     (they do not depend on the budget, but for compression's trigger: ``Run``
     takes them as they are where they apply), else the record's.
     """
-    base, key = key, (*key, setting.budget, setting.digest, setting.exact)
+    run_key = RunKey(key, setting.budget, setting.digest, setting.exact)
     # Per-message results depend on the policy and the counter, not the budget.
-    if memo is None and record is not None and record.key[:2] == key[:2]:
+    if memo is None and record is not None and record.key.call.counts_alike(key):
         memo = record.memo
     steps = before
     if steps is None and record is not None:
-        if record.key == key:
+        if record.key == run_key:
             steps = record.steps
-        elif record.key[: len(base)] == base:
+        elif record.key.call == key:
             # Another target (the cost model's depth moved): the passes before
             # the trim do not depend on it; grow those.
             steps = record.steps[: PASSES.index("trim")]
-    run = Run(original, scan[0], setting, steps, memo)
+    run = Run(original, scan.body, setting, steps, memo)
     if not enabled:
         return run, None
     try:
@@ -183,7 +184,17 @@ def _run(
         if last:
             raise
         return None
-    if run.steps and not run.steps[1].state.open:
+    if run.steps and not run.first("repair").state.open:
         contents = recent_contents(original)
-        return run, Record(key, original, contents, *scan, tuple(run.steps), run.memo)
+        return run, Record(
+            key=run_key,
+            original=original,
+            contents=contents,
+            body=scan.body,
+            usage_at=scan.usage_at,
+            usage_body=scan.usage_body,
+            calls=scan.calls,
+            steps=tuple(run.steps),
+            memo=run.memo,
+        )
     return run, None

@@ -114,4 +114,13 @@ def known_after(
         else:
             contents = more_contents(known.contents, new)
             fields = more_fields(known.fields, new)
-    return Known(kept, contents, *scan, size=len(original), fields=fields)
+    return Known(
+        kept,
+        contents,
+        body=scan.body,
+        usage_at=scan.usage_at,
+        usage_body=scan.usage_body,
+        calls=scan.calls,
+        size=len(original),
+        fields=fields,
+    )

@@ -31,7 +31,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import forget_rewrites, marker
 from ._order import PASSES
-from ._run import Record
+from ._record import Record
 from ._steps import Step
 from ._trim_step import TrimState
 

@@ -2,7 +2,7 @@
 
 A call whose history extends the conversation's previous one gets the previous
 prompt unchanged (so the provider's prompt cache hits), with the new messages
-through the per-message passes (sanitize, truncate, hygiene), while that fits
+through the per-message passes (``_order.APPENDED``), while that fits
 the budget and the user-turn limit; otherwise ``reuse_prompt`` gives ``None``
 and the guard prunes afresh (``_stable_prefix`` holds the pieces).
 """
@@ -30,6 +30,7 @@ from ..passes._sanitize import clean_message
 from ..passes._truncate import truncator
 from ..tokens._anchor import Gauge, Known
 from ..tokens._counters import TokenCounter
+from ._order import APPENDED
 from ._stable_prefix import Each, Sent, append, held
 from ._steps import opens_with_user
 
@@ -77,11 +78,12 @@ def reuse_prompt(
     if tail is None:
         return None
     count = counter.count_message
-    passes: tuple[tuple[EventKind, Each], ...] = (
-        ("sanitize", clean_message),
-        ("truncate", truncator(policy, budget, count)),
-        ("hygiene", tidy_message),
-    )
+    each: dict[EventKind, Each] = {
+        "sanitize": clean_message,
+        "truncate": truncator(policy, budget, count),
+        "hygiene": tidy_message,
+    }
+    passes = tuple((kind, each[kind]) for kind in APPENDED)
     appended = append(stable, tail, passes, count)
     if appended is None:
         return None

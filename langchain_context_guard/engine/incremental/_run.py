@@ -9,29 +9,25 @@ grow in turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._events import EventKind
-from .._policy import GuardPolicy
 from ..passes._compress import (
     compress_floor,
     compress_old_tool_results,
 )
 from ..passes._hygiene import history_start, tidy_message
 from ..passes._sanitize import clean_message
-from ..passes._trim import Counter
 from ..passes._trim_sizes import Costs
 from ..passes._trim_units import carried, carried_at, reasoning_kind
 from ..passes._trim_units import kind as kind_of
-from ..tokens._anchor import Gauge
 from ._digest_step import digest_step
-from ._extends import extends, extends_unchanged
+from ._extends import extends
 from ._first_run import rewriters, rewrites
 from ._order import PASSES
+from ._record import Memo, Setting
 from ._steps import (
     HeadForgotten,
     Step,
@@ -44,34 +40,7 @@ from ._steps import (
 from ._strip_step import strip_step
 from ._trim_step import grow_trim, message_costs, trim_step
 
-_METHODS = {"truncate": "_truncate_pass", "compress": "_compress_pass"}  # not _kind
 _TRIM = PASSES.index("trim")
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What a call's passes depend on besides the messages."""
-
-    policy: GuardPolicy
-    budget: int
-    window: int
-    turn_limit: int | None
-    count: Counter
-    gauge: Gauge
-    digest: int = 0
-    """Tokens set aside for the digest when trimming must cut (0: no digest)."""
-    exact: bool = False
-    """Cut exactly what is needed (no grid): a pruning of ``stable_prefix`` mode,
-    whose prompt is then kept as it is while the history grows."""
-    prime: Callable[[Sequence[BaseMessage]], None] | None = None
-    """Counts many messages at once (``TiktokenCounter.prime``), if the counter can
-    and a first run's rewrites are not counted yet (``_first_run.first_batch``)."""
-    growth: float | None = None
-    """A pruning's recent growth per model call (``_cost_model.growth``), if known."""
-
-
-Memo = dict[str, Any]
-"""Per-message results a pass keeps for the next call: name -> (messages, results)."""
 
 
 class Run:
@@ -105,7 +74,7 @@ class Run:
         """How many of ``source``'s first places ``_release`` may have emptied."""
         self._twins: dict[str, int] = {}  # synthetic results' tokens, by tool name
         p = setting.policy
-        self._truncate, self._compress = rewriters(p, setting.window, setting.count)
+        self._truncator, self._compressor = rewriters(p, setting.window, setting.count)
 
     @property
     def now(self) -> int:
@@ -151,12 +120,22 @@ class Run:
 
     def run(self, until: int = len(PASSES)) -> list[BaseMessage]:
         """The passes, in the order of ``PASSES`` (the first ``until`` of them)."""
+        steps: dict[EventKind, Callable[[], None]] = {
+            "sanitize": self._sanitize,
+            "repair": self._repair,
+            "truncate": self._truncate,
+            "compress": self._compress,
+            "strip_thinking": self._strip_thinking,
+            "trim": self._trim,
+            "digest": self._digest,
+            "hygiene": self._hygiene,
+        }
         for kind in PASSES[:until]:
             same = self._same(kind)
             if same is not None:
                 self._add(same)
             else:
-                getattr(self, _METHODS.get(kind, f"_{kind}"))()
+                steps[kind]()
         return self.source
 
     def _same(self, kind: EventKind) -> Step | None:
@@ -185,13 +164,13 @@ class Run:
         grown = repair_step(self.source, count, prev) if prev is not None else None
         self._add(grown or _full(repair_step(self.source, count)))
 
-    def _truncate_pass(self) -> None:
+    def _truncate(self) -> None:
         count, prime = self.setting.count, self.setting.prime
         if prime is not None and self.previous is None:  # in one batch (``_first_run``)
             assistant = self.setting.policy.compress_assistant_text
-            prime(rewrites(self.source, self._truncate, self._compress, assistant))
+            prime(rewrites(self.source, self._truncator, self._compressor, assistant))
         self._add(
-            map_step("truncate", self.source, self._truncate, count, self._prev())
+            map_step("truncate", self.source, self._truncator, count, self._prev())
         )
 
     def _strip_thinking(self) -> None:
@@ -211,7 +190,11 @@ class Run:
 
     def _opened(self) -> bool:
         """Whether the history as repaired opens with a user message (or none)."""
-        return opens_with_user(self.steps[1].result)
+        return opens_with_user(self.first("repair").result)
+
+    def first(self, kind: EventKind) -> Step:
+        """This run's first step of the pass ``kind``."""
+        return next(step for step in self.steps if step.kind == kind)
 
     def _lead_extra(self, messages: list[BaseMessage], start: int = 0) -> int:
         """Tokens hygiene will add: the placeholder, and empty results from ``start``.
@@ -239,14 +222,14 @@ class Run:
         quiet = bool(limit) and self.now <= limit
         return quiet and self.now + self._lead_extra(self.source) <= limit
 
-    def _compress_pass(self) -> None:
+    def _compress(self) -> None:
         p = self.setting.policy
         run = partial(
             compress_step,
             active=not self._quiet(),
             keep=p.keep_recent_tool_results,
             batch=p.compress_batch,
-            compress=self._compress,
+            compress=self._compressor,
             count=self.setting.count,
             assistant=p.compress_assistant_text,
         )
@@ -257,7 +240,7 @@ class Run:
     def _costs(self, messages: list[BaseMessage], i: int) -> Costs:
         """``_trim_step.message_costs`` with this run's counter and compression."""
         assistant = self.setting.policy.compress_assistant_text
-        count, compress = self.setting.count, self._compress
+        count, compress = self.setting.count, self._compressor
         return message_costs(messages, i, count, compress, assistant, self._twins)
 
     def _trim(self) -> None:
@@ -344,34 +327,3 @@ class Run:
 def _full(step: Step | None) -> Step:
     assert step is not None  # a pass run in full always gives a step
     return step
-
-
-@dataclass(frozen=True)
-class Record:
-    """A guard's last call: its history, and the step of every pass over it."""
-
-    key: tuple[Any, ...]
-    original: list[BaseMessage]
-    contents: list[Any]
-    body: int
-    usage_at: int
-    usage_body: int
-    calls: int
-    """How many assistant messages it holds (``_messages.assistant_count``)."""
-    steps: tuple[Step, ...]
-    memo: Memo = field(default_factory=dict)
-    """The run's per-message results (``Run.memo``)."""
-    forgot: int = 0
-    """How many of ``original``'s first messages ``_release`` let go of."""
-
-    def grows(
-        self, messages: list[BaseMessage], base: list[BaseMessage] | None = None
-    ) -> bool:
-        """Whether ``messages`` starts with this history, unchanged.
-
-        ``contents``: those of its last messages (``_extends.recent_contents``).
-        ``base``: a history ``messages`` is known to extend unchanged.
-        """
-        if base is self.original:
-            return True
-        return extends_unchanged(messages, self.original, self.contents)

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
@@ -26,6 +26,9 @@ from ..passes._repair import synthetic_result
 from ..tokens._anchor import Gauge, Known
 from ..tokens._counters import content_key
 from ._extends import edited_in_place, extends_unchanged, recent_contents
+
+if TYPE_CHECKING:
+    from ._record import CallKey
 
 Each = Callable[[BaseMessage], BaseMessage | None]
 _content = attrgetter("content")
@@ -48,7 +51,7 @@ def pending_calls(messages: Sequence[BaseMessage]) -> frozenset[str]:
 class Sent:
     """What the guard sent on its last call, and for which history."""
 
-    key: tuple[Any, ...]
+    key: CallKey
     source: list[BaseMessage]
     contents: list[Any]
     """Content objects of ``source``'s last messages (``recent_contents``)."""
@@ -67,7 +70,7 @@ class Sent:
     @classmethod
     def of(
         cls,
-        key: tuple[Any, ...],
+        key: CallKey,
         source: list[BaseMessage],
         output: list[BaseMessage],
         body: int,

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -199,16 +199,25 @@ def scan_history(
     return sum(counts), k, sum(counts[: k + 1]) if k >= 0 else 0
 
 
-Scan = tuple[int, int, int, int]
-"""A history's ``scan_history`` (our count, where its last usage is, our count up
-to it) and how many assistant messages it holds (``_messages.assistant_count``)."""
+class Scan(NamedTuple):
+    """What one reading of a history finds (``full_scan``, ``Known.grow``)."""
+
+    body: int
+    """Our count of the whole history."""
+    usage_at: int
+    """Index of its last message with usage (-1: none)."""
+    usage_body: int
+    """Our count up to and including that message."""
+    calls: int
+    """How many assistant messages it holds (``_messages.assistant_count``)."""
 
 
 def full_scan(
     messages: Sequence[BaseMessage], count: Callable[[BaseMessage], int]
 ) -> Scan:
     """``scan_history`` of ``messages`` and its ``assistant_count``."""
-    return (*scan_history(messages, count), assistant_count(messages))
+    body, usage_at, usage_body = scan_history(messages, count)
+    return Scan(body, usage_at, usage_body, assistant_count(messages))
 
 
 @dataclass(frozen=True)
@@ -249,8 +258,8 @@ class Known:
         calls = self.calls + assistant_count(new)
         k = last_usage(messages, n)
         if k < 0:
-            return body, self.usage_at, self.usage_body, calls
-        return body, k, self.body + sum(counts[: k - n + 1]), calls
+            return Scan(body, self.usage_at, self.usage_body, calls)
+        return Scan(body, k, self.body + sum(counts[: k - n + 1]), calls)
 
 
 def count_messages(

@@ -1,0 +1,178 @@
+"""One call of ``ContextGuard.prepare``: the history as read, and its setting."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from langchain_core.messages import BaseMessage
+
+from ._events import GuardEvent, GuardReport, step_events
+from ._policy import GuardPolicy
+from ._window import WindowInfo
+from .incremental._first_run import CallCounts, count_new
+from .incremental._read_history import known_after
+from .incremental._record import CallKey, Setting
+from .incremental._reuse import Limits
+from .incremental._run import Run
+from .incremental._stable_prefix import Sent, common_prefix
+from .tokens._anchor import Gauge, Known, Scan
+from .tokens._counters import REPLY_OVERHEAD, TokenCounter
+
+
+class Reader(Protocol):
+    """What ``read_call`` uses of a ``ContextGuard``."""
+
+    policy: GuardPolicy
+    counter: TokenCounter
+    _last: Known
+
+    def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo: ...
+
+    def _read(
+        self, messages: Any
+    ) -> tuple[
+        list[BaseMessage], Known | None, list[Any] | None, list[BaseMessage]
+    ]: ...
+
+    def _last_sent(self, original: list[BaseMessage]) -> Sent | None: ...
+
+    def _budget(self, window: int, model: Any, source: str) -> int: ...
+
+    def _tool_tokens(self, tools: Sequence[Any] | None) -> int: ...
+
+    def _gauge(
+        self,
+        messages: list[BaseMessage],
+        usage_at: int,
+        usage_body: int,
+        extra: int,
+        model: Any = None,
+    ) -> Gauge: ...
+
+    def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent: ...
+
+
+@dataclass
+class Call:
+    """What ``read_call`` found, for the rest of the call."""
+
+    given: Any
+    """The history as the caller passed it."""
+    original: list[BaseMessage]
+    """That history as messages (the caller's list where it already was one)."""
+    kept_in: list[BaseMessage]
+    """The list the guard keeps it in (``_read_history``)."""
+    known: Known | None
+    """The guard's previous history, where this one grows it."""
+    now: Known
+    """This history's scan: our counts, where its last usage is, its size."""
+    info: WindowInfo
+    stable: Sent | None
+    """The conversation's previous prompt (``stable_prefix``), if kept."""
+    key: CallKey
+    gauge: Gauge
+    count: Callable[[BaseMessage], int]
+    prime: Callable[[Sequence[BaseMessage]], None] | None
+    counts: CallCounts | None
+    """The call's own counting, closed when the call ends (``_first_run``)."""
+    events: list[GuardEvent]
+
+    def scan(self) -> Scan:
+        """The history's counts, as ``prune`` reads them."""
+        now = self.now
+        return Scan(now.body, now.usage_at, now.usage_body, now.calls)
+
+    def setting(self, *, exact: bool) -> Setting:
+        """What this call's passes run at (``exact``: to the cost model's depth)."""
+        key = self.key
+        return Setting(
+            policy=key.policy,
+            budget=key.budget,
+            window=key.window,
+            turn_limit=key.turn_limit,
+            count=self.count,
+            gauge=self.gauge,
+            digest=digest_room(key.policy, key.budget),
+            exact=exact,
+            prime=self.prime,
+        )
+
+    def limits(self) -> Limits:
+        """What a re-sent prompt must stay within (``_reuse``)."""
+        key = self.key
+        return Limits(
+            self.gauge, key.budget, key.turn_limit, self.info, self.known, self.now
+        )
+
+    def report(self, run: Run, sent: list[BaseMessage], counter: str) -> GuardReport:
+        """The report of a call whose passes ran (``run``) and gave ``sent``."""
+        budget, stable = self.key.budget, self.stable
+        events = self.events + step_events(run.steps, run.before, run.tokens, budget)
+        return GuardReport(
+            tokens_before=run.before,
+            tokens_after=run.now,
+            budget=budget,
+            context_window=self.info.tokens,
+            window_source=self.info.source,
+            counter=counter,
+            events=tuple(events),
+            reused=common_prefix(stable.output, sent) if stable else 0,
+        )
+
+
+def digest_room(policy: GuardPolicy, budget: int) -> int:
+    """Tokens a pruning leaves for the digest (0: no digest)."""
+    if not policy.digest:
+        return 0
+    return min(int(policy.digest_share * budget), policy.digest_max_tokens)
+
+
+def read_call(
+    guard: Reader,
+    messages: Any,
+    tools: Sequence[Any] | None,
+    model: Any,
+    session_kind: str | None,
+) -> Call:
+    """The history, counted where new, and what this call is pruned at.
+
+    Keeps the history read as the guard's last (``_read_history``).
+    """
+    original, known, rebuilt, kept_in = guard._read(messages)
+    info, policy = guard.window(model), guard.policy
+    stable = guard._last_sent(original) if policy.stable_prefix else None
+    seen = None if known is None else known.size
+    count, prime, counts = count_new(
+        guard.counter, original, seen, stable is None, policy, info.tokens
+    )
+    now = known_after(known, original, rebuilt, kept_in, count)
+    guard._last = now
+    budget = guard._budget(info.tokens, model, info.source)
+    extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
+    key = CallKey(
+        policy=policy,
+        counter=guard.counter,
+        budget=budget,
+        window=info.tokens,
+        turn_limit=policy.turn_limit(session_kind),
+        extra=extra,
+    )
+    gauge = guard._gauge(original, now.usage_at, now.usage_body, extra, model)
+    events = [guard._window_warning(info, budget)] if info.should_warn else []
+    return Call(
+        given=messages,
+        original=original,
+        kept_in=kept_in,
+        known=known,
+        now=now,
+        info=info,
+        stable=stable,
+        key=key,
+        gauge=gauge,
+        count=count,
+        prime=prime,
+        counts=counts,
+        events=events,
+    )
