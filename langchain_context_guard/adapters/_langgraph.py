@@ -45,6 +45,7 @@ from typing_extensions import NotRequired
 
 from ..engine._errors import ConfigError, InvalidInputError
 from ..engine._handover import STATE_KEY, Records, keep_records
+from ..engine._input import to_messages
 from ..engine._messages import same_list
 from ._callbacks import aemit, emit
 from ._results import ResultArchive, archiving
@@ -97,7 +98,7 @@ def _read(state: Any, key: str) -> list[BaseMessage]:
             f"Graph state has no {key!r} messages.",
             hint="pass messages_key=... naming the state key that holds messages.",
         )
-    return list(value)
+    return to_messages(value)
 
 
 def rewrite(key: str) -> Writer:
