@@ -44,7 +44,7 @@ from langgraph.prebuilt.chat_agent_executor import AgentState
 from typing_extensions import NotRequired
 
 from ..engine._errors import ConfigError, InvalidInputError
-from ..engine._handover import STATE_KEY, Records, keep_records
+from ..engine._handover import STATE_KEY, Records, checked_records, keep_records
 from ..engine._input import to_messages
 from ..engine._messages import same_list
 from ._callbacks import aemit, emit
@@ -78,17 +78,14 @@ def _records(state: Any, size: int) -> Records:
     left out; anything malformed is ignored: it only costs a fresh prune.
     """
     value = state.get(STATE_KEY) if isinstance(state, dict) else None
-    found: Records = {}
-    for item in value if isinstance(value, list) else ():
-        if (
-            isinstance(item, (list, tuple))
-            and len(item) == 2
-            and isinstance(item[0], int)
-            and 0 < item[0] <= size
-            and isinstance(item[1], dict)
-        ):
-            found[item[0]] = item[1]
-    return found
+    pairs = {
+        item[0]: item[1]
+        for item in (value if isinstance(value, list) else ())
+        if isinstance(item, list | tuple)
+        and len(item) == 2
+        and isinstance(item[0], int)
+    }
+    return checked_records(pairs, size)
 
 
 def _read(state: Any, key: str) -> list[BaseMessage]:

@@ -345,3 +345,21 @@ def test_hook_refuses_an_openai_call_that_is_not_a_dict(guard: ContextGuard) -> 
     bad = {"role": "assistant", "content": "", "tool_calls": ["x"]}
     with pytest.raises(InvalidInputError, match="tool_calls"):
         pre_model_hook(guard).invoke({"messages": [("user", "hi"), bad]})
+
+
+def test_hook_ignores_junk_handover_records_in_the_state() -> None:
+    from langchain_context_guard.engine._handover import STATE_KEY
+
+    state: dict[str, Any] = {"messages": [SystemMessage(SYSTEM), HumanMessage(USER)]}
+    clean = pre_model_hook(make_guard()).invoke(state)
+    junk = [
+        [2, {"ratio": float("inf"), "sent": [10**15, True]}],
+        [True, {"base": 1}],
+        [2.5, {}],
+        ["x"],
+        5,
+        [[1], {}],
+    ]
+    out = pre_model_hook(make_guard()).invoke({**state, STATE_KEY: junk})
+    assert out["llm_input_messages"] == clean["llm_input_messages"]
+    assert out[STATE_KEY] == clean[STATE_KEY]  # the junk is not carried on
