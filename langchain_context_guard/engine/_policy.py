@@ -5,12 +5,21 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import ConfigError
 from ._settings import load_settings, policy_block
+
+MIN_BUDGET_TOKENS = 64
+"""The smallest budget (window minus reserve) a policy may leave: a minimal
+turn, that is the placeholder first turn a trimmed history opens with (22
+tokens), a short user message and the reply priming."""
+_TURN_LIMIT_HINT = (
+    "use a whole number of user turns, at least 1; for no limit, leave it out "
+    "(history_limit=None, or no entry for the kind in history_limits)."
+)
 
 
 class GuardPolicy(BaseModel):
@@ -214,12 +223,17 @@ class GuardPolicy(BaseModel):
         200, ge=20, description="Each tool call in the digest is shortened to this."
     )
     history_limit: int | None = Field(
-        None, ge=1, description="Keep at most the last N user turns."
+        None,
+        ge=1,
+        description="Keep at most the last N user turns (at least 1; None: no "
+        "limit, and 0 or less is refused).",
     )
-    history_limits: dict[str, int] = Field(
+    history_limits: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict,
         description="Per session kind (e.g. 'dm', 'group') turn limits; override "
-        "history_limit when prepare(session_kind=...) names one.",
+        "history_limit when prepare(session_kind=...) names one. Each is at "
+        "least 1 (0 or less is refused); a kind without an entry uses "
+        "history_limit.",
     )
     image_tokens: int = Field(
         1_600,
@@ -289,6 +303,18 @@ class GuardPolicy(BaseModel):
                 field="reserve_tokens",
                 hint="set reserve_tokens to the longest reply expected (e.g. 8192), "
                 "or set context_window.",
+            )
+        named = "context_window" if window is not None else "default_context_window"
+        budget = (window or self.default_context_window) - self.reserve_tokens
+        if budget < MIN_BUDGET_TOKENS:
+            raise ConfigError(
+                f"GuardPolicy.{named} ({budget + self.reserve_tokens:,}) minus "
+                f"reserve_tokens ({self.reserve_tokens:,}) leaves a budget of "
+                f"{budget:,} tokens, below the {MIN_BUDGET_TOKENS} a minimal turn "
+                "needs.",
+                field="reserve_tokens",
+                hint=f"lower reserve_tokens or raise {named} so that at least "
+                f"{MIN_BUDGET_TOKENS} tokens are left for the messages.",
             )
         if (
             self.truncate_head_chars + self.truncate_tail_chars
@@ -376,8 +402,9 @@ def _config_error(exc: ValidationError) -> ConfigError:
         )
     given = err.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
+    hint = f"set {field} to a valid value; see GuardPolicy's field docs."
+    if field.startswith("history_limit"):
+        hint = _TURN_LIMIT_HINT
     return ConfigError(
-        f"GuardPolicy.{field}: {err['msg']}{shown}.",
-        field=field,
-        hint=f"set {field} to a valid value; see GuardPolicy's field docs.",
+        f"GuardPolicy.{field}: {err['msg']}{shown}.", field=field, hint=hint
     )

@@ -26,7 +26,7 @@ from operator import is_not, itemgetter
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ._compress import compress_boundary
-from ._errors import BudgetExceededError
+from ._errors import BudgetExceededError, ConfigError
 from ._messages import text_of, with_marker
 from ._peak import Costs, Settled, Trail, trail, walk
 from ._text import truncate_text
@@ -324,6 +324,12 @@ def trim_to_budget(
     provider's own counts. ``measure``, when given, is the caller's count of a
     whole candidate history (e.g. usage-anchored) and decides what fits.
     """
+    if turn_limit is not None and turn_limit < 1:
+        raise ConfigError(
+            f"trim_to_budget: turn_limit must be at least 1 (got {turn_limit}).",
+            field="turn_limit",
+            hint="pass a whole number of user turns, at least 1, or None for no limit.",
+        )
     source: list[BaseMessage] = list(messages)
     extra = extra_tokens + REPLY_OVERHEAD
 

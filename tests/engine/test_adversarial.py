@@ -34,6 +34,7 @@ from langchain_context_guard import (
     TiktokenCounter,
 )
 from langchain_context_guard.engine._anchor import Gauge
+from langchain_context_guard.engine._policy import MIN_BUDGET_TOKENS
 from langchain_context_guard.engine._tokens import REPLY_OVERHEAD
 from tests.engine._support import pairing_errors, snapshot
 
@@ -157,7 +158,7 @@ def cases(draw: Any) -> Case:
     size = ContextGuard(token_counter=COUNTER).count_tokens(history)
     reserve = draw(st.sampled_from([0, 100, 1_000]))
     factor = draw(st.sampled_from([0.3, 0.7, 0.9, 0.97, 1.0, 1.03, 1.1, 2.0]))
-    window = max(int(size * factor) + reserve, reserve + 1, 200)
+    window = max(int(size * factor) + reserve, reserve + MIN_BUDGET_TOKENS, 200)
     margin = draw(st.sampled_from([0.0, 0.0, 0.05]))
     policy = GuardPolicy(
         context_window=window,
