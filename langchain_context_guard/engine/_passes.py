@@ -17,7 +17,8 @@ from the package; ``prepare`` applies them in this order:
    answered.
 6. ``trim``: ``trim_to_budget`` drops the oldest whole turns, only if the cheaper
    passes were not enough; it never splits a tool call from its results and keeps
-   the system message and the first user message.
+   the system message and the first user message. Before it drops an answer, it
+   strips the reasoning ``strip_thinking`` left on the answers it keeps.
 7. ``digest``: where turns were trimmed, one marked user message notes the tool
    calls they made and the names they mentioned (never counted as content kept).
 8. ``compress`` again: its batches count results, so once trimming removed some,

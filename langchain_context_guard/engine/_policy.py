@@ -13,12 +13,10 @@ from ._errors import ConfigError
 from ._settings import load_settings, policy_block
 
 MIN_BUDGET_TOKENS = 64
-"""The smallest budget (window minus reserve) a policy may leave: a minimal
-turn, that is the placeholder first turn a trimmed history opens with (22
-tokens), a short user message and the reply priming."""
+"""Least budget (window minus reserve) a policy may leave: a minimal turn (the
+placeholder first turn, 22 tokens; a short user message; the reply priming)."""
 _TURN_LIMIT_HINT = (
-    "use a whole number of user turns, at least 1; for no limit, leave it out "
-    "(history_limit=None, or no entry for the kind in history_limits)."
+    "use a number of user turns, at least 1; for no limit, leave the setting out."
 )
 
 
@@ -279,42 +277,34 @@ class GuardPolicy(BaseModel):
         self._check_consistency()
 
     def _check_consistency(self) -> None:
-        window = self.context_window
-        if window is not None and self.reserve_tokens >= window:
+        window, reserve = self.context_window, self.reserve_tokens
+        left = (window or self.default_context_window) - reserve
+        short = (
+            f"leaves a budget of {left:,} tokens, under the {MIN_BUDGET_TOKENS} "
+            "a minimal turn needs"
+        )
+        if window is not None and left < MIN_BUDGET_TOKENS:
             if "reserve_tokens" not in self.model_fields_set:  # blame what was set
                 raise ConfigError(
-                    f"GuardPolicy.context_window ({window:,}) leaves no room: the "
-                    f"reply reserve (reserve_tokens, default {self.reserve_tokens:,}) "
-                    "is larger.",
+                    f"GuardPolicy.context_window ({window:,}) {short}: the reply "
+                    f"reserve (reserve_tokens, default {reserve:,}) takes the rest.",
                     field="context_window",
                     hint="set context_window to the model's real window "
                     f"(at least {self.hard_min_tokens:,}), or set reserve_tokens too.",
                 )
             raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) must be "
-                f"smaller than context_window ({window:,}).",
+                f"GuardPolicy.reserve_tokens ({reserve:,}) must be smaller than "
+                f"context_window ({window:,}): it {short}.",
                 field="reserve_tokens",
                 hint="lower reserve_tokens or raise context_window.",
             )
-        if window is None and self.reserve_tokens >= self.default_context_window:
+        if window is None and left < MIN_BUDGET_TOKENS:
             raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) leaves nothing "
-                f"of the default window ({self.default_context_window:,} tokens).",
+                f"GuardPolicy.reserve_tokens ({reserve:,}) {short} of the default "
+                f"window ({self.default_context_window:,} tokens).",
                 field="reserve_tokens",
                 hint="set reserve_tokens to the longest reply expected (e.g. 8192), "
                 "or set context_window.",
-            )
-        named = "context_window" if window is not None else "default_context_window"
-        budget = (window or self.default_context_window) - self.reserve_tokens
-        if budget < MIN_BUDGET_TOKENS:
-            raise ConfigError(
-                f"GuardPolicy.{named} ({budget + self.reserve_tokens:,}) minus "
-                f"reserve_tokens ({self.reserve_tokens:,}) leaves a budget of "
-                f"{budget:,} tokens, below the {MIN_BUDGET_TOKENS} a minimal turn "
-                "needs.",
-                field="reserve_tokens",
-                hint=f"lower reserve_tokens or raise {named} so that at least "
-                f"{MIN_BUDGET_TOKENS} tokens are left for the messages.",
             )
         if (
             self.truncate_head_chars + self.truncate_tail_chars

@@ -26,6 +26,7 @@ from ._messages import label
 from ._peak import Costs
 from ._repair import call_name, stand_in_named
 from ._stages import NONE, Step, first_diff, grown
+from ._thinking import cut_cost_view
 from ._trim import (
     Counter,
     Cut,
@@ -155,7 +156,7 @@ def message_costs(
     """
     m = messages[i]
     if not isinstance(m, ToolMessage):
-        return _plain(count(m))
+        return _plain(count(cut_cost_view(m)))
     m = tidy_message(m) or m
     good = count(compress(m))
     if assistant:
