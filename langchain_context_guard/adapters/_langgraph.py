@@ -47,8 +47,10 @@ from ..engine import (
     ConfigError,
     InvalidInputError,
     Records,
+    checked_records,
     keep_records,
     same_list,
+    to_messages,
 )
 from ._callbacks import aemit, emit
 from ._results import ResultArchive, archiving
@@ -80,17 +82,14 @@ def _records(state: Any, size: int) -> Records:
     left out; anything malformed is ignored: it only costs a fresh prune.
     """
     value = state.get(STATE_KEY) if isinstance(state, dict) else None
-    found: Records = {}
-    for item in value if isinstance(value, list) else ():
-        if (
-            isinstance(item, (list, tuple))
-            and len(item) == 2
-            and isinstance(item[0], int)
-            and 0 < item[0] <= size
-            and isinstance(item[1], dict)
-        ):
-            found[item[0]] = item[1]
-    return found
+    pairs = {
+        item[0]: item[1]
+        for item in (value if isinstance(value, list) else ())
+        if isinstance(item, list | tuple)
+        and len(item) == 2
+        and isinstance(item[0], int)
+    }
+    return checked_records(pairs, size)
 
 
 def _read(state: Any, key: str) -> list[BaseMessage]:
@@ -100,7 +99,7 @@ def _read(state: Any, key: str) -> list[BaseMessage]:
             f"Graph state has no {key!r} messages.",
             hint="pass messages_key=... naming the state key that holds messages.",
         )
-    return list(value)
+    return to_messages(value)
 
 
 def rewrite(key: str) -> Writer:

@@ -23,12 +23,19 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 
-from ..engine import STATE_KEY, ConfigError, ContextGuard, needed_records, read_record
+from ..engine import (
+    STATE_KEY,
+    ConfigError,
+    ContextGuard,
+    needed_records,
+    read_record,
+    to_messages,
+)
 from ._callbacks import aemit, emit
 from ._results import ResultArchive, archiving
 
@@ -36,9 +43,12 @@ Resolver = Callable[[Any, Any], Runnable[Any, BaseMessage]]
 
 
 def _messages(value: Any) -> list[BaseMessage]:
+    """What a chat model reads from ``value``: a string is one user message."""
+    if isinstance(value, str):
+        return [HumanMessage(value)]
     if isinstance(value, PromptValue):
         return value.to_messages()
-    return list(value)
+    return to_messages(value)
 
 
 def guarded_model(

@@ -46,6 +46,7 @@ from ._settings import load_settings as load_settings
 from ._window import WindowInfo
 from .incremental._handover import STATE_KEY as STATE_KEY
 from .incremental._handover import Records as Records
+from .incremental._handover import checked_records as checked_records
 from .incremental._handover import keep_records as keep_records
 from .incremental._handover import needed_records as needed_records
 from .incremental._handover import read_record as read_record

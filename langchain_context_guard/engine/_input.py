@@ -40,6 +40,7 @@ def to_messages(messages: Any) -> list[BaseMessage]:
             item = {**item, "content": ""}
         bad: list[dict[str, Any]] = []
         if isinstance(item, dict):
+            _check_calls(item, i)
             item, bad = _split_unreadable_calls(item)
         try:
             read = convert_to_messages([item])
@@ -57,6 +58,27 @@ def to_messages(messages: Any) -> list[BaseMessage]:
 def _is_pair(value: tuple[Any, ...]) -> bool:
     """A bare ``(role, content)`` tuple passed where a list of messages belongs."""
     return len(value) == 2 and isinstance(value[0], str) and isinstance(value[1], str)
+
+
+def _check_calls(item: dict[str, Any], index: int) -> None:
+    """Refuse a ``tool_calls`` field that is not a list of dicts (or None)."""
+    calls = item.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list):
+        got = type(calls).__name__
+    else:
+        odd = [type(c).__name__ for c in calls if not isinstance(c, dict)]
+        if not odd:
+            return
+        got = f"a list holding {odd[0]}"
+    raise InvalidInputError(
+        f"Message {index} has a 'tool_calls' field that is {got}.",
+        index=index,
+        hint="make 'tool_calls' a list of dicts, each like {'id': ..., 'type': "
+        "'function', 'function': {'name': ..., 'arguments': '<JSON>'}}, "
+        "or leave it out.",
+    )
 
 
 def _split_unreadable_calls(

@@ -134,6 +134,57 @@ def without_tool_calls(message: AIMessage, drop_ids: Collection[str]) -> AIMessa
     )
 
 
+def _first_per_id(items: list[Any], is_call: Callable[[Any], bool]) -> list[Any]:
+    """``items`` without a call whose id an earlier call in it has."""
+    seen: set[str] = set()
+    out: list[Any] = []
+    for item in items:
+        key = item.get("id") if is_call(item) else None
+        if isinstance(key, str) and key:
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(item)
+    return out
+
+
+def _is_block_call(block: Any) -> bool:
+    return isinstance(block, dict) and block.get("type") in {"tool_use", "tool_call"}
+
+
+def first_calls(message: AIMessage) -> AIMessage:
+    """``message`` with each repeated tool-call id kept once (the first).
+
+    In ``tool_calls``, Anthropic ``tool_use`` content blocks and the raw
+    ``additional_kwargs["tool_calls"]``: providers reject a request that repeats
+    a call id. ``message`` itself when no id repeats.
+    """
+    content: Any = message.content
+    blocks = _first_per_id(content, _is_block_call) if isinstance(content, list) else []
+    raw = message.additional_kwargs.get("tool_calls")
+    raw_kept = (
+        _first_per_id(raw, lambda c: isinstance(c, dict))
+        if isinstance(raw, list)
+        else []
+    )
+    calls = _first_per_id(message.tool_calls, lambda c: True)
+    if (
+        len(calls) == len(message.tool_calls)
+        and (not isinstance(content, list) or len(blocks) == len(content))
+        and (not isinstance(raw, list) or len(raw_kept) == len(raw))
+    ):
+        return message
+    update: dict[str, Any] = {"tool_calls": calls}
+    if isinstance(content, list):
+        update["content"] = blocks
+    if isinstance(raw, list):
+        update["additional_kwargs"] = {
+            **message.additional_kwargs,
+            "tool_calls": raw_kept,
+        }
+    return message.model_copy(update=update)
+
+
 def label(message: BaseMessage, index: int) -> str:
     """How events name a message: its id, else its position."""
     return message.id or f"#{index}"

@@ -5,12 +5,19 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import ConfigError
 from ._settings import load_settings, policy_block
+
+MIN_BUDGET_TOKENS = 64
+"""Least budget (window minus reserve) a policy may leave: a minimal turn (the
+placeholder first turn, 22 tokens; a short user message; the reply priming)."""
+_TURN_LIMIT_HINT = (
+    "use a number of user turns, at least 1; for no limit, leave the setting out."
+)
 
 
 class GuardPolicy(BaseModel):
@@ -214,12 +221,17 @@ class GuardPolicy(BaseModel):
         200, ge=20, description="Each tool call in the digest is shortened to this."
     )
     history_limit: int | None = Field(
-        None, ge=1, description="Keep at most the last N user turns."
+        None,
+        ge=1,
+        description="Keep at most the last N user turns (at least 1; None: no "
+        "limit, and 0 or less is refused).",
     )
-    history_limits: dict[str, int] = Field(
+    history_limits: dict[str, Annotated[int, Field(ge=1)]] = Field(
         default_factory=dict,
         description="Per session kind (e.g. 'dm', 'group') turn limits; override "
-        "history_limit when prepare(session_kind=...) names one.",
+        "history_limit when prepare(session_kind=...) names one. Each is at "
+        "least 1 (0 or less is refused); a kind without an entry uses "
+        "history_limit.",
     )
     image_tokens: int = Field(
         1_600,
@@ -265,27 +277,31 @@ class GuardPolicy(BaseModel):
         self._check_consistency()
 
     def _check_consistency(self) -> None:
-        window = self.context_window
-        if window is not None and self.reserve_tokens >= window:
+        window, reserve = self.context_window, self.reserve_tokens
+        left = (window or self.default_context_window) - reserve
+        short = (
+            f"leaves a budget of {left:,} tokens, under the {MIN_BUDGET_TOKENS} "
+            "a minimal turn needs"
+        )
+        if window is not None and left < MIN_BUDGET_TOKENS:
             if "reserve_tokens" not in self.model_fields_set:  # blame what was set
                 raise ConfigError(
-                    f"GuardPolicy.context_window ({window:,}) leaves no room: the "
-                    f"reply reserve (reserve_tokens, default {self.reserve_tokens:,}) "
-                    "is larger.",
+                    f"GuardPolicy.context_window ({window:,}) {short}: the reply "
+                    f"reserve (reserve_tokens, default {reserve:,}) takes the rest.",
                     field="context_window",
                     hint="set context_window to the model's real window "
                     f"(at least {self.hard_min_tokens:,}), or set reserve_tokens too.",
                 )
             raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) must be "
-                f"smaller than context_window ({window:,}).",
+                f"GuardPolicy.reserve_tokens ({reserve:,}) must be smaller than "
+                f"context_window ({window:,}): it {short}.",
                 field="reserve_tokens",
                 hint="lower reserve_tokens or raise context_window.",
             )
-        if window is None and self.reserve_tokens >= self.default_context_window:
+        if window is None and left < MIN_BUDGET_TOKENS:
             raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) leaves nothing "
-                f"of the default window ({self.default_context_window:,} tokens).",
+                f"GuardPolicy.reserve_tokens ({reserve:,}) {short} of the default "
+                f"window ({self.default_context_window:,} tokens).",
                 field="reserve_tokens",
                 hint="set reserve_tokens to the longest reply expected (e.g. 8192), "
                 "or set context_window.",
@@ -376,8 +392,9 @@ def _config_error(exc: ValidationError) -> ConfigError:
         )
     given = err.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
+    hint = f"set {field} to a valid value; see GuardPolicy's field docs."
+    if field.startswith("history_limit"):
+        hint = _TURN_LIMIT_HINT
     return ConfigError(
-        f"GuardPolicy.{field}: {err['msg']}{shown}.",
-        field=field,
-        hint=f"set {field} to a valid value; see GuardPolicy's field docs.",
+        f"GuardPolicy.{field}: {err['msg']}{shown}.", field=field, hint=hint
     )

@@ -61,7 +61,8 @@ def reference_prune(
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message and the first user
        message. It weighs each result at its compressed size, as step 8 will
-       leave it.
+       leave it, and before it drops an answer it strips the reasoning step 5
+       left on the answers it keeps.
     7. The digest: where turns were trimmed, one marked user message notes the
        tool calls they made (room for it was left by the trim).
     8. ``compress_old_tool_results`` again: its batches count results, so once

@@ -329,3 +329,37 @@ async def test_hook_handover_async_keeps_the_records_too() -> None:
     records = out[STATE_KEY]
     assert 1 <= len(records) <= 2
     assert records[-1][0] == len(out["messages"])  # the final reply's prompt
+
+
+@pytest.mark.parametrize("value", ["hello", b"hi", HumanMessage("hi"), 42])
+def test_hook_and_node_refuse_a_state_that_is_not_a_message_list(
+    guard: ContextGuard, value: Any
+) -> None:
+    nodes = [pre_model_hook(guard), pre_model_hook(guard, mode="persist")]
+    for node in [*nodes, guard_node(guard), guard_node(guard, output_key="out")]:
+        with pytest.raises(InvalidInputError, match="Expected a sequence"):
+            node.invoke({"messages": value})
+
+
+def test_hook_refuses_an_openai_call_that_is_not_a_dict(guard: ContextGuard) -> None:
+    bad = {"role": "assistant", "content": "", "tool_calls": ["x"]}
+    with pytest.raises(InvalidInputError, match="tool_calls"):
+        pre_model_hook(guard).invoke({"messages": [("user", "hi"), bad]})
+
+
+def test_hook_ignores_junk_handover_records_in_the_state() -> None:
+    from langchain_context_guard.engine.incremental._handover import STATE_KEY
+
+    state: dict[str, Any] = {"messages": [SystemMessage(SYSTEM), HumanMessage(USER)]}
+    clean = pre_model_hook(make_guard()).invoke(state)
+    junk = [
+        [2, {"ratio": float("inf"), "sent": [10**15, True]}],
+        [True, {"base": 1}],
+        [2.5, {}],
+        ["x"],
+        5,
+        [[1], {}],
+    ]
+    out = pre_model_hook(make_guard()).invoke({**state, STATE_KEY: junk})
+    assert out["llm_input_messages"] == clean["llm_input_messages"]
+    assert out[STATE_KEY] == clean[STATE_KEY]  # the junk is not carried on

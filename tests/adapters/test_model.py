@@ -92,3 +92,33 @@ async def test_async_prunes_too() -> None:
 def test_a_model_name_is_refused_with_the_fix() -> None:
     with pytest.raises(ConfigError, match="chat model object"):
         guarded_model(_make_guard(), "openai:gpt-4.1")
+
+
+def test_a_string_is_one_user_message_and_a_lone_message_is_refused() -> None:
+    from langchain_core.messages import HumanMessage
+
+    from langchain_context_guard import InvalidInputError
+
+    model = ScriptedToolModel(steps=1)
+    runnable = guarded_model(_make_guard(), model)({"messages": []}, None)
+    runnable.invoke("hello")
+    assert [m.content for m in model.received[0]] == ["hello"]
+    with pytest.raises(InvalidInputError, match="Expected a sequence"):
+        runnable.invoke(HumanMessage("hi"))
+
+
+def test_junk_handover_records_in_replies_are_ignored() -> None:
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    def history(record: Any) -> list[Any]:
+        reply = AIMessage("Done.", id="a1", response_metadata={STATE_KEY: record})
+        return [HumanMessage(USER, id="u1"), reply, HumanMessage("More?", id="u2")]
+
+    sent = []
+    for record in ({}, {"ratio": float("inf"), "sent": [], "base": 10**20}):
+        model = ScriptedToolModel(steps=1)
+        guarded_model(_make_guard(), model)({"messages": []}, None).invoke(
+            history(record)
+        )
+        sent.append([m.text for m in model.received[0]])
+    assert sent[0] == sent[1]

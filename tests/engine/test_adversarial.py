@@ -1,8 +1,10 @@
 """``prepare`` under adversarial histories: the corners where bugs lived.
 
 Histories that open with an assistant message, empty and whitespace-only content,
-duplicated, blank and missing tool-call ids, orphan results, ``invalid_tool_calls``,
-thinking blocks in list content, 200k-character results; budgets drawn close to
+duplicated, blank and missing tool-call ids (also repeated ``tool_use`` blocks in
+one message), orphan results, ``invalid_tool_calls``, thinking blocks in list
+content, 200k-character results, results whose block lists hold images beside a
+long text, and malformed handover records given first; budgets drawn close to
 the history's own size; zero safety margins. One example checks every property:
 ``prepare`` raises only ``BudgetExceededError`` and only when even the least it
 must keep is over; the output fits, pairs, and leaves the input unchanged; the
@@ -33,6 +35,7 @@ from langchain_context_guard import (
     GuardPolicy,
     TiktokenCounter,
 )
+from langchain_context_guard.engine._policy import MIN_BUDGET_TOKENS
 from langchain_context_guard.engine.tokens._anchor import Gauge
 from langchain_context_guard.engine.tokens._counters import REPLY_OVERHEAD
 from tests.engine._support import pairing_errors, snapshot
@@ -48,11 +51,33 @@ ADVERSARIAL = settings(
 COUNTER = TiktokenCounter()
 BIG = "x = compute(y)  # 200k\n" * 8_700  # ~200k characters, built once
 THINKING = {"type": "thinking", "thinking": "let me think " * 20, "signature": "c2ln"}
+IMAGE = {
+    "type": "image",
+    "source_type": "base64",
+    "data": "aGk=",
+    "mime_type": "image/png",
+}
+BAD_RECORDS = [
+    {"ratio": float("inf")},
+    {"ratio": float("nan"), "base": 1},
+    {"ratio": 1e12},
+    {"sent": []},
+    {"sent": [float("inf"), True]},
+    {"sent": [10**15, True], "base": 1},
+    {"base": 10**20},
+    {"base": -3, "ratio": 1.0},
+    {"v": 2, "base": 1},
+    {"base": 1, "extra": 1},
+    "junk",
+    None,
+]
+"""Handover records that fail the schema: each must be ignored."""
 WORDS = ["alpha", "beta", "gamma", "delta", "omega", "path/to/file.py", "Error:"]
 
 
-def _text(draw: Any) -> Any:
-    kind = draw(st.sampled_from(["words"] * 6 + ["empty", "blank", "big", "list"]))
+def _text(draw: Any, images: bool = False) -> Any:
+    kinds = ["words"] * 6 + ["empty", "blank", "big", "list"]
+    kind = draw(st.sampled_from(kinds + ["images"] * 2 if images else kinds))
     if kind == "empty":
         return ""
     if kind == "blank":
@@ -60,6 +85,9 @@ def _text(draw: Any) -> Any:
     if kind == "big":
         return BIG
     words = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=60)))
+    if kind == "images":
+        text = {"type": "text", "text": BIG if draw(st.booleans()) else words}
+        return [IMAGE, text, IMAGE][: draw(st.sampled_from([2, 3]))]
     if kind == "list":
         blocks: list[Any] = [{"type": "text", "text": words}]
         if draw(st.booleans()):
@@ -94,6 +122,12 @@ def histories(draw: Any) -> list[BaseMessage]:
                 for k in range(draw(st.integers(1, 2)))
             ]
             content = _text(draw) if draw(st.booleans()) else ""
+            if draw(st.booleans()):  # as Anthropic sends them, one repeated
+                uses = [
+                    {"type": "tool_use", "id": c["id"], "name": "bash", "input": {}}
+                    for c in [*calls, calls[0]]
+                ]
+                content = [{"type": "text", "text": "calling"}, *uses]
             out.append(AIMessage(content, tool_calls=calls, id=mid))
             for call in calls:
                 fate = draw(st.sampled_from(["ok", "ok", "ok", "missing", "twice"]))
@@ -101,7 +135,11 @@ def histories(draw: Any) -> list[BaseMessage]:
                     continue
                 for _ in range(2 if fate == "twice" else 1):
                     out.append(
-                        ToolMessage(_text(draw), tool_call_id=call["id"], id=f"r{n}")
+                        ToolMessage(
+                            _text(draw, images=True),
+                            tool_call_id=call["id"],
+                            id=f"r{n}",
+                        )
                     )
                     n += 1
         elif kind == "result":  # an orphan
@@ -132,8 +170,14 @@ def histories(draw: Any) -> list[BaseMessage]:
 class Case:
     """A history and a policy, with a short repr (a 200k-char result is not shown)."""
 
-    def __init__(self, history: list[BaseMessage], policy: GuardPolicy) -> None:
+    def __init__(
+        self,
+        history: list[BaseMessage],
+        policy: GuardPolicy,
+        records: dict[int, Any] | None = None,
+    ) -> None:
         self.history, self.policy = history, policy
+        self.records = records or {}
 
     def __repr__(self) -> str:
         def one(m: BaseMessage) -> str:
@@ -147,7 +191,8 @@ class Case:
             )
 
         fields = {k: getattr(self.policy, k) for k in self.policy.model_fields_set}
-        return f"Case([{', '.join(map(one, self.history))}], {fields})"
+        shown = ", ".join(map(one, self.history))
+        return f"Case([{shown}], {fields}, records={self.records})"
 
 
 @st.composite
@@ -157,7 +202,7 @@ def cases(draw: Any) -> Case:
     size = ContextGuard(token_counter=COUNTER).count_tokens(history)
     reserve = draw(st.sampled_from([0, 100, 1_000]))
     factor = draw(st.sampled_from([0.3, 0.7, 0.9, 0.97, 1.0, 1.03, 1.1, 2.0]))
-    window = max(int(size * factor) + reserve, reserve + 1, 200)
+    window = max(int(size * factor) + reserve, reserve + MIN_BUDGET_TOKENS, 200)
     margin = draw(st.sampled_from([0.0, 0.0, 0.05]))
     policy = GuardPolicy(
         context_window=window,
@@ -174,7 +219,12 @@ def cases(draw: Any) -> Case:
         stable_prefix=draw(st.booleans()),
         max_tool_result_chars=draw(st.sampled_from([5_000, 50_000])),
     )
-    return Case(history, policy)
+    records = draw(
+        st.dictionaries(
+            st.integers(1, max(len(history), 1)), st.sampled_from(BAD_RECORDS)
+        )
+    )
+    return Case(history, policy, records)
 
 
 def _least_kept(history: list[BaseMessage], policy: GuardPolicy) -> list[BaseMessage]:
@@ -207,6 +257,7 @@ def test_every_property_on_adversarial_histories(shard: int, case: Case) -> None
     before = snapshot(history)
     guard = ContextGuard(policy, token_counter=COUNTER)
     try:
+        guard.restore_state(history, case.records)  # malformed: ignored
         result = guard.prepare(history)
     except BudgetExceededError as err:
         event("raised BudgetExceededError")
@@ -231,6 +282,9 @@ def test_every_property_on_adversarial_histories(shard: int, case: Case) -> None
     for m in out:
         assert not getattr(m, "invalid_tool_calls", None)
         assert all(c["id"] for c in getattr(m, "tool_calls", None) or [])
+        blocks = m.content if isinstance(m.content, list) else []
+        uses = [b["id"] for b in blocks if isinstance(b, dict) and "id" in b]
+        assert len(uses) == len(set(uses))  # no call id twice in one message
     # Same input, same output (a fresh guard, and this guard again).
     again = ContextGuard(policy, token_counter=COUNTER).prepare(history)
     assert snapshot(again.messages) == snapshot(out)

@@ -205,3 +205,20 @@ def test_openai_call_with_unreadable_arguments_is_dropped_with_an_event():
     kinds = {e.kind for e in result.report.events}
     assert {"sanitize", "repair"} <= kinds
     assert_paired(result.messages)
+
+
+@pytest.mark.parametrize(
+    "calls",
+    [["x"], [None], [{"id": "c1", "function": {"name": "ls"}}, 3], "x", {"id": "c"}],
+    ids=["str-call", "none-call", "int-after-dict", "str-field", "dict-field"],
+)
+def test_openai_tool_calls_that_are_not_dicts_name_the_field(calls):
+    history = [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "", "tool_calls": calls},
+    ]
+    with pytest.raises(InvalidInputError, match="tool_calls") as info:
+        _prepare(history)
+    assert info.value.index == 1
+    assert "Fix:" in str(info.value)
+    assert "dict" in info.value.hint

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -92,7 +96,7 @@ def test_records_are_small_and_json() -> None:
 
     records = _serve(ContextGuard(POLICY), _history(10))
     for record in records.values():
-        assert set(record) <= {"base", "sent", "ratio"}
+        assert set(record) <= {"v", "base", "sent", "ratio"}
         assert len(json.dumps(record)) < 80
     assert ContextGuard(POLICY).export_state([]) == {}
     ContextGuard(POLICY).restore_state(_history(2), {})  # nothing to do
@@ -139,3 +143,129 @@ def test_kept_records_stay_two_and_restore_what_all_records_do() -> None:
     other = ContextGuard(POLICY)
     other.restore_state(history, kept)
     assert other.prepare(history).messages == one.prepare(history).messages
+
+
+JUNK = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**30), max_value=10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+    st.lists(st.integers(min_value=-(10**20), max_value=10**20), max_size=3),
+    st.lists(st.floats(allow_nan=True, allow_infinity=True), max_size=3),
+)
+"""Values an edited, truncated or foreign record may hold."""
+JUNK_RECORDS = st.one_of(
+    JUNK,
+    st.dictionaries(st.sampled_from(["v", "sent", "base", "ratio", "x"]), JUNK),
+)
+BAD_FIELDS = {
+    "v": st.one_of(st.integers(min_value=2), st.just(0), st.text(max_size=3)),
+    "sent": st.one_of(
+        st.lists(st.integers(min_value=1, max_value=5), max_size=1),
+        st.tuples(st.integers(max_value=0), st.booleans()),
+        st.tuples(st.integers(min_value=10**8 + 1), st.booleans()),
+        st.tuples(st.floats(), st.booleans()),
+        st.tuples(st.integers(min_value=1, max_value=10**6), st.integers()),
+        st.text(max_size=3),
+    ),
+    "base": st.one_of(
+        st.integers(max_value=0),
+        st.integers(min_value=10**3),
+        st.floats(),
+        st.booleans(),
+        st.text(max_size=3),
+    ),
+    "ratio": st.one_of(
+        st.floats().filter(lambda r: not 0.7 <= r <= 1.5),
+        st.just(float("nan")),
+        st.booleans(),
+        st.text(max_size=3),
+        st.lists(st.floats(), max_size=2),
+    ),
+}
+
+
+@st.composite
+def _malformed(draw: Any, good: dict[str, Any]) -> dict[str, Any]:
+    """A good record with at least one field made bad."""
+    record = dict(good)
+    for key in draw(st.sets(st.sampled_from(sorted(BAD_FIELDS)), min_size=1)):
+        record[key] = draw(BAD_FIELDS[key])
+    return record
+
+
+SERVED = _history(6)
+STEP = _small_step(SERVED)
+GOOD = _serve(ContextGuard(POLICY), SERVED)
+FRESH = ContextGuard(POLICY).prepare(STEP)
+JUNK_SETTINGS = settings(max_examples=60, deadline=None, database=None)
+
+
+@JUNK_SETTINGS
+@given(data=st.data())
+def test_malformed_records_are_ignored_and_the_prompt_pruned_afresh(
+    data: st.DataObject,
+) -> None:
+    at = data.draw(st.sampled_from(sorted(GOOD)))
+    states = {at: data.draw(_malformed(GOOD[at]))}
+    guard = ContextGuard(POLICY)
+    guard.restore_state(STEP, states)
+    result = guard.prepare(STEP)
+    assert result.messages == FRESH.messages
+    assert result.report.tokens_after == FRESH.report.tokens_after
+
+
+@JUNK_SETTINGS
+@given(
+    states=st.one_of(
+        JUNK,
+        st.dictionaries(
+            st.one_of(st.integers(-5, 30), st.text(max_size=2), st.floats()),
+            JUNK_RECORDS,
+            max_size=3,
+        ),
+    )
+)
+def test_junk_records_never_raise_nor_inflate_the_count(states: Any) -> None:
+    guard = ContextGuard(POLICY)
+    guard.restore_state(STEP, states)
+    result = guard.prepare(STEP)
+    # a well-formed record may carry a calibration, at most 1.5
+    assert result.report.tokens_after <= FRESH.report.tokens_after * 1.5
+    assert result.report.tokens_after <= result.report.budget
+
+
+def test_records_carry_their_version_and_other_versions_are_ignored(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    at = max(GOOD)
+    assert GOOD[at]["v"] == 1
+    legacy = {k: v for k, v in GOOD[at].items() if k != "v"}
+    restored = ContextGuard(POLICY)
+    restored.restore_state(STEP, {at: legacy})  # written before the key existed
+    kept = restored.prepare(STEP)
+    assert kept.messages != FRESH.messages  # the record was used
+    future = ContextGuard(POLICY)
+    with caplog.at_level(logging.DEBUG, logger="langchain_context_guard"):
+        future.restore_state(STEP, {at: {**GOOD[at], "v": 2}})
+    assert "handover record ignored (version 2" in caplog.text
+    assert future.prepare(STEP).messages == FRESH.messages
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"ratio": float("inf")},
+        {"ratio": 1e12},
+        {"sent": []},
+        {"sent": [float("inf"), True]},
+        {"sent": "ab"},
+        {"ratio": "x"},
+    ],
+    ids=["inf-ratio", "huge-ratio", "short-sent", "inf-sent", "str-sent", "str-ratio"],
+)
+def test_records_that_used_to_break_every_later_call(record: dict[str, Any]) -> None:
+    guard = ContextGuard(POLICY)
+    guard.restore_state(STEP, {max(GOOD): record})
+    assert guard.prepare(STEP).messages == FRESH.messages

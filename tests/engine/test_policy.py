@@ -4,6 +4,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
+from langchain_context_guard.engine._policy import MIN_BUDGET_TOKENS
 
 SEED_000_YAML = """\
 # config.yaml
@@ -224,3 +225,49 @@ def test_a_misspelled_environment_variable_is_named_in_a_warning(
         policy = GuardPolicy.from_env({var: "10", "CONTEXT_GUARD_OFFLINE": "1"})
     assert suggestion in str(caught[0].message)
     assert policy == GuardPolicy()
+
+
+@pytest.mark.parametrize(
+    ("settings", "field"),
+    [
+        ({"history_limit": 0}, "history_limit"),
+        ({"history_limit": -1}, "history_limit"),
+        ({"history_limits": {"chat": 0}}, "history_limits.chat"),
+        ({"history_limits": {"chat": -1}}, "history_limits.chat"),
+    ],
+    ids=["limit-0", "limit-negative", "limits-0", "limits-negative"],
+)
+def test_turn_limits_below_one_are_refused_alike(settings, field):
+    with pytest.raises(ConfigError, match="at least 1") as info:
+        GuardPolicy(**settings)
+    assert info.value.field == field
+    assert "leave" in info.value.hint  # how to say "no limit"
+
+
+def test_turn_limits_of_one_and_none_are_accepted():
+    policy = GuardPolicy(history_limit=None, history_limits={"dm": 1})
+    assert (policy.turn_limit("dm"), policy.turn_limit("group")) == (1, None)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"context_window": 20_000, "reserve_tokens": 19_999},
+        {"context_window": 200, "reserve_tokens": 150, "hard_min_tokens": 0},
+        {"reserve_tokens": 127_990},  # of the default 128k window
+    ],
+    ids=["explicit-window", "tiny-window", "default-window"],
+)
+def test_a_budget_with_no_room_for_a_turn_is_refused_at_construction(settings):
+    with pytest.raises(ConfigError, match="leaves a budget of") as info:
+        GuardPolicy(**settings)
+    assert info.value.field == "reserve_tokens"
+    assert "context_window" in str(info.value)
+    assert f"{MIN_BUDGET_TOKENS}" in str(info.value)
+
+
+def test_the_smallest_budget_is_accepted():
+    policy = GuardPolicy(
+        context_window=MIN_BUDGET_TOKENS + 10, reserve_tokens=10, hard_min_tokens=0
+    )
+    assert policy.budget(policy.context_window or 0) == MIN_BUDGET_TOKENS

@@ -1,6 +1,7 @@
+import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_context_guard import sanitize_messages
+from langchain_context_guard import ContextGuard, repair_tool_pairs, sanitize_messages
 from tests.engine._support import ai, call, result, snapshot
 
 
@@ -115,5 +116,43 @@ def test_idempotent():
         AIMessage("", tool_calls=[call("a"), {"id": "", "name": "x", "args": {}}]),
         ToolMessage("", tool_call_id=""),
     ]
+    once = sanitize_messages(history)
+    assert sanitize_messages(once) is once
+
+
+def _duplicated() -> dict[str, AIMessage]:
+    use = {"type": "tool_use", "id": "c1", "name": "bash", "input": {"cmd": "ls"}}
+    raw = {"id": "c1", "type": "function", "function": {"name": "bash"}}
+    raw["function"]["arguments"] = '{"cmd": "ls"}'
+    return {
+        "blocks": AIMessage(
+            [{"type": "text", "text": "run"}, use, dict(use)], tool_calls=[call("c1")]
+        ),
+        "calls": AIMessage(
+            "run",
+            tool_calls=[call("c1"), call("c1")],
+            additional_kwargs={"tool_calls": [raw, dict(raw)]},
+        ),
+    }
+
+
+@pytest.mark.parametrize("kind", ["blocks", "calls"])
+def test_a_repeated_call_id_in_one_message_keeps_only_the_first(kind):
+    message = _duplicated()[kind]
+    before = snapshot([message])
+    history = [HumanMessage("hi"), message, result("c1"), HumanMessage("next")]
+    for out in (
+        sanitize_messages(history),
+        repair_tool_pairs(sanitize_messages(history)),
+        ContextGuard().prepare(history).messages,
+    ):
+        [cleaned] = [m for m in out if isinstance(m, AIMessage)]
+        uses = [b for b in cleaned.content if isinstance(b, dict)]
+        assert [b["id"] for b in uses if b["type"] == "tool_use"] in ([], ["c1"])
+        assert [c["id"] for c in cleaned.tool_calls] == ["c1"]
+        raw = cleaned.additional_kwargs.get("tool_calls", [])
+        assert [c["id"] for c in raw] in ([], ["c1"])
+        assert cleaned.text == "run"
+    assert snapshot([message]) == before  # the caller's message is untouched
     once = sanitize_messages(history)
     assert sanitize_messages(once) is once

@@ -95,3 +95,20 @@ def test_compress_lines_names_the_source():
     out = compress_lines(text, 3, 2, source="call_7")
     assert 'full text: read_tool_result("call_7")' in out
     assert "read_tool_result" not in compress_lines(text, 3, 2)
+
+
+@pytest.mark.parametrize("source", [None, "c1"])
+def test_a_cut_text_is_cut_again_around_its_marker_never_through_it(source):
+    text = "".join(f"line {i}\n" for i in range(2_000))
+    once = truncate_text(text, 1_000, 400, 400, source)
+    again = truncate_text(once, 300, 100, 100)
+    assert len(again) <= 300
+    assert again.startswith("line 0\nline 1\n")
+    assert again.endswith("line 1999\n")
+    assert f"original {len(text):,} characters" in again
+    assert again.count("characters truncated") == 1
+    assert (source is not None) == ('read_tool_result("c1")' in again)
+    head, rest = again.split("\n\n... [", 1)
+    tail = rest.split("] ...\n\n", 1)[1]
+    omitted = int(rest.split(" ")[0].replace(",", ""))
+    assert omitted == len(text) - len(head) - len(tail)

@@ -1,4 +1,5 @@
-from langchain_core.messages import AIMessage, HumanMessage
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langchain_context_guard import strip_old_thinking
 from tests.engine._support import ai, call, result, snapshot
@@ -96,3 +97,75 @@ def test_nothing_to_strip_returns_same_list_and_is_idempotent():
     two = [HumanMessage("q"), _answer(1), HumanMessage("q2"), _answer(2)]
     once = strip_old_thinking(two)
     assert strip_old_thinking(once) is once
+
+
+BIG_THOUGHT = "let me think about this carefully. " * 400
+
+
+def _over_by_reasoning(form: str) -> list:
+    if form == "blocks":
+        thought = {"type": "thinking", "thinking": BIG_THOUGHT, "signature": "c2ln"}
+        answer = AIMessage(
+            [thought, {"type": "text", "text": "The answer is 42."}], id="a"
+        )
+    elif form == "reasoning":
+        thought = {"type": "reasoning", "reasoning": BIG_THOUGHT}
+        answer = AIMessage(
+            [thought, {"type": "text", "text": "The answer is 42."}], id="a"
+        )
+    else:
+        answer = AIMessage(
+            "The answer is 42.",
+            additional_kwargs={"reasoning_content": BIG_THOUGHT},
+            id="a",
+        )
+    return [
+        SystemMessage("You are terse.", id="s"),
+        HumanMessage("What is six times seven?", id="u"),
+        answer,
+        HumanMessage("Thanks. And six times eight?", id="u2"),
+    ]
+
+
+@pytest.mark.parametrize("form", ["blocks", "reasoning", "kwargs"])
+@pytest.mark.parametrize("stable", [True, False], ids=["stable", "plain"])
+def test_the_newest_answer_loses_its_reasoning_before_the_answer(form, stable):
+    from langchain_context_guard import ContextGuard, GuardPolicy
+
+    history = _over_by_reasoning(form)
+    policy = GuardPolicy(
+        context_window=3_000,
+        reserve_tokens=500,
+        hard_min_tokens=0,
+        warn_below_tokens=0,
+        stable_prefix=stable,
+    )
+    guard = ContextGuard(policy)
+    assert guard.count_tokens(history) > policy.budget(3_000)  # with the reasoning
+    before = snapshot(history)
+    out = guard.prepare(history).messages
+    assert snapshot(history) == before
+    assert [m.id for m in out] == ["s", "u", "a", "u2"]
+    assert out[2].text == "The answer is 42."
+    assert BIG_THOUGHT not in str(out[2].content)
+    assert "reasoning_content" not in out[2].additional_kwargs
+    assert ContextGuard(policy).prepare(out).messages == out
+
+
+@pytest.mark.parametrize("form", ["blocks", "reasoning", "kwargs"])
+def test_trim_to_budget_strips_the_newest_reasoning_before_dropping_it(form):
+    from langchain_context_guard import TiktokenCounter, trim_to_budget
+
+    history = _over_by_reasoning(form)
+    count = TiktokenCounter().count_message
+    budget = 2_000
+    assert sum(map(count, history)) > budget
+    out = trim_to_budget(history, budget=budget, token_counter=count)
+    assert [m.id for m in out] == ["s", "u", "a", "u2"]
+    assert out[2].text == "The answer is 42."
+    assert not any(
+        isinstance(b, dict) and b.get("type") in {"thinking", "reasoning"}
+        for b in out[2].content
+    )
+    assert "reasoning_content" not in out[2].additional_kwargs
+    assert sum(map(count, out)) <= budget

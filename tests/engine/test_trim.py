@@ -260,3 +260,12 @@ def test_an_output_prepared_again_is_not_cut_for_its_placeholder_or_peaks(name):
         again = ContextGuard(tuned).prepare(out).messages
         assert snapshot(again) == snapshot(out), window
     assert tried > 20
+
+
+@pytest.mark.parametrize("limit", [0, -1])
+def test_turn_limit_below_one_is_refused_as_in_the_policy(limit):
+    from langchain_context_guard import ConfigError
+
+    with pytest.raises(ConfigError, match="at least 1") as info:
+        _trim(chat_history(4), 10**9, turn_limit=limit)
+    assert info.value.field == "turn_limit"

@@ -91,3 +91,53 @@ def test_archived_results_markers_name_the_call_and_fit_the_budget():
                 assert f'read_tool_result("{m.tool_call_id}")' in m.text
         else:
             assert not named
+
+
+IMAGE = {
+    "type": "image",
+    "source_type": "base64",
+    "data": "aGVsbG8=",
+    "mime_type": "image/png",
+}
+
+
+def _screenshots() -> list:
+    text = "".join(f"line {i}: some log output here\n" for i in range(3_000))
+    return [
+        HumanMessage("go"),
+        ai(call("c1")),
+        result("c1", [IMAGE, {"type": "text", "text": text}, IMAGE]),
+        HumanMessage("next"),
+    ]
+
+
+def _text_block(message) -> str:
+    [block] = [b for b in message.content if b.get("type") == "text"]
+    return block["text"]
+
+
+def test_images_over_the_share_leave_the_text_a_head_and_a_tail():
+    from langchain_context_guard import ContextGuard, GuardPolicy
+
+    policy = GuardPolicy(
+        context_window=32_000, reserve_tokens=4_000, max_tool_result_share=0.1
+    )
+    history = _screenshots()
+    counter = TiktokenCounter()
+    share = int(policy.max_tool_result_share * policy.budget(32_000))
+    assert counter.count_message(HumanMessage([IMAGE, IMAGE])) > share
+    passed = truncate_tool_results(
+        history, max_tokens=share, token_counter=counter.count_message
+    )
+    prepared = ContextGuard(policy).prepare(history).messages
+    for out in (passed, prepared):
+        text = _text_block(out[2])
+        assert text.startswith("line 0: some log output here\nline 1: some log")
+        assert text.endswith("line 2999: some log output here\n")
+        assert text.count("characters truncated") == 1
+        assert [b["type"] for b in out[2].content] == ["image", "text", "image"]
+    again = truncate_tool_results(
+        passed, max_tokens=share, token_counter=counter.count_message
+    )
+    assert again is passed
+    assert ContextGuard(policy).prepare(prepared).messages == prepared

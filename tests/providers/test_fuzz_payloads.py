@@ -155,3 +155,31 @@ def test_a_join_on_a_growing_history_keeps_the_prefix_byte_identical(stable):
         assert all(same[:-1] if joined else same), k
         assert joined == (len(same) > 0 and not same[-1]), k
         previous = _kept(sent)
+
+
+def test_a_repeated_call_id_in_one_message_reaches_anthropic_once():
+    from tests.providers._support import anthropic_payload
+
+    use = {"type": "tool_use", "id": "c1", "name": "bash", "input": {"cmd": "ls"}}
+    call = {"name": "bash", "args": {"cmd": "ls"}, "id": "c1", "type": "tool_call"}
+    for message in (
+        AIMessage([{"type": "text", "text": "run"}, use, dict(use)], tool_calls=[call]),
+        AIMessage("run", tool_calls=[call, dict(call)]),
+    ):
+        history = [
+            HumanMessage("hi"),
+            message,
+            ToolMessage("out", tool_call_id="c1"),
+            HumanMessage("next"),
+        ]
+        sent = ContextGuard().prepare(history).messages
+        assert violations(sent) == {}
+        payload = anthropic_payload(sent)
+        ids = [
+            b["id"]
+            for m in payload["messages"]
+            if isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_use"
+        ]
+        assert ids == ["c1"]

@@ -12,10 +12,18 @@ prompt (``sent``, for usage anchoring). The adapters store it in the reply's
 when the guard does not hold that prompt, rebuilds it by pruning the history
 up to ``base`` again: the passes are deterministic and the anchors' counts are
 restored first, so the rebuilt prompt is byte-identical.
+
+Records come back from checkpoints and replies that anyone may have edited,
+truncated or written with another version: they are untrusted input. Each is
+checked against the schema below (``checked_records``) and one that does not
+match is ignored with a debug log line, so the prompt is pruned afresh; a
+record never raises and never inflates a count.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
@@ -23,18 +31,30 @@ from typing import Any, Protocol
 from langchain_core.messages import AIMessage, BaseMessage
 
 from .._policy import GuardPolicy
-from ..tokens._anchor import anchor_tokens, sent_key
+from ..tokens._anchor import CALIBRATION_RANGE, anchor_tokens, sent_key
 from ..tokens._counters import TokenCounter
 from ._stable_prefix import Sent, conversation
 
 STATE_KEY = "context_guard"
 """Where the adapters keep the record in a reply's ``response_metadata``."""
+VERSION = 1
+"""The record's schema: ``{"v": 1, "sent": [tokens, whole], "base": index,
+"ratio": provider/our count}``, every key but ``v`` optional (a record without
+``v`` is read as version 1, as written before the key existed)."""
+MAX_TOKENS = 100_000_000
+"""No prompt's count is larger: ten times the largest context window."""
+
+_KEYS = frozenset({"v", "sent", "base", "ratio"})
+
+logger = logging.getLogger("langchain_context_guard")
 
 
 def record(
     sent: tuple[int, bool] | None, base: int | None, ratio: float | None
 ) -> dict[str, Any]:
     """The JSON record of one prepared prompt (keys only for what is known).
+
+    Empty (not even ``v``) when nothing is known.
 
     ``ratio`` is the provider/our count ratio the guard carries after it: it
     decides between readings of the next reply's usage (``_anchor.make_gauge``).
@@ -46,10 +66,67 @@ def record(
         state["base"] = base
     if ratio is not None:
         state["ratio"] = ratio
-    return state
+    return {"v": VERSION, **state} if state else state
 
 
 Records = dict[int, Mapping[str, Any]]
+
+
+def _index(value: object, top: int) -> bool:
+    """An int (not a bool) in ``1..top``."""
+    return type(value) is int and 0 < value <= top
+
+
+def problem(state: object, at: int) -> str | None:
+    """What is wrong with the record of the prompt before index ``at``, if anything."""
+    if not isinstance(state, Mapping):
+        return f"a {type(state).__name__}, not a dict"
+    if state.get("v", VERSION) != VERSION:
+        return f"version {state.get('v')!r}, not {VERSION}"
+    if not set(state) <= _KEYS:
+        return f"unknown keys {sorted(map(str, set(state) - _KEYS))}"
+    sent = state.get("sent")
+    if sent is not None and not (
+        isinstance(sent, list | tuple)
+        and len(sent) == 2
+        and _index(sent[0], MAX_TOKENS)
+        and type(sent[1]) is bool
+    ):
+        return "'sent' is not [tokens, whole]"
+    base = state.get("base")
+    if base is not None and not _index(base, at):
+        return f"'base' is not an index up to {at}"
+    ratio = state.get("ratio")
+    low, high = CALIBRATION_RANGE
+    if ratio is not None and not (
+        type(ratio) in {int, float} and math.isfinite(ratio) and low <= ratio <= high
+    ):
+        return f"'ratio' is not a number from {low} to {high}"
+    return None
+
+
+def checked_records(states: object, size: int) -> Records:
+    """The well-formed records of ``states`` for a history of ``size`` messages.
+
+    Keys must be reply indexes in ``1..size`` and records must match the schema;
+    anything else is left out with a debug log line (it only costs a fresh prune).
+    """
+    if not isinstance(states, Mapping):
+        if states is not None:
+            logger.debug("Context guard: handover records ignored (not a dict)")
+        return {}
+    found: Records = {}
+    for at, state in states.items():
+        why = (
+            problem(state, at)
+            if _index(at, size)
+            else f"index {at!r} outside 1..{size}"
+        )
+        if why is None:
+            found[at] = state
+        else:
+            logger.debug("Context guard: handover record ignored (%s)", why)
+    return found
 
 
 def read_record(message: BaseMessage) -> dict[str, Any] | None:
@@ -204,6 +281,7 @@ def restore_state(
     model: Any,
 ) -> None:
     """``ContextGuard.restore_state``: take back records by their reply's index."""
+    states = checked_records(states, len(original))
     counts = sent_counts(original, states, lambda m: sent_key(m, guard.counter))
     with guard._lock:
         for key, value in counts:

@@ -24,6 +24,7 @@ from .._messages import label
 from ..passes._compress import callers
 from ..passes._hygiene import tidy_message
 from ..passes._repair import call_name, stand_in_named
+from ..passes._thinking import cut_cost_view
 from ..passes._trim import (
     Counter,
     Cut,
@@ -155,7 +156,7 @@ def message_costs(
     """
     m = messages[i]
     if not isinstance(m, ToolMessage):
-        return _plain(count(m))
+        return _plain(count(cut_cost_view(m)))
     m = tidy_message(m) or m
     good = count(compress(m))
     if assistant:

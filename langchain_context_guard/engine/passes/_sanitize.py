@@ -13,7 +13,13 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from .._messages import is_empty, map_messages, memo_rewrite, without_tool_calls
+from .._messages import (
+    first_calls,
+    is_empty,
+    map_messages,
+    memo_rewrite,
+    without_tool_calls,
+)
 
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 """Tool names that OpenAI, Anthropic and Gemini all accept."""
@@ -43,6 +49,7 @@ def _bad_raw_ids(message: AIMessage, kept_ids: set[str]) -> set[str]:
 
 
 def _clean_ai(message: AIMessage) -> AIMessage | None:
+    message = first_calls(message)
     kept: list[ToolCall] = []
     seen: set[str] = set()
     for call in message.tool_calls:
@@ -71,11 +78,13 @@ def sanitize_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Drop what providers reject outright.
 
     Removes tool calls with a blank id, a name providers refuse, arguments that are
-    not an object, or a repeated id; every ``invalid_tool_calls`` entry (it would
-    reach the provider unanswered); tool results with a blank ``tool_call_id``; and
-    messages left with nothing to send. Dropped calls also leave the raw forms
-    integrations send: Anthropic ``tool_use`` content blocks and
-    ``additional_kwargs["tool_calls"]`` (whose blank-id entries go too).
+    not an object, or a repeated id (within one message the first is kept, in
+    ``tool_calls``, ``tool_use`` blocks and raw calls alike); every
+    ``invalid_tool_calls`` entry (it would reach the provider unanswered); tool
+    results with a blank ``tool_call_id``; and messages left with nothing to send.
+    Dropped calls also leave the raw forms integrations send: Anthropic
+    ``tool_use`` content blocks and ``additional_kwargs["tool_calls"]`` (whose
+    blank-id entries go too).
     """
     return map_messages(messages, clean_message)
 

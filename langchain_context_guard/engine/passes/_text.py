@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
+_MARKER = re.compile(
+    r"\n\n\.\.\. \[[\d,]+ characters truncated; original ([\d,]+) characters"
+    r'(?:; full text: read_tool_result\("([^"\n]*)"\))?\] \.\.\.\n\n'
+)
+"""The marker ``truncate_text`` leaves (its original length and source)."""
+
 
 def truncate_text(
     text: str,
@@ -16,7 +24,9 @@ def truncate_text(
     and with ``source`` (a tool call id) where the full text can be read back.
     Text of at most ``max_chars`` characters comes back unchanged, and
     the result is at most ``max_chars`` long (head and tail shrink to make room for
-    the marker), unless ``max_chars`` is shorter than the marker itself.
+    the marker), unless ``max_chars`` is shorter than the marker itself. A text
+    cut before is cut again around its marker, never through it: the head and
+    tail shrink, and the marker still gives the first original's length.
     """
     if head_chars < 0 or tail_chars < 0 or max_chars <= 0:
         raise ValueError(
@@ -31,6 +41,9 @@ def truncate_text(
         )
     if len(text) <= max_chars:
         return text
+    found = list(_MARKER.finditer(text))
+    if len(found) == 1 and _original(found[0]) >= len(text) - len(found[0][0]):
+        return _recut(text, found[0], max_chars, head_chars, tail_chars, source)
     # The result never exceeds max_chars (so cutting again changes nothing): when
     # head + tail + marker would, head and tail shrink in proportion.
     room = max_chars - len(_marker(len(text), len(text), source))
@@ -42,6 +55,33 @@ def truncate_text(
     head = text[:head_chars]
     tail = text[len(text) - tail_chars :] if tail_chars else ""
     return f"{head}{_marker(omitted, len(text), source)}{tail}"
+
+
+def _recut(
+    text: str,
+    mark: re.Match[str],
+    max_chars: int,
+    head_chars: int,
+    tail_chars: int,
+    source: str | None,
+) -> str:
+    """``truncate_text`` of a text cut before: its head and tail cut shorter."""
+    original = _original(mark)
+    source = source or mark[2]
+    head, tail = text[: mark.start()], text[mark.end() :]
+    room = max_chars - len(_marker(original, original, source))
+    if head_chars + tail_chars > room:
+        share = head_chars / (head_chars + tail_chars)
+        head_chars = max(int(room * share), 0)
+        tail_chars = max(room - head_chars, 0)
+    head = head[:head_chars]
+    tail = tail[max(len(tail) - tail_chars, 0) :] if tail_chars else ""
+    omitted = original - len(head) - len(tail)
+    return f"{head}{_marker(omitted, original, source)}{tail}"
+
+
+def _original(mark: re.Match[str]) -> int:
+    return int(mark[1].replace(",", ""))
 
 
 def where(source: str | None) -> str:

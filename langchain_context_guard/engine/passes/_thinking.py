@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -71,6 +71,46 @@ def stripped_count(holders: Sequence[int], start: int, keep_recent: int) -> int:
 def strip_reasoning(message: BaseMessage) -> BaseMessage:
     """``message`` without its reasoning (memoised)."""
     return memo_rewrite(message, "strip_thinking", _strip)
+
+
+def cut_cost_view(message: BaseMessage) -> BaseMessage:
+    """``message`` as a cut weighs it: an answer without its reasoning.
+
+    Before a cut drops an assistant answer, its reasoning goes
+    (``_trim.fit_cut``), so what the answer takes is planned without it. A
+    message with tool calls keeps it: an unfinished tool-use turn sends it.
+    """
+    if (
+        isinstance(message, AIMessage)
+        and not message.tool_calls
+        and has_reasoning(message)
+    ):
+        return strip_reasoning(message)
+    return message
+
+
+def fit_answers(
+    kept: list[BaseMessage],
+    budget: int,
+    measure: Callable[[list[BaseMessage]], int],
+    squeeze: Callable[[list[BaseMessage]], list[BaseMessage]] | None,
+) -> tuple[list[BaseMessage], int, bool]:
+    """What a cut keeps, ``squeeze``d and then stripped of reasoning if over.
+
+    Reasoning goes before the answers it led to (``cut_cost_view``), outside
+    an unfinished tool-use turn. Returns the messages, what ``measure`` gives
+    them, and whether they changed.
+    """
+    total, changed = measure(kept), False
+    if total > budget and squeeze is not None:
+        smaller = squeeze(kept)
+        if smaller is not kept:
+            changed, kept, total = True, smaller, measure(smaller)
+    if total > budget:
+        bare = strip_old_thinking(kept, keep_recent=0)
+        if bare is not kept:
+            changed, kept, total = True, bare, measure(bare)
+    return kept, total, changed
 
 
 def strip_old_thinking(

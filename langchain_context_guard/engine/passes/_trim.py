@@ -25,11 +25,12 @@ from operator import is_not, itemgetter
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from .._errors import BudgetExceededError
+from .._errors import BudgetExceededError, ConfigError
 from .._messages import text_of, with_marker
 from ..tokens._counters import REPLY_OVERHEAD
 from ._compress import compress_boundary
 from ._text import truncate_text
+from ._thinking import cut_cost_view, fit_answers
 from ._trim_sizes import Costs, Settled, Trail, trail, walk
 from ._trim_units import (
     grid_from,
@@ -250,7 +251,8 @@ def fit_cut(
 
     Returns the kept messages, how many units were dropped, and whether more than
     the planned cut was needed. When the kept history is still over (results not
-    compressed yet), ``squeeze`` is tried first; then the cut moves on to the
+    compressed yet), ``squeeze`` is tried first, then stripping the reasoning
+    of the answers it keeps (``fit_answers``); then the cut moves on to the
     first later grid point that fits; only when nothing is left to drop are the
     largest results truncated.
     """
@@ -259,13 +261,7 @@ def fit_cut(
     def attempt(dropped: int) -> tuple[list[BaseMessage], int]:
         nonlocal squeezed
         kept = cut.keep(messages, dropped)
-        total = measure(kept)
-        squeezed = False
-        if total > budget and squeeze is not None:
-            smaller = squeeze(kept)
-            if smaller is not kept:
-                squeezed = True
-                return smaller, measure(smaller)
+        kept, total, squeezed = fit_answers(kept, budget, measure, squeeze)
         return kept, total
 
     kept, total = attempt(cut.dropped)
@@ -324,6 +320,12 @@ def trim_to_budget(
     provider's own counts. ``measure``, when given, is the caller's count of a
     whole candidate history (e.g. usage-anchored) and decides what fits.
     """
+    if turn_limit is not None and turn_limit < 1:
+        raise ConfigError(
+            f"trim_to_budget: turn_limit must be at least 1 (got {turn_limit}).",
+            field="turn_limit",
+            hint="pass a whole number of user turns, at least 1, or None for no limit.",
+        )
     source: list[BaseMessage] = list(messages)
     extra = extra_tokens + REPLY_OVERHEAD
 
@@ -335,7 +337,7 @@ def trim_to_budget(
     def cost(m: BaseMessage) -> int:
         return math.ceil(token_counter(m) * scale)
 
-    counts = [token_counter(m) for m in source]
+    counts = [token_counter(cut_cost_view(m)) for m in source]
     plan, sizes = plan_cut(
         source,
         [(c, c, False, 0) for c in counts],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from functools import partial
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
@@ -137,16 +138,45 @@ def without_fences(content: str, args: set[str]) -> str:
     return "".join(out)
 
 
+MIN_CUT_CHARS = 400
+"""The smallest cap a token limit sets on a result's text: room for the marker
+and a real head and tail (about 100 characters each), and above any cut's own
+length, so a cut output is not cut again (``prepare`` stays idempotent)."""
+
+
 def _chars_within(
     message: BaseMessage, max_tokens: int, count: Callable[[BaseMessage], int]
 ) -> int | None:
-    """Largest character cap that brings ``message`` under ``max_tokens``, if needed."""
+    """Largest character cap that brings ``message`` under ``max_tokens``, if needed.
+
+    Only its text can shrink: what the other blocks (images, files) cost is
+    taken off the limit first, and when they alone are over it, the text keeps
+    ``MIN_CUT_CHARS``.
+    """
     tokens = count(message)
     if tokens <= max_tokens:
         return None
+    rest = count(message.model_copy(update={"content": _no_text(message.content)}))
+    text_tokens = tokens - rest
+    if text_tokens <= 0:
+        return None  # no text: nothing a cut can take off
     chars = len(text_of(message.content))
-    cap = int(chars * max_tokens / tokens * 0.9)
-    return max(cap, 64)
+    cap = int(chars * (max_tokens - rest) / text_tokens * 0.9)
+    return max(cap, MIN_CUT_CHARS)
+
+
+def _no_text(content: str | list[Any]) -> str | list[Any]:
+    """``content`` with its text emptied (what its other blocks cost)."""
+    if isinstance(content, str):
+        return ""
+    return [
+        ""
+        if isinstance(b, str)
+        else {**b, "text": ""}
+        if isinstance(b, dict) and b.get("type") == "text"
+        else b
+        for b in content
+    ]
 
 
 def truncate_tool_results(
