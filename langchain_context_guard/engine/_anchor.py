@@ -24,6 +24,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from ._depth import assistant_count
+from ._keys import content_key
 from ._tokens import REPLY_OVERHEAD, TokenCounter
 
 ANCHOR_RANGE = (0.7, 1.5)
@@ -60,9 +61,18 @@ def _has_reasoning(message: BaseMessage) -> bool:
     )
 
 
-def sent_key(message: BaseMessage, counter: TokenCounter) -> tuple[Any, ...]:
-    """Names a prompt by its last message (id, type and size, to avoid collisions)."""
-    return (message.id, message.type, counter.count_message(message))
+def sent_key(message: BaseMessage, counter: TokenCounter, at: int) -> tuple[Any, ...]:
+    """Names a prompt by its last message, at index ``at`` of the history.
+
+    By id, type and size; a message without an id (an LCEL loop's tool results
+    and replies) by its place, content and tool call instead, so the reply to a
+    prompt is still matched to our count of it.
+    """
+    size = counter.count_message(message)
+    if message.id:
+        return (message.id, message.type, size)
+    call = getattr(message, "tool_call_id", None)
+    return (None, message.type, size, at, call, content_key(message))
 
 
 def calibration_for(reply: BaseMessage, ours: int | None) -> float | None:

@@ -165,7 +165,7 @@ class ContextGuard:
         anchoring = policy.usage_anchoring
         sent = None
         if anchoring and usage_at >= 1:
-            key = sent_key(messages[usage_at - 1], self.counter)
+            key = sent_key(messages[usage_at - 1], self.counter, usage_at - 1)
             with self._lock:
                 sent = self._sent.get(key)
         name = self._name(model)
@@ -205,9 +205,9 @@ class ContextGuard:
 
         Keyed by the history's last message: the reply to this prompt follows it.
         """
-        if not original or not original[-1].id or not self.policy.usage_anchoring:
+        if not original or not self.policy.usage_anchoring:
             return
-        key = sent_key(original[-1], self.counter)
+        key = sent_key(original[-1], self.counter, len(original) - 1)
         with self._lock:
             self._sent[key] = (sent_tokens, whole)
 
