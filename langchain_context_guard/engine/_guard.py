@@ -17,7 +17,7 @@ from ._forget import forget_head
 from ._grown import known_after, read
 from ._handover import export_state, restore_state
 from ._input import to_messages
-from ._overflow import LimitMemory
+from ._overflow import LimitMemory, ignored_limit
 from ._pipeline import Record, Setting
 from ._policy import GuardPolicy
 from ._prune import prune
@@ -88,11 +88,23 @@ class ContextGuard:
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
         self._last = Known([], [], 0, -1, 0)
 
-    def learn_limit(self, model: Any, limit: int) -> None:
-        """Cap ``model``'s window at ``limit`` from now on (a provider said so)."""
+    def learn_limit(
+        self, model: Any, limit: int, *, stated: int | None = None
+    ) -> GuardEvent | None:
+        """Cap ``model``'s window at ``limit`` from now on (a provider said so).
+
+        ``stated``: the provider's own figure, when ``limit`` is it converted to
+        our units. An implausible one (``_overflow.ignored_limit``) is not
+        learned: the ``limit_ignored`` event that says why is logged and returned.
+        """
+        ignored = ignored_limit(stated or limit, self.policy.context_window)
+        if ignored is not None:
+            log_event(ignored)
+            return ignored
         key = limit_key(self.model if model is None else model, self.policy.model)
         if key:
             self.limits.learn(key, limit)
+        return None
 
     def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo:
         """Resolve and check the window (``learned=False``: as the provider counts)."""
@@ -129,7 +141,11 @@ class ContextGuard:
         policy, reserve = self.policy, None
         if "reserve_tokens" not in policy.model_fields_set:
             reserve = output_reserve(model if model is not None else self.model, window)
-        budget = window - reserve if reserve is not None else policy.budget(window)
+        if reserve is None:
+            reserve = policy.reserve_tokens
+            if source in ("learned", "limit"):  # a provider's limit: half to send
+                reserve = min(reserve, window // 2)
+        budget = window - reserve
         if budget <= 0:
             raise ConfigError(
                 f"GuardPolicy.reserve_tokens ({policy.reserve_tokens:,}) leaves "

@@ -207,9 +207,7 @@ def restore_state(
     model: Any,
 ) -> None:
     """``ContextGuard.restore_state``: take back records by their reply's index."""
-    counts = sent_counts(
-        original, states, lambda m, at: sent_key(m, guard.counter, at)
-    )
+    counts = sent_counts(original, states, lambda m, at: sent_key(m, guard.counter, at))
     with guard._lock:
         for key, value in counts:
             guard._sent.setdefault(key, value)
