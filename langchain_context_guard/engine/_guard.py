@@ -73,7 +73,7 @@ class ContextGuard:
             chars_per_token=self.policy.chars_per_token,
         )
         self.limits = LimitMemory()
-        self._warned: set[int] = set()
+        self._warned: set[tuple[str, int]] = set()
         self._lock = threading.Lock()
         # One call at a time: a call reads and replaces what the last one kept
         # (its history, its record); under the GIL, turns cost little.
@@ -93,9 +93,9 @@ class ContextGuard:
     ) -> GuardEvent | None:
         """Cap ``model``'s window at ``limit`` from now on (a provider said so).
 
-        ``stated``: the provider's own figure, when ``limit`` is it converted to
-        our units. An implausible one (``_overflow.ignored_limit``) is not
-        learned: the ``limit_ignored`` event that says why is logged and returned.
+        ``stated``: the provider's figure that ``limit`` converts to our units; if
+        implausible, the ``limit_ignored`` event (``_overflow.ignored_limit``) is
+        logged and returned instead.
         """
         ignored = ignored_limit(stated or limit, self.policy.context_window)
         if ignored is not None:
@@ -277,9 +277,7 @@ class ContextGuard:
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
         gauge = self._gauge(original, usage_at, usage_body, extra, model)
-        events: list[GuardEvent] = []
-        if info.should_warn:
-            events.append(self._window_warning(info, budget))
+        events = self._warnings(info, budget, model)
         if stable is not None and stable.key == key:
             reused = reuse_prompt(
                 stable,
@@ -384,16 +382,18 @@ class ContextGuard:
         with self._lock:
             self._stables[key] = sent
 
-    def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent:
+    def _warnings(self, info: WindowInfo, budget: int, model: Any) -> list[GuardEvent]:
+        """A ``window_warning`` (logged) the first time ``model`` has this window."""
+        key = (self._name(model), info.tokens)
+        with self._lock:
+            if not info.should_warn or key in self._warned:
+                return []
+            self._warned.add(key)
         event = GuardEvent(
             "window_warning",
             budget=budget,
             detail=f"context window {info.tokens:,} tokens (from {info.source}) is "
             f"below the recommended {self.policy.warn_below_tokens:,}",
         )
-        with self._lock:
-            first = info.tokens not in self._warned
-            self._warned.add(info.tokens)
-        if first:
-            log_event(event)
-        return event
+        log_event(event)
+        return [event]

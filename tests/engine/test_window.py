@@ -103,17 +103,18 @@ def test_an_absurd_limit_is_not_learned():
     assert guard.window() == WindowInfo(64_000, "override", False)
 
 
-def test_warns_below_32k_with_an_event_and_one_log_record(caplog):
+def test_warns_below_32k_once_per_guard_and_model(caplog):
     guard = ContextGuard(GuardPolicy(context_window=20_000, reserve_tokens=2_000))
     with caplog.at_level(logging.INFO, logger="langchain_context_guard"):
         first = guard.prepare([HumanMessage("hi")])
-        second = guard.prepare([HumanMessage("hi again")])
-    for result in (first, second):
-        kinds = [e.kind for e in result.report.events]
-        assert kinds == ["window_warning"]
+        later = [guard.prepare([HumanMessage(f"hi {k}")]) for k in range(3)]
+        other = guard.prepare([HumanMessage("hello")], model="other-model")
+    assert [e.kind for e in first.report.events] == ["window_warning"]
+    assert "20,000" in first.report.events[0].detail
+    assert [e for r in later for e in r.report.events] == []
+    assert [e.kind for e in other.report.events] == ["window_warning"]
     records = [r for r in caplog.records if "window" in r.getMessage()]
-    assert len(records) == 1
-    assert "20,000" in records[0].getMessage()
+    assert len(records) == 2
 
 
 def test_exactly_at_the_thresholds():
