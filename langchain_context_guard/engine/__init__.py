@@ -12,7 +12,7 @@ Reading order: ``_policy`` (the settings), ``_tokens`` (counting), the passes
 the same passes are made incremental and cache-friendly.
 """
 
-from ._anchor import count_messages
+from ._anchor import UsageMissingWarning, count_messages
 from ._compress import compress_old_tool_results
 from ._errors import (
     BudgetExceededError,
@@ -61,6 +61,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerFallbackWarning",
+    "UsageMissingWarning",
     "WindowInfo",
     "WindowTooSmallError",
     "classify_overflow",

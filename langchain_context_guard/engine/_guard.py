@@ -17,6 +17,7 @@ from ._forget import forget_head
 from ._grown import known_after, read
 from ._handover import export_state, restore_state
 from ._input import to_messages
+from ._notices import Notices
 from ._overflow import LimitMemory, ignored_limit
 from ._pipeline import Record, Setting
 from ._policy import GuardPolicy
@@ -73,7 +74,7 @@ class ContextGuard:
             chars_per_token=self.policy.chars_per_token,
         )
         self.limits = LimitMemory()
-        self._warned: set[tuple[str, int]] = set()
+        self._notices = Notices(self.policy)
         self._lock = threading.Lock()
         # One call at a time: a call reads and replaces what the last one kept
         # (its history, its record); under the GIL, turns cost little.
@@ -277,7 +278,10 @@ class ContextGuard:
         turn_limit = policy.turn_limit(session_kind)
         key = (policy, self.counter, budget, info.tokens, turn_limit, extra)
         gauge = self._gauge(original, usage_at, usage_body, extra, model)
-        events = self._warnings(info, budget, model)
+        used = self.model if model is None else model
+        events = self._notices.due(
+            info, budget, self._name(model), used, original, seen
+        )
         if stable is not None and stable.key == key:
             reused = reuse_prompt(
                 stable,
@@ -381,19 +385,3 @@ class ContextGuard:
         key = conversation(sent.source)
         with self._lock:
             self._stables[key] = sent
-
-    def _warnings(self, info: WindowInfo, budget: int, model: Any) -> list[GuardEvent]:
-        """A ``window_warning`` (logged) the first time ``model`` has this window."""
-        key = (self._name(model), info.tokens)
-        with self._lock:
-            if not info.should_warn or key in self._warned:
-                return []
-            self._warned.add(key)
-        event = GuardEvent(
-            "window_warning",
-            budget=budget,
-            detail=f"context window {info.tokens:,} tokens (from {info.source}) is "
-            f"below the recommended {self.policy.warn_below_tokens:,}",
-        )
-        log_event(event)
-        return [event]

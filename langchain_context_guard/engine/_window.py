@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._errors import WindowTooSmallError
+from ._events import GuardEvent
 
 WindowSource = Literal["override", "learned", "model_profile", "table", "default"]
 
@@ -189,3 +190,13 @@ def check_window(
     if tokens < hard_min and source != "learned":
         raise WindowTooSmallError(tokens, hard_min, source)
     return WindowInfo(tokens, source, should_warn=tokens < warn_below)
+
+
+def window_warning(info: WindowInfo, budget: int, recommended: int) -> GuardEvent:
+    """The event for a window below ``recommended`` (``warn_below_tokens``)."""
+    return GuardEvent(
+        "window_warning",
+        budget=budget,
+        detail=f"context window {info.tokens:,} tokens (from {info.source}) is "
+        f"below the recommended {recommended:,}",
+    )
