@@ -78,3 +78,30 @@ def test_the_package_names_no_design_document_numbers() -> None:
         if re.search(r"\bseeds? \d{3}", line, re.I)
     ]
     assert found == [], "describe the mechanism instead: " + ", ".join(found)
+
+
+def test_the_usage_range_in_docs_tokens_is_the_one_applied() -> None:
+    from langchain_context_guard.engine.tokens._anchor import ANCHOR_RANGE
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    from langchain_context_guard import ContextGuard, GuardPolicy
+
+    text = (ROOT / "docs" / "tokens.md").read_text(encoding="utf-8")
+    found = re.search(r"outside (\d\.\d+)-(\d\.\d+) times our own count", text)
+    assert found is not None, "docs/tokens.md must state the accepted usage range"
+    low, high = float(found.group(1)), float(found.group(2))
+    assert (low, high) == ANCHOR_RANGE
+    guard = ContextGuard(GuardPolicy(context_window=32_000))
+    task = HumanMessage("Why does the build fail? " + "See the log. " * 200)
+    plain = AIMessage("Looking.")
+    ours = guard.count_tokens([task, plain])
+    estimated = guard.count_tokens([task, plain, HumanMessage("And?")])
+
+    def with_usage(ratio: float) -> int:
+        prompt = round(ours * ratio)
+        usage = {"input_tokens": prompt, "output_tokens": 0, "total_tokens": prompt}
+        reply = plain.model_copy(update={"usage_metadata": usage})
+        return guard.count_tokens([task, reply, HumanMessage("And?")])
+
+    assert with_usage(high + 0.1) == with_usage(low - 0.1) == estimated  # ignored
+    assert with_usage(high - 0.1) > estimated  # believed

@@ -168,7 +168,7 @@ def test_import_stays_light() -> None:
 
 ENGINE_LAYERS = ("vocabulary", "tokens", "passes", "incremental", "guard")
 """The engine's folders, lowest first: each imports only its own and lower ones."""
-_ENGINE_TOP = {"_guard", "_call", "_reference"}
+_ENGINE_TOP = {"_guard", "_call", "_notices", "_reference"}
 """Root modules above the folders: ``ContextGuard`` and the specification."""
 
 

@@ -34,7 +34,8 @@ def note_silent_overflow(
         return None
     limit = scaled_limit(found, sent())
     if limit is not None:
-        guard.learn_limit(model, limit)
+        ignored = guard.learn_limit(model, limit, stated=found.limit_tokens)
+        limit = None if ignored is not None else limit  # logged as ignored
     logger.warning(
         "Context guard: %s (window %s); the provider may have cut the prompt; "
         "later calls are pruned under a learned limit of %s. Retry such calls "

@@ -58,7 +58,7 @@ from .passes._text import compress_lines, truncate_text
 from .passes._thinking import strip_old_thinking
 from .passes._trim import trim_to_budget
 from .passes._truncate import truncate_tool_results
-from .tokens._anchor import count_messages
+from .tokens._anchor import UsageMissingWarning, count_messages
 from .tokens._counters import REPLY_OVERHEAD as REPLY_OVERHEAD
 from .tokens._counters import (
     CallableCounter,
@@ -85,6 +85,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerFallbackWarning",
+    "UsageMissingWarning",
     "WindowInfo",
     "WindowTooSmallError",
     "classify_overflow",

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 from langchain_core.messages import BaseMessage
 
 from ._events import GuardEvent, GuardReport, step_events
+from ._notices import Notices
 from ._policy import GuardPolicy
 from ._window import WindowInfo
 from .incremental._first_run import CallCounts, count_new
@@ -26,7 +27,9 @@ class Reader(Protocol):
 
     policy: GuardPolicy
     counter: TokenCounter
+    model: Any
     _last: Known
+    _notices: Notices
 
     def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo: ...
 
@@ -51,7 +54,7 @@ class Reader(Protocol):
         model: Any = None,
     ) -> Gauge: ...
 
-    def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent: ...
+    def _name(self, model: Any) -> str: ...
 
 
 @dataclass
@@ -160,7 +163,8 @@ def read_call(
         extra=extra,
     )
     gauge = guard._gauge(original, now.usage_at, now.usage_body, extra, model)
-    events = [guard._window_warning(info, budget)] if info.should_warn else []
+    used = guard.model if model is None else model
+    events = guard._notices.due(info, budget, guard._name(model), used, original, seen)
     return Call(
         given=messages,
         original=original,

@@ -64,11 +64,19 @@ class WindowTooSmallError(ContextGuardError):
         self.window = window
         self.minimum = minimum
         self.source = source
+        if source == "override":  # the user's own setting: say so, once
+            origin = "set by GuardPolicy.context_window"
+            hint = "lower GuardPolicy.hard_min_tokens to allow a window this small"
+        else:
+            origin = f"from {source}"
+            hint = (
+                "set GuardPolicy.context_window if that window is wrong; if it is "
+                "right, lower GuardPolicy.hard_min_tokens"
+            )
         super().__init__(
-            f"Context window of {window:,} tokens (from {source}) is below the "
+            f"Context window of {window:,} tokens ({origin}) is below the "
             f"minimum of {minimum:,} tokens.",
-            hint="use a model with a larger window, or set "
-            "GuardPolicy(context_window=...) if the detected window is wrong.",
+            hint=f"{hint}, and keep reserve_tokens well under the window.",
         )
 
 

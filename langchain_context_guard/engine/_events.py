@@ -28,6 +28,7 @@ EventKind = Literal[
     "compaction_failed",
     "overflow",
     "overflow_recovery",
+    "limit_ignored",
     "tokenizer_fallback",
 ]
 
@@ -116,7 +117,13 @@ class GuardReport:
 
 def log_event(event: GuardEvent) -> None:
     """Log an event: data-losing changes at WARNING, the rest at INFO."""
-    lossy = event.kind in {"truncate", "trim", "compaction_failed", "overflow"}
+    lossy = event.kind in {
+        "truncate",
+        "trim",
+        "compaction_failed",
+        "overflow",
+        "limit_ignored",
+    }
     level = logging.WARNING if lossy else logging.INFO
     if logger.isEnabledFor(level):
         logger.log(level, event.describe())

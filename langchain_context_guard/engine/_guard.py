@@ -13,7 +13,8 @@ from ._call import Call, read_call
 from ._errors import ConfigError
 from ._events import GuardEvent, PrepareResult, log_event
 from ._input import to_messages
-from ._overflow import LimitMemory
+from ._notices import Notices
+from ._overflow import LimitMemory, ignored_limit
 from ._policy import GuardPolicy
 from ._window import (
     WindowInfo,
@@ -79,7 +80,7 @@ class ContextGuard:
             chars_per_token=self.policy.chars_per_token,
         )
         self.limits = LimitMemory()
-        self._warned: set[int] = set()
+        self._notices = Notices(self.policy)
         self._lock = threading.Lock()
         # One call at a time: a call reads and replaces what the last one kept
         # (its history, its record); under the GIL, turns cost little.
@@ -94,11 +95,23 @@ class ContextGuard:
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
         self._last = Known([], [], 0, -1, 0)
 
-    def learn_limit(self, model: Any, limit: int) -> None:
-        """Cap ``model``'s window at ``limit`` from now on (a provider said so)."""
+    def learn_limit(
+        self, model: Any, limit: int, *, stated: int | None = None
+    ) -> GuardEvent | None:
+        """Cap ``model``'s window at ``limit`` from now on (a provider said so).
+
+        ``stated``: the provider's figure that ``limit`` converts to our units; if
+        implausible, the ``limit_ignored`` event (``_overflow.ignored_limit``) is
+        logged and returned instead.
+        """
+        ignored = ignored_limit(stated or limit, self.policy.context_window)
+        if ignored is not None:
+            log_event(ignored)
+            return ignored
         key = limit_key(self.model if model is None else model, self.policy.model)
         if key:
             self.limits.learn(key, limit)
+        return None
 
     def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo:
         """Resolve and check the window (``learned=False``: as the provider counts)."""
@@ -135,7 +148,11 @@ class ContextGuard:
         policy, reserve = self.policy, None
         if "reserve_tokens" not in policy.model_fields_set:
             reserve = output_reserve(model if model is not None else self.model, window)
-        budget = window - reserve if reserve is not None else policy.budget(window)
+        if reserve is None:
+            reserve = policy.reserve_tokens
+            if source in ("learned", "limit"):  # a provider's limit: half to send
+                reserve = min(reserve, window // 2)
+        budget = window - reserve
         if budget <= 0:
             raise ConfigError(
                 f"GuardPolicy.reserve_tokens ({policy.reserve_tokens:,}) leaves "
@@ -171,7 +188,7 @@ class ContextGuard:
         anchoring = policy.usage_anchoring
         sent = None
         if anchoring and usage_at >= 1:
-            key = sent_key(messages[usage_at - 1], self.counter)
+            key = sent_key(messages[usage_at - 1], self.counter, usage_at - 1)
             with self._lock:
                 sent = self._sent.get(key)
         name = self._name(model)
@@ -211,9 +228,9 @@ class ContextGuard:
 
         Keyed by the history's last message: the reply to this prompt follows it.
         """
-        if not original or not original[-1].id or not self.policy.usage_anchoring:
+        if not original or not self.policy.usage_anchoring:
             return
-        key = sent_key(original[-1], self.counter)
+        key = sent_key(original[-1], self.counter, len(original) - 1)
         with self._lock:
             self._sent[key] = (sent_tokens, whole)
 
@@ -358,17 +375,3 @@ class ContextGuard:
         key = conversation(sent.source)
         with self._lock:
             self._stables[key] = sent
-
-    def _window_warning(self, info: WindowInfo, budget: int) -> GuardEvent:
-        event = GuardEvent(
-            "window_warning",
-            budget=budget,
-            detail=f"context window {info.tokens:,} tokens (from {info.source}) is "
-            f"below the recommended {self.policy.warn_below_tokens:,}",
-        )
-        with self._lock:
-            first = info.tokens not in self._warned
-            self._warned.add(info.tokens)
-        if first:
-            log_event(event)
-        return event

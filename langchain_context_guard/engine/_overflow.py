@@ -17,6 +17,8 @@ from dataclasses import dataclass
 
 from cachetools import LRUCache
 
+from ._events import GuardEvent
+
 try:
     from langchain_core.exceptions import ContextOverflowError
 except ImportError:  # pragma: no cover
@@ -25,9 +27,12 @@ else:
     _NATIVE_OVERFLOW = (ContextOverflowError,)
 
 __all__ = [
+    "LIMIT_FLOOR",
+    "LIMIT_SHARE",
     "LimitMemory",
     "OverflowInfo",
     "classify_overflow",
+    "ignored_limit",
     "scaled_limit",
     "silent_overflow",
 ]
@@ -129,6 +134,10 @@ _STATUS_ATTRS = ("status_code", "status", "http_status", "code")
 _MIN_RATIO = 0.5
 """``scaled_limit`` trusts the provider's count at most twice our own."""
 _TEXT_ATTRS = ("body", "message", "code")
+LIMIT_FLOOR = 1_024
+"""A stated limit below this many tokens is never learned."""
+LIMIT_SHARE = 8
+"""A stated limit under 1/8 of the configured ``context_window`` is never learned."""
 
 
 @dataclass(frozen=True)
@@ -180,6 +189,23 @@ def silent_overflow(reply: object, window: int) -> OverflowInfo | None:
         f"the reply reports {tokens:,} input tokens, more than the "
         f"{window:,}-token window: the provider accepted an overflowing prompt",
     )
+
+
+def ignored_limit(limit: int, configured: int | None) -> GuardEvent | None:
+    """The ``limit_ignored`` event if a provider's stated limit is not believed.
+
+    Below ``LIMIT_FLOOR`` tokens no chat model is served: the figure is a
+    misparse or a misconfigured server. Below ``1/LIMIT_SHARE`` of the window
+    the user set (``configured``), it contradicts the user by too much to
+    overrule them. None: the limit is plausible.
+    """
+    if limit < LIMIT_FLOOR:
+        why = f"below the {LIMIT_FLOOR:,}-token floor"
+    elif configured and limit * LIMIT_SHARE < configured:
+        why = f"under 1/{LIMIT_SHARE} of context_window ({configured:,})"
+    else:
+        return None
+    return GuardEvent("limit_ignored", detail=f"stated limit {limit:,} ignored: {why}")
 
 
 def scaled_limit(info: OverflowInfo, tokens: int) -> int | None:

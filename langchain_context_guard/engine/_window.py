@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ._errors import WindowTooSmallError
+from ._events import GuardEvent
 
 WindowSource = Literal["override", "learned", "model_profile", "table", "default"]
 
@@ -105,12 +106,13 @@ def model_name(model: Any) -> str | None:
 
 
 def limit_key(model: Any, name: str | None = None) -> str:
-    """The name a limit learned for ``model`` (or ``name``) is kept under.
+    """The name a limit learned for ``model`` is kept under (``name`` if it has none).
 
     The bare model name ("" if none), so ``"openai:gpt-4.1"``, ``"gpt-4.1"`` and
-    a chat model whose ``model_name`` is ``gpt-4.1`` share what was learned.
+    a chat model whose ``model_name`` is ``gpt-4.1`` share what was learned, and
+    a guard used with two models keeps one limit for each.
     """
-    return base_model_name(name or model_name(model))
+    return base_model_name(model_name(model) or name)
 
 
 def _from_profile(model: Any) -> int | None:
@@ -181,7 +183,20 @@ def resolve_window(
 def check_window(
     tokens: int, source: WindowSource, *, hard_min: int, warn_below: int
 ) -> WindowInfo:
-    """Refuse windows below ``hard_min``; flag those below ``warn_below``."""
-    if tokens < hard_min:
+    """Refuse windows below ``hard_min``; flag those below ``warn_below``.
+
+    A learned window is the provider's own statement, not a guess: never refused.
+    """
+    if tokens < hard_min and source != "learned":
         raise WindowTooSmallError(tokens, hard_min, source)
     return WindowInfo(tokens, source, should_warn=tokens < warn_below)
+
+
+def window_warning(info: WindowInfo, budget: int, recommended: int) -> GuardEvent:
+    """The event for a window below ``recommended`` (``warn_below_tokens``)."""
+    return GuardEvent(
+        "window_warning",
+        budget=budget,
+        detail=f"context window {info.tokens:,} tokens (from {info.source}) is "
+        f"below the recommended {recommended:,}",
+    )

@@ -20,10 +20,12 @@ when nothing is left to cut.
 When the error states the limit ("213462 tokens > 200000 maximum"), it is learned
 in ``guard.limits`` in the guard's own token units (scaled down when our counter
 saw fewer tokens than the provider did), so the retry and every later ``prepare``
-for that model budget for it. Every step is one ``overflow`` or
-``overflow_recovery`` event, logged and handed to ``on_event``. The retry loops
-live in ``_runnable`` (LCEL) and ``_middleware`` (``create_agent``); a
-``RecoveryState`` carried between calls bounds them.
+for that model budget for it. A stated limit is trusted below ``hard_min_tokens``
+(that minimum guards guessed windows); an implausible one (under 1,024 tokens, or
+under 1/8 of the ``context_window`` set) is ignored with a ``limit_ignored`` event.
+Every step is one ``overflow`` or ``overflow_recovery`` event, logged and handed
+to ``on_event``. The retry loops live in ``_runnable`` (LCEL) and ``_middleware``
+(``create_agent``); a ``RecoveryState`` carried between calls bounds them.
 
 The pieces: the values and callable shapes in ``_state``, the steps in
 ``_steps``, the entry points and ``RecoveryChain`` in ``_chain``. Imports the

@@ -71,8 +71,11 @@ def begin(
     msgs = to_messages(messages)
     tokens = guard.count_tokens(msgs, tools=tools)
     limit = scaled_limit(info, tokens)
+    ignored = None
     if limit is not None:
-        guard.learn_limit(model, limit)
+        ignored = guard.learn_limit(model, limit, stated=info.limit_tokens)
+    if ignored is not None:  # an implausible figure: as if none were stated
+        limit = None
     stated = f"{info.limit_tokens:,}" if info.limit_tokens else "not stated"
     detail = (
         f"{info.provider_hint or 'provider'} refused "
@@ -104,6 +107,8 @@ def begin(
             detail=detail,
         ),
     )
+    if ignored is not None and sink is not None:  # learn_limit logged it
+        sink(ignored)
     return replace(failure, window=window, budget=budget)
 
 

@@ -69,7 +69,10 @@ def _outcome(guard: ContextGuard, history: list[BaseMessage]) -> Any:
         out = guard.prepare(history)
     except BudgetExceededError as err:
         return ("error", err.tokens, err.budget)
-    return snapshot(out.messages), out.report.to_dict()
+    report = out.report.to_dict()
+    # A small window is warned about once per guard, not on every call.
+    report["events"] = [e for e in report["events"] if e["kind"] != "window_warning"]
+    return snapshot(out.messages), report
 
 
 def _same_as_fresh(guard: ContextGuard, history: list[BaseMessage]) -> None:

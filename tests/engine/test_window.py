@@ -71,17 +71,50 @@ def test_refuses_windows_below_16k_before_any_work():
     assert "8,192" in str(err) and "Fix:" in str(err)
 
 
-def test_warns_below_32k_with_an_event_and_one_log_record(caplog):
+def test_advice_for_a_context_window_the_user_set_names_the_fix_once():
+    with pytest.raises(WindowTooSmallError) as info:
+        ContextGuard(GuardPolicy(context_window=8_000, reserve_tokens=1_000)).window()
+    text = str(info.value)
+    assert "set by GuardPolicy.context_window" in text
+    for fact in ("8,000", "16,000", "context_window", "hard_min_tokens"):
+        assert text.count(fact) == 1, fact
+    assert "reserve_tokens" in text.split("Fix:")[1]
+
+
+def test_advice_for_a_detected_window_offers_context_window():
+    guard = ContextGuard(model=_model(profile={"max_input_tokens": 8_192}))
+    with pytest.raises(WindowTooSmallError) as info:
+        guard.window()
+    fix = str(info.value).split("Fix:")[1]
+    assert "context_window" in fix and "hard_min_tokens" in fix
+
+
+def test_a_learned_window_below_the_hard_minimum_is_used():
+    guard = ContextGuard(GuardPolicy(model="m"))
+    guard.learn_limit("m", 8_192)
+    assert guard.window() == WindowInfo(8_192, "learned", True)
+    assert guard.prepare([HumanMessage("hi")]).report.context_window == 8_192
+
+
+def test_an_absurd_limit_is_not_learned():
+    guard = ContextGuard(GuardPolicy(context_window=64_000, model="m"))
+    event = guard.learn_limit("m", 100)
+    assert event is not None and event.kind == "limit_ignored"
+    assert guard.window() == WindowInfo(64_000, "override", False)
+
+
+def test_warns_below_32k_once_per_guard_and_model(caplog):
     guard = ContextGuard(GuardPolicy(context_window=20_000, reserve_tokens=2_000))
     with caplog.at_level(logging.INFO, logger="langchain_context_guard"):
         first = guard.prepare([HumanMessage("hi")])
-        second = guard.prepare([HumanMessage("hi again")])
-    for result in (first, second):
-        kinds = [e.kind for e in result.report.events]
-        assert kinds == ["window_warning"]
+        later = [guard.prepare([HumanMessage(f"hi {k}")]) for k in range(3)]
+        other = guard.prepare([HumanMessage("hello")], model="other-model")
+    assert [e.kind for e in first.report.events] == ["window_warning"]
+    assert "20,000" in first.report.events[0].detail
+    assert [e for r in later for e in r.report.events] == []
+    assert [e.kind for e in other.report.events] == ["window_warning"]
     records = [r for r in caplog.records if "window" in r.getMessage()]
-    assert len(records) == 1
-    assert "20,000" in records[0].getMessage()
+    assert len(records) == 2
 
 
 def test_exactly_at_the_thresholds():

@@ -500,16 +500,6 @@ def test_limit_is_learned_under_the_guards_model_name(
     assert guard.window().tokens == 15_000
 
 
-def test_a_learned_limit_below_the_hard_minimum_stops(
-    msgs: list[BaseMessage],
-) -> None:
-    guard = make_guard(hard_min_tokens=16_000)
-    with pytest.raises(ContextOverflowError, match="below the minimum") as err:
-        recover_overflow(msgs, info_for("llama.cpp", 19_000, 8_192), guard, model="m")
-    assert err.value.limit == 8_192
-    assert type(err.value.__cause__).__name__ == "WindowTooSmallError"
-
-
 def test_overflow_event_is_logged_as_a_warning(
     msgs: list[BaseMessage], caplog: pytest.LogCaptureFixture
 ) -> None:

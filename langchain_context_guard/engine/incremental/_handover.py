@@ -210,14 +210,16 @@ def set_ratio(
 def sent_counts(
     original: list[BaseMessage],
     states: Mapping[int, Mapping[str, Any]],
-    key_of: Callable[[BaseMessage], tuple[Any, ...]],
+    key_of: Callable[[BaseMessage, int], tuple[Any, ...]],
 ) -> list[tuple[tuple[Any, ...], tuple[int, bool]]]:
     """Our counts of the prompts before each recorded reply, keyed as ``_sent``."""
     out: list[tuple[tuple[Any, ...], tuple[int, bool]]] = []
     for at, state in states.items():
         sent = state.get("sent")
         if sent is not None and 0 < at <= len(original) and original[at - 1].id:
-            out.append((key_of(original[at - 1]), (int(sent[0]), bool(sent[1]))))
+            out.append(
+                (key_of(original[at - 1], at - 1), (int(sent[0]), bool(sent[1])))
+            )
     return out
 
 
@@ -267,7 +269,8 @@ def export_state(
 ) -> dict[str, Any]:
     """``ContextGuard.export_state``: the record after ``prepare(original)``."""
     with guard._lock:
-        hit = original and guard._sent.get(sent_key(original[-1], guard.counter))
+        at = len(original) - 1
+        hit = original and guard._sent.get(sent_key(original[-1], guard.counter, at))
         sent = original and guard._stables.get(conversation(original))
     base = sent.base if sent and sent.size == len(original) else None
     return record(hit or None, base, guard._ratios.get(guard._name(model)))
@@ -282,7 +285,7 @@ def restore_state(
 ) -> None:
     """``ContextGuard.restore_state``: take back records by their reply's index."""
     states = checked_records(states, len(original))
-    counts = sent_counts(original, states, lambda m: sent_key(m, guard.counter))
+    counts = sent_counts(original, states, lambda m, at: sent_key(m, guard.counter, at))
     with guard._lock:
         for key, value in counts:
             guard._sent.setdefault(key, value)

@@ -17,13 +17,15 @@ and 1.28, and anchored counts are within 0.1% of the provider's (median).
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
 from .._messages import assistant_count
+from ._cache_keys import content_key
 from ._counters import REPLY_OVERHEAD, TokenCounter
 
 ANCHOR_RANGE = (0.7, 1.5)
@@ -31,6 +33,39 @@ ANCHOR_RANGE = (0.7, 1.5)
 CALIBRATION_RANGE = ANCHOR_RANGE
 """Plausible range for a calibration measured on a prompt the guard prepared;
 outside it, the prompt the reply answered was not the one the guard prepared."""
+
+
+class UsageMissingWarning(UserWarning):
+    """A streamed reply carried no usage, so the guard cannot calibrate its counts."""
+
+
+def warn_missing_usage(messages: Sequence[BaseMessage], start: int, model: Any) -> bool:
+    """Warn if the newest reply (from ``start`` on) was streamed without usage.
+
+    Streamed, as the reply is a merged ``AIMessageChunk``, or as ``model`` is set
+    not to stream usage (``stream_usage``, as in ``ChatOpenAI``): such a reply
+    has no ``usage_metadata`` to calibrate with. True when it warned.
+    """
+    for message in reversed(messages[start:]):
+        if not isinstance(message, AIMessage):
+            continue
+        chunk = isinstance(message, AIMessageChunk)
+        if message.usage_metadata or not (chunk or _no_stream_usage(model)):
+            return False
+        warnings.warn(
+            "langchain-context-guard: the model's reply carried no usage_metadata, "
+            "so token counts cannot be calibrated against the provider's and keep "
+            "the uncalibrated_margin. When streaming, ask for usage (e.g. "
+            "ChatOpenAI(stream_usage=True)).",
+            UsageMissingWarning,
+            stacklevel=5,
+        )
+        return True
+    return False
+
+
+def _no_stream_usage(model: Any) -> bool:
+    return getattr(model, "stream_usage", True) is not True
 
 
 def anchor_tokens(message: BaseMessage) -> int | None:
@@ -60,9 +95,18 @@ def _has_reasoning(message: BaseMessage) -> bool:
     )
 
 
-def sent_key(message: BaseMessage, counter: TokenCounter) -> tuple[Any, ...]:
-    """Names a prompt by its last message (id, type and size, to avoid collisions)."""
-    return (message.id, message.type, counter.count_message(message))
+def sent_key(message: BaseMessage, counter: TokenCounter, at: int) -> tuple[Any, ...]:
+    """Names a prompt by its last message, at index ``at`` of the history.
+
+    By id, type and size; a message without an id (an LCEL loop's tool results
+    and replies) by its place, content and tool call instead, so the reply to a
+    prompt is still matched to our count of it.
+    """
+    size = counter.count_message(message)
+    if message.id:
+        return (message.id, message.type, size)
+    call = getattr(message, "tool_call_id", None)
+    return (None, message.type, size, at, call, content_key(message))
 
 
 def calibration_for(reply: BaseMessage, ours: int | None) -> float | None:
