@@ -640,7 +640,7 @@ def test_archive_failure_leaves_history_unchanged() -> None:
 
     comp = Compactor(ScriptedSummarizer(), settings(), guard=GUARD, store=BrokenStore())
     with pytest.raises(CompactionError) as info:
-        comp.compact(agent_history(12))
+        comp.compact(agent_history(12), thread_id="t")
     assert info.value.reason == "archive_failed"
 
 
