@@ -61,7 +61,7 @@ def archive_ops(
             "type": m.type,
             "name": m.name,
             "summary": is_summary(m),
-            "text": serialize([m], max_chars=1_000_000),
+            "text": serialize([m], max_chars=1_000_000, quoted=False),
             "compaction": number,
             "position": i,
             "message": message_to_dict(m),
