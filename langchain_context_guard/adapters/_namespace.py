@@ -38,14 +38,23 @@ _TEMPLATE = re.compile(r"\{(\w+)\}")
 
 def encode_label(value: str) -> str:
     """``value`` as a store label: never empty, no ``.``, one label per value."""
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"A store label must be a string, got {type(value).__name__}.",
+            field="thread_id",
+            hint="pass the conversation's thread id (without one there is no archive).",
+        )
     if not value:
         return "~"
+    raw = value.encode("utf-8", "surrogatepass")  # lone surrogates from JSON too
     out = "".join(
-        c if c in _SAFE else "".join(f"~{b:02X}" for b in c.encode("utf-8"))
+        c
+        if c in _SAFE
+        else "".join(f"~{b:02X}" for b in c.encode("utf-8", "surrogatepass"))
         for c in value
     )
     if len(out) > MAX_LABEL:
-        return "~~" + hashlib.sha256(value.encode("utf-8", "surrogatepass")).hexdigest()
+        return "~~" + hashlib.sha256(raw).hexdigest()
     return out
 
 

@@ -69,7 +69,10 @@ def test_readable_ids_stay_as_they_are(readable: str) -> None:
     assert encode_label(readable) == readable
 
 
-@given(st.text(max_size=300), st.text(max_size=300))
+_IDS = st.text(st.characters(exclude_categories=()), max_size=300)  # surrogates too
+
+
+@given(_IDS, _IDS)
 def test_labels_are_valid_and_one_per_id(a: str, b: str) -> None:
     for label in (encode_label(a), encode_label(b)):
         assert label and "." not in label and len(label) <= MAX_LABEL
@@ -136,6 +139,12 @@ def test_a_user_prefix_keeps_users_apart(store: BaseStore) -> None:
 def test_a_bad_prefix_is_a_config_error(prefix: Any) -> None:
     with pytest.raises(ConfigError, match="namespace_prefix"):
         ResultArchive(namespace_prefix=prefix)
+
+
+@pytest.mark.parametrize("thread", [None, 42], ids=["none", "int"])
+def test_a_thread_id_that_is_not_a_string_is_refused(thread: Any) -> None:
+    with pytest.raises(ConfigError, match="must be a string"):
+        result_namespace(thread)
 
 
 def test_result_namespace_layout() -> None:
