@@ -183,3 +183,32 @@ def test_recall_reads_only_the_conversation_s_own_namespace() -> None:
     store = InMemoryStore()
     store.put((*archive_namespace("t"), "deeper"), "x", {"text": SECRET})
     assert recall_messages(store, "7731-ALPHA", thread_id="t") == []
+
+
+def test_the_agent_middleware_scopes_archives_per_user() -> None:
+    from langchain.agents import create_agent
+
+    from langchain_context_guard.compaction import CompactionMiddleware
+    from tests.compaction._support import read_file, tool_calling_model
+
+    store = InMemoryStore()
+    middleware = CompactionMiddleware(
+        ScriptedSummarizer(),
+        settings(namespace_prefix=("users", "{user_id}")),
+        guard=make_guard(),
+        store=store,
+        recall=True,
+    )
+    agent = create_agent(
+        tool_calling_model(30),
+        tools=[read_file],
+        middleware=[middleware],
+        checkpointer=InMemorySaver(),
+    )
+    alice = _config("t1", user_id="alice@example.com")
+    agent.invoke({"messages": [("user", SECRET)]}, alice)
+    assert store.search(("users", "alice@example~2Ecom", "context_guard", "archive"))
+    recall = middleware.tools[0]
+    assert SECRET in recall.invoke({"query": "7731-ALPHA"}, alice)
+    bob = recall.invoke({"query": "7731-ALPHA"}, _config("t1", user_id="bob"))
+    assert "launch code" not in bob
