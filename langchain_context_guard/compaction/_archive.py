@@ -28,7 +28,8 @@ MAX_QUERY_CHARS = 1_000
 MAX_QUERY_WORDS = 64
 """Distinct words of a recall query that are searched."""
 _WORD = re.compile(r"\w+")
-_PART = re.compile(r"[^\W_]+")
+_PART = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[^\W_a-zA-Z]+")
+"""The parts of snake_case and camelCase words: ``KeyError`` -> ``Key``, ``Error``."""
 
 
 def archive_namespace(thread_id: str, *, prefix: Sequence[str] = ()) -> tuple[str, ...]:
@@ -125,9 +126,15 @@ class Query(NamedTuple):
         )
 
 
-def terms(lower: str) -> set[str]:
-    """The words of a lowercased text, and the parts of its snake_case words."""
-    return set(_WORD.findall(lower)) | set(_PART.findall(lower))
+def word_terms(word: str) -> set[str]:
+    """A word and its snake_case and camelCase parts, lowercased."""
+    return {word.lower(), *(p.lower() for p in _PART.findall(word))}
+
+
+def terms(text: str) -> set[str]:
+    """The words of ``text`` and their parts, lowercased, in one pass each."""
+    words = set(_WORD.findall(text))
+    return {t for w in words for t in word_terms(w)}
 
 
 def recall_messages(
@@ -142,7 +149,7 @@ def recall_messages(
 
     Uses the store's semantic index when it has one; else ranks exact phrase
     matches first, then by how many query words occur (whole words, or parts
-    of snake_case words), real messages before earlier summaries, newer
+    of snake_case and camelCase words), real messages before earlier summaries, newer
     compactions first. Only the thread's own namespace is read (``None``
     thread: nothing); ``namespace_prefix`` holds the prefix labels themselves.
     """
@@ -161,8 +168,9 @@ def recall_messages(
         for item in page:
             if item.namespace != ns:
                 continue
-            text = str(item.value.get("text", "")).lower()
-            found = len(q.words & terms(text))
+            raw = str(item.value.get("text", ""))
+            text = raw.lower()
+            found = len(q.words & terms(raw))
             if found:
                 rank = (
                     int(bool(q.phrase) and q.phrase in text),
@@ -195,7 +203,7 @@ def matched_passage(text: str, query: str, width: int = PASSAGE_CHARS) -> str:
     q = Query.of(query)
     at = lower.find(q.phrase) if q.phrase else -1
     if at < 0:
-        at = _densest(lower, q.words, width)
+        at = _densest(text, q.words, width)
     start = min(max(at - width // 4, 0), len(text) - width)
     end = start + width
     head = "... " if start else ""
@@ -204,15 +212,15 @@ def matched_passage(text: str, query: str, width: int = PASSAGE_CHARS) -> str:
     return f"{where}{head}{text[start:end]}{tail}"
 
 
-def _densest(lower: str, words: frozenset[str], width: int) -> int:
+def _densest(text: str, words: frozenset[str], width: int) -> int:
     """Where a stretch of ``width`` characters starts that holds most ``words``.
 
     One pass over the text's words and one sliding window over the hits.
     """
     hits = [
         (m.start(), w)
-        for m in _WORD.finditer(lower)
-        for w in {m.group(), *_PART.findall(m.group())} & words
+        for m in _WORD.finditer(text)
+        for w in word_terms(m.group()) & words
     ]
     inside: Counter[str] = Counter()
     best, best_at, first = 0, 0, 0

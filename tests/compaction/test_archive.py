@@ -212,3 +212,18 @@ def test_the_agent_middleware_scopes_archives_per_user() -> None:
     assert SECRET in recall.invoke({"query": "7731-ALPHA"}, alice)
     bob = recall.invoke({"query": "7731-ALPHA"}, _config("t1", user_id="bob"))
     assert "launch code" not in bob
+
+
+@pytest.mark.parametrize(
+    "query", ["KeyError", "error", "parse", "PARSE_TOKENS", "tokens 42"]
+)
+def test_recall_matches_words_and_their_parts(query: str) -> None:
+    store = InMemoryStore()
+    history = agent_history(12)
+    text = "Traceback: raise KeyError in parse_tokens at line 42\n"
+    history[3] = history[3].model_copy(update={"content": text * 5})
+    Compactor(ScriptedSummarizer(), settings(), guard=GUARD, store=store).compact(
+        history, thread_id="t"
+    )
+    hits = recall_messages(store, query, thread_id="t", limit=1)
+    assert hits and "raise KeyError" in hits[0].value["text"]
