@@ -81,10 +81,10 @@ def test_the_package_names_no_design_document_numbers() -> None:
 
 
 def test_the_usage_range_in_docs_tokens_is_the_one_applied() -> None:
-    from langchain_context_guard.engine.tokens._anchor import ANCHOR_RANGE
     from langchain_core.messages import AIMessage, HumanMessage
 
     from langchain_context_guard import ContextGuard, GuardPolicy
+    from langchain_context_guard.engine.tokens._anchor import ANCHOR_RANGE
 
     text = (ROOT / "docs" / "tokens.md").read_text(encoding="utf-8")
     found = re.search(r"outside (\d\.\d+)-(\d\.\d+) times our own count", text)

@@ -20,6 +20,12 @@ if TYPE_CHECKING:
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
     from ._model import guarded_model
+    from ._namespace import ROOT as ROOT
+    from ._namespace import check_prefix as check_prefix
+    from ._namespace import configurable as configurable
+    from ._namespace import resolve_prefix as resolve_prefix
+    from ._namespace import scoped as scoped
+    from ._namespace import why_unscoped as why_unscoped
     from ._requests import RequestInputs as RequestInputs
     from ._results import ResultArchive, make_result_reader, read_result
     from ._runnable import GuardRunnable, as_runnable
@@ -28,6 +34,12 @@ if TYPE_CHECKING:
 __getattr__ = lazy_getattr(
     __name__,
     {
+        "ROOT": "._namespace",
+        "check_prefix": "._namespace",
+        "configurable": "._namespace",
+        "resolve_prefix": "._namespace",
+        "scoped": "._namespace",
+        "why_unscoped": "._namespace",
         "EVENT_EVENT": "._callbacks",
         "RequestInputs": "._requests",
         "aemit": "._callbacks",

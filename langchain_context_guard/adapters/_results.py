@@ -5,10 +5,13 @@ With a ``ResultArchive`` on an adapter (``ContextGuardMiddleware(archive=...)``,
 ``pre_model_hook(archive=...)``), the adapter compares what it gave the guard
 with what the guard returned, by ``tool_call_id``, and writes the full text of
 every result that came back shorter to a LangGraph store: namespace
-``("context_guard", "tool_results", <thread_id>)``, key the tool call id, value
-the text and its SHA-256. A result already there with the same digest is not
-written again (retries and the same prompt re-sent write nothing), so the
-engine stays pure and the cost is one store read per newly cut result.
+``(*namespace_prefix, "context_guard", "tool_results", <thread_id>)`` (labels
+encoded by ``_namespace``, so any thread id works), key the tool call id, value
+the text and its SHA-256. Without a thread id nothing is archived (a warning is
+logged): no two conversations ever share a namespace. A result already there
+with the same digest is not written again (retries and the same prompt re-sent
+write nothing), so the engine stays pure and the cost is one store read per
+newly cut result.
 
 ``make_result_reader`` gives the agent a ``read_tool_result`` tool, paged by
 lines or characters. An adapter with an archive runs its guard with
@@ -22,6 +25,7 @@ stay exact; without an archive the markers are as before.
 from __future__ import annotations
 
 import hashlib
+import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -34,9 +38,18 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore
 
 from ..engine import ConfigError, ContextGuard, text_of
+from ._namespace import (
+    check_prefix,
+    configurable,
+    resolve_prefix,
+    scoped,
+    thread_of,
+    why_unscoped,
+)
 
 NAMESPACE = ("context_guard", "tool_results")
 _SEEN_MEMORY = 65_536
+logger = logging.getLogger("langchain_context_guard")
 
 
 def archiving(guard: ContextGuard, archive: ResultArchive | None) -> ContextGuard:
@@ -51,9 +64,21 @@ def archiving(guard: ContextGuard, archive: ResultArchive | None) -> ContextGuar
     return ContextGuard(policy, token_counter=guard.counter, model=guard.model)
 
 
-def result_namespace(thread_id: str | None) -> tuple[str, ...]:
+def result_namespace(thread_id: str, *, prefix: Sequence[str] = ()) -> tuple[str, ...]:
     """The store namespace of one thread's archived tool results."""
-    return (*NAMESPACE, thread_id or "default")
+    return scoped(prefix, NAMESPACE[1:], thread_id)
+
+
+def _scope(
+    prefix: Sequence[str], config: RunnableConfig | None
+) -> tuple[tuple[str, ...] | None, str]:
+    """The conversation's namespace, or None and why there is none."""
+    values = configurable(config)
+    thread = thread_of(config)
+    labels = resolve_prefix(prefix, values)
+    if thread is None or labels is None:
+        return None, why_unscoped(thread, prefix, values)
+    return result_namespace(thread, prefix=labels), ""
 
 
 @dataclass
@@ -68,11 +93,15 @@ class ResultArchive:
             with a TTL config); None keeps them.
         max_chars: Archive at most this many characters of one result (its head);
             None archives all of it.
+        namespace_prefix: Labels before the archive's own, e.g. ``("tenants",
+            "{user_id}")``: a label written ``{key}`` is filled from
+            ``config["configurable"][key]``. Give ``make_result_reader`` the same.
     """
 
     store: BaseStore | None = None
     ttl_minutes: float | None = None
     max_chars: int | None = None
+    namespace_prefix: tuple[str, ...] = ()
     _seen: OrderedDict[tuple[str, str, str], None] = field(
         default_factory=OrderedDict, repr=False
     )
@@ -84,6 +113,9 @@ class ResultArchive:
                 f"ResultArchive max_chars must be positive, got {self.max_chars}.",
                 field="max_chars",
             )
+        self.namespace_prefix = check_prefix(
+            self.namespace_prefix, field="namespace_prefix"
+        )
 
     def target(self) -> BaseStore | None:
         """The configured store, else the running graph's."""
@@ -116,14 +148,20 @@ class ResultArchive:
                 "or SqliteStore, or drop ttl_minutes (max_chars caps the size).",
                 field="ttl_minutes",
             )
-        thread = _thread_id(config)
-        namespace = result_namespace(thread)
+        namespace, why = _scope(self.namespace_prefix, config)
+        if namespace is None:
+            logger.warning(
+                "Context guard: %d shortened tool result(s) not archived: %s.",
+                len(cut),
+                why,
+            )
+            return 0
         written = 0
         for call_id, text in cut.items():
             if self.max_chars is not None:
                 text = text[: self.max_chars]
             digest = hashlib.sha256(text.encode()).hexdigest()
-            seen = (namespace[-1], call_id, digest)
+            seen = (".".join(namespace), call_id, digest)
             with self._lock:
                 if seen in self._seen:
                     continue
@@ -164,18 +202,6 @@ def cut_results(
     return out
 
 
-def _thread_id(config: RunnableConfig | None) -> str | None:
-    if config is None:
-        from langgraph.config import get_config
-
-        try:
-            config = get_config()
-        except RuntimeError:
-            return None
-    value = (config.get("configurable") or {}).get("thread_id")
-    return None if value is None else str(value)
-
-
 def read_result(
     store: BaseStore,
     thread_id: str | None,
@@ -184,9 +210,30 @@ def read_result(
     offset: int = 0,
     limit: int = 200,
     unit: Literal["lines", "chars"] = "lines",
+    namespace_prefix: Sequence[str] = (),
 ) -> str:
-    """One page of an archived result, with where it is in the whole."""
-    item = store.get(result_namespace(thread_id), tool_call_id)
+    """One page of an archived result, with where it is in the whole.
+
+    ``namespace_prefix`` holds the labels themselves (no ``{key}`` left).
+    """
+    if thread_id is None:
+        return (
+            "No result archive for this conversation: it has no thread_id "
+            "(results are archived per conversation)."
+        )
+    namespace = result_namespace(thread_id, prefix=namespace_prefix)
+    return _page(store, namespace, tool_call_id, offset, limit, unit)
+
+
+def _page(
+    store: BaseStore,
+    namespace: tuple[str, ...],
+    tool_call_id: str,
+    offset: int,
+    limit: int,
+    unit: Literal["lines", "chars"],
+) -> str:
+    item = store.get(namespace, tool_call_id)
     if item is None:
         return (
             f"No archived result for tool_call_id {tool_call_id!r} in this "
@@ -205,12 +252,17 @@ def read_result(
 
 
 def make_result_reader(
-    store: BaseStore | None = None, *, name: str = "read_tool_result"
+    store: BaseStore | None = None,
+    *,
+    name: str = "read_tool_result",
+    namespace_prefix: tuple[str, ...] = (),
 ) -> BaseTool:
     """The ``read_tool_result`` tool: read back a result the guard shortened.
 
-    Without ``store``, the graph's store is used.
+    Without ``store``, the graph's store is used; ``namespace_prefix`` as in
+    the ``ResultArchive`` that wrote the results.
     """
+    prefix = check_prefix(namespace_prefix, field="namespace_prefix")
 
     def read(
         tool_call_id: str,
@@ -222,14 +274,10 @@ def make_result_reader(
         target = ResultArchive(store).target()
         if target is None:
             return "No result archive is configured for this conversation."
-        return read_result(
-            target,
-            _thread_id(config),
-            tool_call_id,
-            offset=offset,
-            limit=limit,
-            unit=unit,
-        )
+        namespace, why = _scope(prefix, config)
+        if namespace is None:
+            return f"No result archive for this conversation: {why}."
+        return _page(target, namespace, tool_call_id, offset, limit, unit)
 
     return StructuredTool.from_function(
         read,

@@ -9,6 +9,7 @@ import os
 import sqlite3
 import sys
 from collections.abc import Mapping
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -67,6 +68,7 @@ def run_demo_command(ns: argparse.Namespace) -> int:
     db: Path = ns.db
     if db.exists() and db.stat().st_size and not _is_sqlite(db):
         raise CommandError(f"--db {db}: exists and is not a SQLite database")
+    _check_db(db)
     model, why = choose_model(ns.model)
     guard = ContextGuard(policy, model=model)
     window = guard.window()  # refuses tiny windows early
@@ -88,8 +90,29 @@ def run_demo_command(ns: argparse.Namespace) -> int:
         raise CommandError(
             f"--db {db}: cannot open ({exc}); choose a writable path"
         ) from None
+    except sqlite3.DatabaseError as exc:
+        raise CommandError(f"--db {db}: {_unusable(exc)}") from None
     print(json.dumps(result.to_dict(), indent=2) if quiet else report(result))
     return 0
+
+
+def _check_db(db: Path) -> None:
+    """Raise ``CommandError`` when an existing ``db`` is a damaged SQLite file."""
+    if not db.exists() or not db.stat().st_size:
+        return
+    try:
+        uri = f"{db.resolve().as_uri()}?mode=ro"
+        with closing(sqlite3.connect(uri, uri=True)) as conn:
+            problems = conn.execute("PRAGMA quick_check(1)").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise CommandError(f"--db {db}: {_unusable(exc)}") from None
+    if problems and problems[0] != "ok":  # SQLite's own words are several lines
+        why = _unusable("database disk image is malformed")
+        raise CommandError(f"--db {db}: {why}")
+
+
+def _unusable(why: object) -> str:
+    return f"not a usable SQLite database ({why}); delete it or choose another path"
 
 
 def _is_sqlite(path: Path) -> bool:

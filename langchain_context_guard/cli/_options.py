@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..engine import GuardPolicy, load_settings
+from ..engine import ConfigError, GuardPolicy, load_settings
 
 __all__ = ["CommandError", "load_policy", "warn_default_window"]
 
@@ -29,13 +29,31 @@ def load_policy(
     the flag, the variable, or the file, line and key it came from.
     """
     explicit = {k: v for k, v in (flags or {}).items() if v is not None}
-    return load_settings(
-        GuardPolicy,
-        explicit=explicit,
-        environ=environ,
-        yaml_file=config,
-        defaults=defaults,
-    )
+    try:
+        return load_settings(
+            GuardPolicy,
+            explicit=explicit,
+            environ=environ,
+            yaml_file=config,
+            defaults=defaults,
+        )
+    except ConfigError as exc:
+        raise _name_the_flag(exc, config) from None
+
+
+def _name_the_flag(exc: ConfigError, config: Path | None) -> Exception:
+    """``exc`` as ``--config PATH...`` when it is about the YAML file."""
+    message, unreadable = str(exc), f"Cannot read config file {config}: "
+    if config is None:
+        return exc
+    if message.startswith(unreadable):
+        why, _, fix = message.removeprefix(unreadable).partition(" Fix: ")
+        return CommandError(
+            f"--config {config}: cannot read ({why.rstrip('.')}); {fix}"
+        )
+    if message.startswith(str(config)):
+        return CommandError(f"--config {message}")
+    return exc
 
 
 def warn_default_window(name: str | None, tokens: int, source: str) -> None:

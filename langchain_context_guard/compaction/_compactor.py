@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import BaseStore
 
@@ -97,15 +97,19 @@ class Compactor(CompactorBase):
         store: BaseStore | None = None,
         writer: Callable[[Any], None] | None = None,
         model: Any = None,
+        config: RunnableConfig | None = None,
     ) -> dict[str, Any] | None:
-        """The state update that compacts, or ``None`` (state unchanged, event sent)."""
+        """The state update that compacts, or ``None`` (state unchanged, event sent).
+
+        ``config`` scopes the archive (its thread id and ``{key}`` prefix labels).
+        """
         if not self.should_compact(
             messages, model=model, thread_id=thread_id, writer=writer
         ):
             return None
         try:
             result = self.compact(
-                messages, model=model, thread_id=thread_id, store=store
+                messages, model=model, thread_id=thread_id, store=store, config=config
             )
         except CompactionError as exc:
             self._failure(exc, messages, thread_id, writer)
@@ -120,6 +124,7 @@ class Compactor(CompactorBase):
         store: BaseStore | None = None,
         writer: Callable[[Any], None] | None = None,
         model: Any = None,
+        config: RunnableConfig | None = None,
     ) -> dict[str, Any] | None:
         """Async ``update``."""
         if not self.should_compact(
@@ -128,7 +133,7 @@ class Compactor(CompactorBase):
             return None
         try:
             result = await self.acompact(
-                messages, model=model, thread_id=thread_id, store=store
+                messages, model=model, thread_id=thread_id, store=store, config=config
             )
         except CompactionError as exc:
             self._failure(exc, messages, thread_id, writer)

@@ -8,10 +8,11 @@ failed runs) and the state update for a graph or agent.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
 
 from ..engine import (
@@ -23,7 +24,7 @@ from ..engine import (
     marker,
     to_messages,
 )
-from ._archive import aarchive, archive, archive_ops
+from ._archive import aarchive, archive, archive_ops, archive_scope
 from ._plan import CompactionPlan, plan_compaction, rebuild
 from ._settings import CompactionSettings
 from ._summarizer import SummarizerClient
@@ -104,14 +105,24 @@ class CompactorBase:
         model: Any = None,
         thread_id: str | None = None,
         store: BaseStore | None = None,
+        config: RunnableConfig | None = None,
     ) -> CompactionResult:
-        """Summarise now (no trigger check); raises ``CompactionError``."""
+        """Summarise now (no trigger check); raises ``CompactionError``.
+
+        With a store, the removed messages are archived in the conversation's
+        namespace: ``thread_id``, else the one in ``config``; the ``{key}``
+        labels of ``namespace_prefix`` come from ``config["configurable"]``.
+        Without a thread id nothing is archived and the event says so.
+        """
         msgs, plan = self._start(messages, model)
         summary = self._summarizer.summarize(plan)
         result = self._finish(msgs, plan, summary, model)
         target = store or self.store
-        if target is not None:
-            archive(target, self._archive_ops(result, plan, thread_id))
+        if target is None:
+            return result
+        ops, result = self._archive_ops(result, plan, thread_id, config)
+        if ops:
+            archive(target, ops)
         return result
 
     async def acompact(
@@ -121,14 +132,18 @@ class CompactorBase:
         model: Any = None,
         thread_id: str | None = None,
         store: BaseStore | None = None,
+        config: RunnableConfig | None = None,
     ) -> CompactionResult:
         """Async ``compact``; the timeout cancels the summarizer call."""
         msgs, plan = self._start(messages, model)
         summary = await self._summarizer.asummarize(plan)
         result = self._finish(msgs, plan, summary, model)
         target = store or self.store
-        if target is not None:
-            await aarchive(target, self._archive_ops(result, plan, thread_id))
+        if target is None:
+            return result
+        ops, result = self._archive_ops(result, plan, thread_id, config)
+        if ops:
+            await aarchive(target, ops)
         return result
 
     def _start(
@@ -190,7 +205,20 @@ class CompactorBase:
         return CompactionResult(new, plan.removed, summary, event)
 
     def _archive_ops(
-        self, result: CompactionResult, plan: CompactionPlan, thread_id: str | None
-    ) -> list[PutOp]:
+        self,
+        result: CompactionResult,
+        plan: CompactionPlan,
+        thread_id: str | None,
+        config: RunnableConfig | None,
+    ) -> tuple[list[PutOp], CompactionResult]:
+        """The puts that archive the removed messages, or none and a noted event."""
+        values = (config or {}).get("configurable") or {}
+        if thread_id is None and values.get("thread_id") is not None:
+            thread_id = str(values["thread_id"])
+        prefix = self.settings.namespace_prefix
+        namespace, why = archive_scope(prefix, thread_id, values)
+        if namespace is None:
+            detail = f"{result.event.detail}; removed messages not archived: {why}"
+            return [], replace(result, event=replace(result.event, detail=detail))
         number = int((marker(result.messages[len(plan.system)]) or {}).get("number", 0))
-        return archive_ops(plan.removed, number=number, thread_id=thread_id)
+        return archive_ops(plan.removed, number=number, namespace=namespace), result

@@ -17,8 +17,15 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore
 
+from ..adapters import check_prefix, configurable, resolve_prefix
 from ..engine import ConfigError
-from ._archive import ARCHIVE_NS, archive_namespace, format_hits, recall_messages
+from ._archive import (
+    ARCHIVE_NS,
+    archive_namespace,
+    archive_scope,
+    format_hits,
+    recall_messages,
+)
 from ._settings import CompactionSettings
 
 
@@ -44,6 +51,7 @@ class Compactor(Protocol):
         thread_id: str | None = ...,
         store: BaseStore | None = ...,
         writer: Callable[[Any], None] | None = ...,
+        config: RunnableConfig | None = ...,
     ) -> dict[str, Any] | None:
         """The state update that compacts ``messages``, or ``None``."""
 
@@ -54,6 +62,7 @@ class Compactor(Protocol):
         thread_id: str | None = ...,
         store: BaseStore | None = ...,
         writer: Callable[[Any], None] | None = ...,
+        config: RunnableConfig | None = ...,
     ) -> Awaitable[dict[str, Any] | None]:
         """Async ``update``."""
 
@@ -96,6 +105,7 @@ def compaction_node(
             thread_id=_thread_id(config),
             store=compactor.store or _graph_store(),
             writer=_graph_writer(),
+            config=config,
         )
         return update or {}
 
@@ -106,6 +116,7 @@ def compaction_node(
             thread_id=_thread_id(config),
             store=compactor.store or _graph_store(),
             writer=_graph_writer(),
+            config=config,
         )
         return update or {}
 
@@ -138,18 +149,33 @@ def add_compaction(
 
 
 def make_recall_tool(
-    store: BaseStore | None = None, *, limit: int = 5, name: str = "recall"
+    store: BaseStore | None = None,
+    *,
+    limit: int = 5,
+    name: str = "recall",
+    namespace_prefix: tuple[str, ...] = (),
 ) -> BaseTool:
     """A tool the agent can call to search messages that compaction removed.
 
-    Without ``store``, the graph's store (``compile(store=...)``) is used.
+    Without ``store``, the graph's store (``compile(store=...)``) is used;
+    ``namespace_prefix`` as in the ``CompactionSettings`` that archived them.
+    It reads the calling conversation's archive only.
     """
+    prefix = check_prefix(namespace_prefix, field="namespace_prefix")
 
     def recall(query: str, config: RunnableConfig) -> str:
         target = store or _graph_store()
         if target is None:
             return "No archive is configured for this conversation."
-        hits = recall_messages(target, query, thread_id=_thread_id(config), limit=limit)
+        values = configurable(config)
+        thread = _thread_id(config)
+        _, why = archive_scope(prefix, thread, values)
+        labels = resolve_prefix(prefix, values)
+        if why or labels is None:
+            return f"No archive for this conversation: {why}."
+        hits = recall_messages(
+            target, query, thread_id=thread, limit=limit, namespace_prefix=labels
+        )
         return format_hits(query, hits)
 
     return StructuredTool.from_function(

@@ -31,6 +31,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without langchai
         'Install it with: pip install "langchain-context-guard[agents]"'
     ) from exc
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
@@ -62,6 +63,15 @@ def _settings(base: CompactionSettings | None, given: dict[str, Any]) -> Any:
         return base
     current = base.model_dump(exclude_unset=True) if base is not None else {}
     return CompactionSettings(**{**current, **given})
+
+
+def _running_config() -> RunnableConfig | None:
+    from langgraph.config import get_config
+
+    try:
+        return get_config()
+    except RuntimeError:
+        return None
 
 
 class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -138,7 +148,10 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             writer, _settings(settings, given), guard=guard, store=store
         )
         self.fallback = fallback
-        self.tools = [make_recall_tool(store)] if recall else []
+        prefix = self.compactor.settings.namespace_prefix
+        self.tools = (
+            [make_recall_tool(store, namespace_prefix=prefix)] if recall else []
+        )
         self._request = RequestInputs()
 
     def _args(self, runtime: Runtime[Any]) -> dict[str, Any]:
@@ -147,6 +160,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "thread_id": info.thread_id if info is not None else None,
             "store": self.compactor.store or runtime.store,
             "writer": runtime.stream_writer,
+            "config": _running_config(),
         }
 
     def before_model(

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..adapters import check_prefix
 from ..engine import ConfigError
 from ._plan import Mode
 from ._trigger import ContextSize, TriggerClause, clauses
@@ -83,6 +84,22 @@ class CompactionSettings(BaseModel):
         None, description="Extra focus appended to the summary prompt."
     )
     messages_key: str = Field("messages", description="The state key of messages.")
+    namespace_prefix: tuple[str, ...] = Field(
+        (),
+        description="Store labels before the archive's own, to keep one user's "
+        "or tenant's archives apart: ('tenants', '{user_id}'); a label written "
+        "'{key}' is filled from config['configurable'][key] at run time (when "
+        "the config lacks it, nothing is archived or recalled).",
+    )
+
+    @field_validator("namespace_prefix", mode="before")
+    @classmethod
+    def _check_prefix(cls, value: Any) -> Any:
+        if isinstance(value, str) or not isinstance(value, tuple | list):
+            raise ValueError(
+                "must be a tuple of strings such as ('tenants', '{user_id}')"
+            )
+        return check_prefix(value, field="namespace_prefix")
 
     @field_validator("trigger", "keep")
     @classmethod

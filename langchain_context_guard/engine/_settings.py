@@ -98,6 +98,11 @@ class YamlPolicySource(YamlConfigSettingsSource):
 
         try:
             data = yaml.safe_load(Path(file_path).read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ConfigError(
+                f"{self.path}: not UTF-8 text (byte {exc.start}: {exc.reason}).",
+                hint="save it as UTF-8.",
+            ) from None
         except OSError as exc:
             raise ConfigError(
                 f"Cannot read config file {self.path}: {exc.strerror or exc}.",
@@ -118,7 +123,7 @@ class YamlPolicySource(YamlConfigSettingsSource):
 
         try:
             stack = [yaml.compose(self.path.read_text(encoding="utf-8"))]
-        except (OSError, yaml.YAMLError):
+        except (OSError, UnicodeDecodeError, yaml.YAMLError):
             return None
         while stack:
             node = stack.pop()

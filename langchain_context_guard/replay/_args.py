@@ -18,7 +18,7 @@ def window_arg(text: str) -> int:
     scale = 1_000 if text.endswith("k") else 1
     try:
         value = int(float(text.removesuffix("k")) * scale)
-    except ValueError:
+    except (ValueError, OverflowError):  # not a number; inf, nan or past float
         raise argparse.ArgumentTypeError(
             f"invalid window {text!r}; expected tokens like 32000 or 32k"
         ) from None

@@ -19,7 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -223,34 +224,49 @@ def main_replay(argv: list[str] | None = None) -> int:
     print(format_table(result))
     try:
         _write(args, argv, result)
-    except OSError as exc:
-        name = exc.filename or ""
-        flag = "--json" if str(name) == str(args.json) else "--plot"
-        print(
-            f"context-guard replay: error: {flag} {name}: cannot write "
-            f"({exc.strerror or exc}); choose another path",
-            file=err,
-        )
+    except _WriteError as exc:
+        print(f"context-guard replay: error: {exc}", file=err)
         return 2
     return 0
 
 
+class _WriteError(Exception):
+    """An output flag's file could not be written."""
+
+
 def _write(args: argparse.Namespace, argv: list[str] | None, result: Any) -> None:
-    """Write the JSON results and the plot the flags ask for."""
+    """Write the JSON results and the plot the flags ask for.
+
+    A failed write raises ``_WriteError`` naming that file's flag and path.
+    """
     err = sys.stderr
     if args.json is not None:
         data = {"command": "context-guard replay " + " ".join(argv or sys.argv[1:])}
-        args.json.write_text(json.dumps({**data, **result.to_dict()}, indent=1) + "\n")
+        text = json.dumps({**data, **result.to_dict()}, indent=1) + "\n"
+        with _writing("--json", args.json):
+            args.json.write_text(text, encoding="utf-8")
         print(f"wrote {args.json}")
     if not args.no_plot:
         try:
-            print(f"wrote {plot_replay(result, args.plot)}")
+            with _writing("--plot", args.plot):
+                print(f"wrote {plot_replay(result, args.plot)}")
         except ImportError:
             print(
                 "plot skipped: matplotlib is not installed "
                 "(pip install 'langchain-context-guard[plot]')",
                 file=err,
             )
+
+
+@contextmanager
+def _writing(flag: str, path: Path) -> Iterator[None]:
+    """Turn an ``OSError`` while writing ``path`` into a ``_WriteError``."""
+    try:
+        yield
+    except OSError as exc:
+        raise _WriteError(
+            f"{flag} {path}: cannot write ({exc.strerror or exc}); choose another path"
+        ) from None
 
 
 def _shared_dir() -> Path:

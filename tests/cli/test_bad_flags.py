@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.cli._support import openai_history, run, write_json
+from tests.cli._support import checkpoint_db, openai_history, run, write_json
 
 REPLAY = ["replay", "-s", "guard", "-w", "32k", "-q"]
 
@@ -99,3 +99,64 @@ def test_a_misspelled_environment_variable_is_named(
     line = next(x for x in err.splitlines() if "note:" in x)
     assert "CONTEXT_GUARD_RESERVE_TOKEN " in line
     assert "CONTEXT_GUARD_RESERVE_TOKENS" in line
+
+
+def _not_utf8(tmp_path: Path) -> Path:
+    path = tmp_path / "guard.yaml"
+    path.write_bytes(b"reserve_tokens: 1000\ncomment: caf\xe9\n")  # Latin-1
+    return path
+
+
+def _corrupt_db(tmp_path: Path) -> Path:
+    """A SQLite checkpoint file whose pages past the header are overwritten."""
+    path = checkpoint_db(tmp_path / "broken.db")
+    data = bytearray(path.read_bytes())
+    data[4_096:] = b"Z" * (len(data) - 4_096)
+    path.write_bytes(bytes(data))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["inspect", "--window", "inf", "{chat}"], ["--window", "'inf'"]),
+        (["inspect", "--window", "1e400", "{chat}"], ["--window", "'1e400'"]),
+        ([*REPLAY[:3], "-w", "inf", "-q", "{chat}"], ["--window", "'inf'"]),
+        (["inspect", "--config", "{yaml}", "{chat}"], ["--config", "{yaml}", "UTF-8"]),
+        (
+            ["demo", "--model", "scripted", "--steps", "1", "--db", "{db}"],
+            ["--db", "{db}", "malformed"],
+        ),
+        (
+            [*REPLAY, "--no-plot", "--json", "/dev/full", "{chat}"],
+            ["--json /dev/full", "cannot write"],
+        ),
+    ],
+    ids=[
+        "window-inf",
+        "window-overflow",
+        "replay-window-inf",
+        "config-not-utf8",
+        "demo-db-corrupt",
+        "replay-json-full",
+    ],
+)
+def test_hostile_values_name_the_flag_and_the_path(
+    argv: list[str],
+    expected: list[str],
+    tmp_path: Path,
+    chat: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    files = {"tmp": tmp_path, "chat": chat}
+    if "{yaml}" in argv:
+        files["yaml"] = _not_utf8(tmp_path)
+    if "{db}" in argv:
+        files["db"] = _corrupt_db(tmp_path)
+    args = [a.format(**files) for a in argv]
+    code, _, err = run(capsys, *args)
+    assert code == 2, err
+    assert "Traceback" not in err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert all(text.format(**files) in lines[0] for text in expected), lines[0]

@@ -192,7 +192,9 @@ def test_config_bad_value_names_file_line_and_field(
     code, _, err = run(capsys, "inspect", chat, "--config", config)
     assert code == 2
     line = one_line(err)
-    assert line.startswith(f"context-guard: error: {config} line 4: GuardPolicy.")
+    assert line.startswith(
+        f"context-guard: error: --config {config} line 4: GuardPolicy."
+    )
     assert "reserve" in line
 
 
@@ -200,9 +202,10 @@ def test_config_unreadable_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     chat = write_json(tmp_path / "chat.json", openai_history(2))
-    code, _, err = run(capsys, "inspect", chat, "--config", tmp_path / "missing.yaml")
+    missing = tmp_path / "missing.yaml"
+    code, _, err = run(capsys, "inspect", chat, "--config", missing)
     assert code == 2
-    assert "Cannot read config file" in one_line(err)
+    assert f"--config {missing}: cannot read (No such file" in one_line(err)
 
 
 def test_bad_environment_variable_is_named(

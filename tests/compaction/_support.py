@@ -151,6 +151,7 @@ class HangingSummarizer(ScriptedSummarizer):
     """
 
     _started: threading.Event = PrivateAttr(default_factory=threading.Event)
+    _cancelled: threading.Event = PrivateAttr(default_factory=threading.Event)
     _release: threading.Event = PrivateAttr(default_factory=threading.Event)
     _async_release: asyncio.Event | None = PrivateAttr(default=None)
 
@@ -158,6 +159,11 @@ class HangingSummarizer(ScriptedSummarizer):
     def started(self) -> threading.Event:
         """Set when a call has begun."""
         return self._started
+
+    @property
+    def cancelled(self) -> threading.Event:
+        """Set when an async call was cancelled while it waited."""
+        return self._cancelled
 
     @property
     def release(self) -> threading.Event:
@@ -184,7 +190,11 @@ class HangingSummarizer(ScriptedSummarizer):
     ) -> ChatResult:
         self._started.set()
         self._async_release = self._async_release or asyncio.Event()
-        await self._async_release.wait()
+        try:
+            await self._async_release.wait()
+        except asyncio.CancelledError:
+            self._cancelled.set()
+            raise
         return super()._generate(messages, stop)
 
     def release_async(self) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from typing import Any
 
 import pytest
@@ -402,17 +403,45 @@ def test_timeout_raises_and_leaves_input_alone() -> None:
     finally:
         summarizer.release.set()
     assert info.value.reason == "timeout"
-    assert summarizer.started.wait(timeout=120)  # its thread may start late
+    _join_compaction_threads()
     assert history == agent_history(12)
+
+
+def _join_compaction_threads() -> None:
+    """Wait for timed-out summaries to end (a late-starting one never calls)."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("context-guard-compaction"):
+            thread.join(timeout=120)  # a failed test must not hang the suite
 
 
 async def test_async_timeout_cancels_the_summarizer() -> None:
     summarizer = HangingSummarizer()
+    history = agent_history(12)
     with pytest.raises(CompactionError) as info:
-        await acompact_messages(
-            agent_history(12), summarizer, settings(timeout=0.2), guard=GUARD
-        )
+        await acompact_messages(history, summarizer, settings(timeout=0.2), guard=GUARD)
     assert info.value.reason == "timeout"
+    assert summarizer.cancelled.is_set()  # the call itself was cancelled
+    assert history == agent_history(12)
+
+
+def test_a_sync_timeout_lets_the_call_finish_but_starts_no_retry() -> None:
+    class HangsThenFails(HangingSummarizer):
+        def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+            raise RuntimeError("summarizer is down (503)")
+
+    summarizer = HangsThenFails()
+    history = agent_history(12)
+    try:
+        with pytest.raises(CompactionError) as info:
+            compact_messages(
+                history, summarizer, settings(timeout=0.2, retries=3), guard=GUARD
+            )
+    finally:
+        summarizer.release.set()
+    assert info.value.reason == "timeout"
+    _join_compaction_threads()  # the call in flight was left to finish
+    assert len(summarizer.received) <= 1  # and no retry followed the deadline
+    assert history == agent_history(12)
 
 
 def test_summary_that_does_not_shrink_is_rejected() -> None:
@@ -640,7 +669,7 @@ def test_archive_failure_leaves_history_unchanged() -> None:
 
     comp = Compactor(ScriptedSummarizer(), settings(), guard=GUARD, store=BrokenStore())
     with pytest.raises(CompactionError) as info:
-        comp.compact(agent_history(12))
+        comp.compact(agent_history(12), thread_id="t")
     assert info.value.reason == "archive_failed"
 
 

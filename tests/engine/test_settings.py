@@ -117,3 +117,12 @@ def test_a_document_that_is_not_a_mapping_names_the_file(tmp_path: Path) -> None
     with pytest.raises(ConfigError, match=f"{path} must be a mapping, got list"):
         GuardPolicy.from_yaml(path)
     assert GuardPolicy.from_yaml(write(tmp_path, "", "empty.yaml")) == GuardPolicy()
+
+
+def test_a_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "guard.yaml"
+    path.write_bytes(b"reserve_tokens: 1000\ncomment: caf\xe9\n")  # Latin-1
+    with pytest.raises(ConfigError) as info:
+        GuardPolicy.from_yaml(path)
+    assert str(info.value).startswith(f"{path}: not UTF-8 text")
+    assert "save it as UTF-8" in str(info.value)
