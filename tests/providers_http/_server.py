@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import socket
 import threading
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -224,6 +225,11 @@ class ProviderServer:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    wbufsize = 1 << 16  # headers and body leave in one write, flushed per request
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self) -> None:
         provider = PATHS.get(self.path.split("?")[0])
