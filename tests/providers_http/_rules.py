@@ -21,7 +21,7 @@ import functools
 import json
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import tiktoken
 
@@ -35,8 +35,7 @@ class Refusal:
 
     status: int
     body: Body
-    kind: str
-    """``too_long`` or ``invalid``."""
+    kind: Literal["too_long", "invalid"]
 
     @property
     def message(self) -> str:

@@ -8,7 +8,7 @@ provider's usage fields (``_replies``), streamed as SSE when the request asks.
 Every request is kept in ``exchanges`` with its verdict.
 
 Prompt caching, as the providers report it: OpenAI reports the leading messages
-a request shares with an earlier one as ``cached_tokens`` (from 1,024 tokens, in
+a request shares with the previous one as ``cached_tokens`` (from 1,024 tokens, in
 steps of 128); Anthropic reads back the longest prefix ending at a
 ``cache_control`` breakpoint that an earlier request wrote, and writes the rest
 up to its last breakpoint.
@@ -142,7 +142,7 @@ class ProviderServer:
                         body,
                         prompt,
                         refusal.status,
-                        "too_long" if refusal.kind == "too_long" else "invalid",
+                        refusal.kind,
                         refusal.message,
                     )
                 )
@@ -155,17 +155,8 @@ class ProviderServer:
             self.exchanges.append(
                 Exchange(provider, body, prompt, 200, "ok", usage=usage)
             )
-        model, stream = str(body.get("model", "")), bool(body.get("stream"))
-        if provider == "openai":
-            if stream:
-                options = body.get("stream_options") or {}
-                with_usage = bool(options.get("include_usage"))
-                events = replies.openai_stream(step, model, usage, with_usage)
-                return 200, replies.sse(events), True
-            return 200, replies.dump(replies.openai_reply(step, model, usage)), False
-        if stream:
-            return 200, replies.sse(replies.anthropic_stream(step, model, usage)), True
-        return 200, replies.dump(replies.anthropic_reply(step, model, usage)), False
+        payload, stream = _reply(provider, body, step, usage)
+        return 200, payload, stream
 
     def _refusal(self, provider: Provider, body: Body, prompt: int) -> Refusal | None:
         if provider == "openai":
@@ -188,7 +179,7 @@ class ProviderServer:
         return replies.Usage(prompt, output, cache_read=read, cache_write=write)
 
     def _openai_cached(self, body: Body) -> int:
-        """Tokens of the longest message prefix an earlier request had."""
+        """Tokens of the leading messages this request shares with the previous one."""
         messages = body["messages"]
         keys = [_key([body.get("tools"), m]) for m in messages]
         earlier, shared = self._cache.openai, 0
@@ -221,6 +212,20 @@ class ProviderServer:
 
     def _prefix_tokens(self, body: Body, messages: list[Body]) -> int:
         return rules.anthropic_tokens({**body, "messages": messages}, self.multiplier)
+
+
+def _reply(
+    provider: Provider, body: Body, step: replies.Step, usage: replies.Usage
+) -> tuple[bytes, bool]:
+    """The scripted reply as the request asked for it: JSON, or SSE events."""
+    model = str(body.get("model", ""))
+    if not body.get("stream"):
+        make = replies.openai_reply if provider == "openai" else replies.anthropic_reply
+        return replies.dump(make(step, model, usage)), False
+    if provider == "anthropic":
+        return replies.sse(replies.anthropic_stream(step, model, usage)), True
+    with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    return replies.sse(replies.openai_stream(step, model, usage, with_usage)), True
 
 
 class _Handler(BaseHTTPRequestHandler):

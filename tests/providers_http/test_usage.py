@@ -51,10 +51,11 @@ def _usage(message: AIMessage) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
-def test_every_reply_carries_the_servers_count(
-    make_server: MakeServer, provider: str
+@pytest.mark.parametrize("multiplier", [1.0, 1.25])
+def test_the_guard_reads_usage_and_counts_like_the_provider(
+    make_server: MakeServer, provider: str, multiplier: float
 ) -> None:
-    server = make_server(tool_steps=20, multiplier=1.25)
+    server = make_server(tool_steps=20, multiplier=multiplier)
     model = chat_model(provider, server)
     guard = ContextGuard(policy(), model=model)
     chain = as_runnable(guard, tools=TOOLS, model=model) | model.bind_tools(TOOLS)
@@ -62,29 +63,16 @@ def test_every_reply_carries_the_servers_count(
     assert server.rejections == []
     replies = _replies(history)
     assert len(replies) == len(server.accepted) == 21
+    reads = 0
     for reply, exchange in zip(replies, server.accepted, strict=True):
         assert exchange.usage is not None
         usage = _usage(reply)
         assert usage["input_tokens"] == exchange.tokens
         assert usage["output_tokens"] == exchange.usage.output
         assert usage["input_token_details"]["cache_read"] == exchange.usage.cache_read
-    # OpenAI caches repeated prefixes on its own; the stable prefix makes them.
-    cached = [e.usage.cache_read for e in server.accepted if e.usage is not None]
-    if provider == "openai":
-        assert sum(c > 0 for c in cached) >= len(cached) // 2
-
-
-@pytest.mark.parametrize("provider", PROVIDERS)
-@pytest.mark.parametrize("multiplier", [1.0, 1.25])
-def test_the_guard_counts_like_the_provider_after_a_run(
-    make_server: MakeServer, provider: str, multiplier: float
-) -> None:
-    server = make_server(tool_steps=20, multiplier=multiplier)
-    model = chat_model(provider, server)
-    guard = ContextGuard(policy(), model=model)
-    chain = as_runnable(guard, tools=TOOLS, model=model) | model.bind_tools(TOOLS)
-    lcel_loop(chain, ids=True)
-    assert server.rejections == []
+        reads += exchange.usage.cache_read > 0
+    if provider == "openai":  # it caches repeated prefixes without being asked
+        assert reads >= 10
     probe = [HumanMessage(read_file.invoke({"path": "src/probe.py"}) * 4)]
     truth = provider_tokens(provider, model, probe, multiplier)
     fresh = ContextGuard(policy(), model=model).count_tokens(probe)
