@@ -15,7 +15,6 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import openai
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -187,19 +186,9 @@ def test_lcel_loop_async(make_server: MakeServer, provider: str) -> None:
     assert_guarded_run(server, provider, history)
 
 
-UNCALIBRATED_WITHOUT_IDS = pytest.mark.xfail(
-    strict=True,
-    raises=openai.BadRequestError,
-    reason="without ids on the caller's messages the guard cannot match a reply's "
-    "usage to the prompt it prepared: it divides it by its count of the whole, "
-    "unpruned prefix (0.70) and so never scales up for a provider that counts "
-    "1.25x its tokens; the 18th call sends 16,750 tokens to the 16,000-token server",
-)
-
-
 @pytest.mark.parametrize(
     "provider",
-    [pytest.param("openai", marks=UNCALIBRATED_WITHOUT_IDS), "anthropic"],
+    ["openai", "anthropic"],
 )
 def test_lcel_loop_without_message_ids_for_40_steps(
     make_server: MakeServer, provider: str

@@ -19,7 +19,6 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langchain_context_guard import (
     ContextGuard,
     ContextGuardMiddleware,
-    ContextOverflowError,
     OverflowRecoveryMiddleware,
     with_overflow_recovery,
 )
@@ -42,15 +41,6 @@ MakeServer = Callable[..., ProviderServer]
 STEPS = 20
 FINAL = f"Done: the answer after {STEPS} tool calls."
 TOO_HIGH = 4 * WINDOW
-
-LEARNED_BELOW_MINIMUM = pytest.mark.xfail(
-    strict=True,
-    raises=ContextOverflowError,
-    reason="with_overflow_recovery learns Anthropic's stated 16,000-token limit "
-    "scaled into the guard's units (15,998), below GuardPolicy.hard_min_tokens "
-    "(16,000); the retry raises WindowTooSmallError and the call fails with "
-    "ContextOverflowError instead of being retried under the limit",
-)
 
 
 def assert_recovered(server: ProviderServer, guard: ContextGuard, model: Any) -> None:
@@ -87,7 +77,7 @@ def test_the_middleware_recovers_from_a_window_set_too_high(
 
 @pytest.mark.parametrize(
     "provider",
-    ["openai", pytest.param("anthropic", marks=LEARNED_BELOW_MINIMUM)],
+    ["openai", "anthropic"],
 )
 def test_with_overflow_recovery_recovers_from_a_window_set_too_high(
     make_server: MakeServer, provider: str
