@@ -114,10 +114,26 @@ class GuardReport:
         }
 
 
+_ACT_ON: frozenset[EventKind] = frozenset({"compaction_failed", "overflow"})
+"""Events the user should act on: logged at WARNING."""
+_NOTICE: frozenset[EventKind] = frozenset(
+    {"window_warning", "compaction", "overflow_recovery", "tokenizer_fallback"}
+)
+"""Events worth a line at INFO; every routine pass logs at DEBUG."""
+
+
 def log_event(event: GuardEvent) -> None:
-    """Log an event: data-losing changes at WARNING, the rest at INFO."""
-    lossy = event.kind in {"truncate", "trim", "compaction_failed", "overflow"}
-    level = logging.WARNING if lossy else logging.INFO
+    """Log an event: WARNING where the user should act, routine pruning at DEBUG.
+
+    Truncating, trimming and compressing are what the guard is for, so they never
+    warn: an agent that prunes on every call would print a warning per call.
+    """
+    if event.kind in _ACT_ON:
+        level = logging.WARNING
+    elif event.kind in _NOTICE:
+        level = logging.INFO
+    else:
+        level = logging.DEBUG
     if logger.isEnabledFor(level):
         logger.log(level, event.describe())
 
