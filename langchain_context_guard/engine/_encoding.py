@@ -215,9 +215,9 @@ def load_encoding(
     Order: the bundled offline table (exact, no network) when cl100k_base or
     o200k_base is asked for; tiktoken's own loader (its cache, or a download
     bounded to a few seconds, skipped when CONTEXT_GUARD_OFFLINE=1); the offline
-    cl100k_base as an approximation of other encodings; a character estimate. Falling back warns once,
-    except that an explicit CONTEXT_GUARD_OFFLINE=1 asks for the cl100k_base
-    approximation, so that step is silent then.
+    cl100k_base as an approximation of other encodings; a character estimate.
+    Falling back warns once, except that an explicit CONTEXT_GUARD_OFFLINE=1 asks
+    for the cl100k_base approximation, so that step is silent then.
     """
     key = f"{name}:{chars_per_token}"
     with _encodings_lock:
