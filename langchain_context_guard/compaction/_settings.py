@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..engine._errors import ConfigError
+from ..engine._errors import ConfigError, unknown_setting
 from ._plan import Mode
 from ._trigger import ContextSize, TriggerClause, clauses
 
@@ -103,6 +103,9 @@ class CompactionSettings(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             name = str(err["loc"][0]) if err["loc"] else "settings"
+            if err["type"] == "extra_forbidden":
+                fields = type(self).model_fields
+                raise unknown_setting("CompactionSettings", name, fields) from None
             raise ConfigError(
                 f"CompactionSettings.{name}: {err['msg']} (got {err.get('input')!r}).",
                 field=name,

@@ -45,6 +45,15 @@ class GuardEvent:
     budget: int = 0
     detail: str = ""
 
+    def __repr__(self) -> str:
+        """Counts, not ids (``to_dict`` has the ids)."""
+        return (
+            f"GuardEvent({self.kind!r}, changed={len(self.changed)}, "
+            f"removed={len(self.removed)}, added={len(self.added)}, "
+            f"tokens_before={self.tokens_before:,}, "
+            f"tokens_after={self.tokens_after:,}, budget={self.budget:,})"
+        )
+
     def describe(self) -> str:
         """One log line for this event."""
         parts = [f"Context guard: {self.kind}"]
@@ -98,6 +107,19 @@ class GuardReport:
         """Whether what is sent differs from the history given."""
         return any(
             e.changed or e.removed or e.added or e.kind == "reuse" for e in self.events
+        )
+
+    def __repr__(self) -> str:
+        """Counts, not ids: a report of a long history names hundreds of messages."""
+        touched: dict[str, int] = {}
+        for e in self.events:
+            n = len(e.changed) + len(e.removed) + len(e.added)
+            touched[e.kind] = touched.get(e.kind, 0) + n
+        return (
+            f"GuardReport(tokens_before={self.tokens_before:,}, "
+            f"tokens_after={self.tokens_after:,}, budget={self.budget:,}, "
+            f"context_window={self.context_window:,} ({self.window_source}), "
+            f"messages_by_event={touched}, reused={self.reused})"
         )
 
     def to_dict(self) -> dict[str, object]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from ._errors import ConfigError
+from ._errors import ConfigError, unknown_setting
 from ._settings import load_settings, policy_block
 
 
@@ -366,14 +365,7 @@ def _config_error(exc: ValidationError) -> ConfigError:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"]) or "GuardPolicy"
     if err["type"] == "extra_forbidden":
-        valid = ", ".join(sorted(GuardPolicy.model_fields))
-        close = difflib.get_close_matches(field, list(GuardPolicy.model_fields), n=1)
-        also = f" (did you mean {close[0]!r}?)" if close else ""
-        return ConfigError(
-            f"GuardPolicy: unknown setting {field!r}; valid settings: {valid}.",
-            field=field,
-            hint=f"remove {field!r} or correct its spelling{also}.",
-        )
+        return unknown_setting("GuardPolicy", field, GuardPolicy.model_fields)
     given = err.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
     return ConfigError(

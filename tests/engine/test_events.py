@@ -94,6 +94,19 @@ def test_describe_and_to_dict():
     assert json.loads(json.dumps(report.to_dict()))["events"][0]["kind"] == "trim"
 
 
+def test_repr_counts_messages_by_event_instead_of_listing_ids():
+    report = ContextGuard(POLICY).prepare(agent_history(60, result_chars=6_000)).report
+    text = repr(report)
+    assert "'t1'" not in text and "'a1'" not in text and len(text) < 300
+    assert text.startswith(f"GuardReport(tokens_before={report.tokens_before:,}, ")
+    assert "budget=28,000, context_window=32,000 (override)" in text
+    trim = next(e for e in report.events if e.kind == "trim")
+    assert f"'trim': {len(trim.removed)}" in text
+    assert repr(trim).startswith(
+        f"GuardEvent('trim', changed=0, removed={len(trim.removed)}"
+    )
+
+
 def test_log_event_levels(caplog):
     with caplog.at_level(logging.DEBUG, logger="langchain_context_guard"):
         for kind in ("repair", "truncate", "trim", "window_warning"):
