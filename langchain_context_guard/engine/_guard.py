@@ -132,7 +132,7 @@ class ContextGuard:
         budget = window - reserve if reserve is not None else policy.budget(window)
         if budget <= 0:
             raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({policy.reserve_tokens:,}) leaves "
+                f"GuardPolicy.reserve_tokens ({policy.reserve(window):,}) leaves "
                 f"nothing of the {window:,}-token window (from {source}).",
                 field="reserve_tokens",
                 hint="lower reserve_tokens below the model's window.",

@@ -39,7 +39,8 @@ class GuardPolicy(BaseModel):
         8_192,
         ge=0,
         validation_alias=AliasChoices("reserve_tokens", "reserveTokens"),
-        description="Tokens kept free for the reply; budget = window - reserve.",
+        description="Tokens kept free for the reply; budget = window - reserve. "
+        "Unset: an eighth of the window, at most 8,192 (``reserve``).",
     )
     hard_min_tokens: int = Field(16_000, ge=0, description="Refuse windows below this.")
     warn_below_tokens: int = Field(
@@ -265,23 +266,15 @@ class GuardPolicy(BaseModel):
 
     def _check_consistency(self) -> None:
         window = self.context_window
-        if window is not None and self.reserve_tokens >= window:
-            if "reserve_tokens" not in self.model_fields_set:  # blame what was set
-                raise ConfigError(
-                    f"GuardPolicy.context_window ({window:,}) leaves no room: the "
-                    f"reply reserve (reserve_tokens, default {self.reserve_tokens:,}) "
-                    "is larger.",
-                    field="context_window",
-                    hint="set context_window to the model's real window "
-                    f"(at least {self.hard_min_tokens:,}), or set reserve_tokens too.",
-                )
+        if window is not None and self.reserve(window) >= window:  # reserve was set
             raise ConfigError(
                 f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) must be "
                 f"smaller than context_window ({window:,}).",
                 field="reserve_tokens",
                 hint="lower reserve_tokens or raise context_window.",
             )
-        if window is None and self.reserve_tokens >= self.default_context_window:
+        default = self.default_context_window
+        if window is None and self.reserve(default) >= default:
             raise ConfigError(
                 f"GuardPolicy.reserve_tokens ({self.reserve_tokens:,}) leaves nothing "
                 f"of the default window ({self.default_context_window:,} tokens).",
@@ -352,7 +345,18 @@ class GuardPolicy(BaseModel):
 
     def budget(self, window: int) -> int:
         """Tokens the sent messages may use in a window of ``window`` tokens."""
-        return window - self.reserve_tokens
+        return window - self.reserve(window)
+
+    def reserve(self, window: int) -> int:
+        """Tokens kept free for the reply in a window of ``window`` tokens.
+
+        ``reserve_tokens`` when it is set; otherwise ``default_reserve(window)``:
+        one rule for every window, whether the middleware, ``inspect``, ``demo``
+        or ``replay`` resolves it.
+        """
+        if "reserve_tokens" in self.model_fields_set:
+            return self.reserve_tokens
+        return default_reserve(window, cap=self.reserve_tokens)
 
     def turn_limit(self, session_kind: str | None) -> int | None:
         """The user-turn limit for a kind of session."""
@@ -373,3 +377,12 @@ def _config_error(exc: ValidationError) -> ConfigError:
         field=field,
         hint=f"set {field} to a valid value; see GuardPolicy's field docs.",
     )
+
+
+def default_reserve(window: int, cap: int = 8_192) -> int:
+    """The reply reserve when none is set: an eighth of the window, at most ``cap``.
+
+    2,000 of a 16k window, 4,000 of 32k, 8,192 from 64k up: a small window keeps
+    most of itself for the history, a large one the room of a long reply.
+    """
+    return min(window // 8, cap)

@@ -4,6 +4,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
+from langchain_context_guard.engine._policy import default_reserve
 
 SEED_000_YAML = """\
 # config.yaml
@@ -204,10 +205,15 @@ def test_a_reserve_larger_than_the_resolved_window_names_the_reserve():
     assert "system prompt" not in str(info.value)
 
 
-def test_a_small_window_alone_blames_the_window_not_the_default_reserve():
-    with pytest.raises(ConfigError, match=r"context_window \(1,000\)") as info:
-        GuardPolicy(context_window=1_000)
-    assert info.value.field == "context_window"
+def test_an_unset_reserve_is_an_eighth_of_the_window_at_most_8192():
+    assert GuardPolicy(context_window=16_000).budget(16_000) == 14_000
+    assert GuardPolicy(context_window=32_000).reserve(32_000) == 4_000
+    assert GuardPolicy().reserve(200_000) == 8_192
+    assert GuardPolicy(reserve_tokens=8_192).reserve(16_000) == 8_192  # set: kept
+    assert default_reserve(1_000) == 125
+
+
+def test_a_reserve_that_leaves_nothing_is_refused():
     with pytest.raises(ConfigError, match=r"reserve_tokens \(2,000\) must be"):
         GuardPolicy(context_window=1_000, reserve_tokens=2_000)
 
