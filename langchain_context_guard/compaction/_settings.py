@@ -105,7 +105,9 @@ class CompactionSettings(BaseModel):
             name = str(err["loc"][0]) if err["loc"] else "settings"
             if err["type"] == "extra_forbidden":
                 fields = type(self).model_fields
-                raise unknown_setting("CompactionSettings", name, fields) from None
+                raise unknown_setting(
+                    "CompactionSettings", name, fields, "docs/compaction.md"
+                ) from None
             raise ConfigError(
                 f"CompactionSettings.{name}: {err['msg']} (got {err.get('input')!r}).",
                 field=name,

@@ -45,11 +45,13 @@ class ConfigError(ContextGuardError, ValueError):
         super().__init__(message, hint=hint or "correct the named setting.")
 
 
-def unknown_setting(owner: str, name: str, known: Iterable[str]) -> ConfigError:
+def unknown_setting(
+    owner: str, name: str, known: Iterable[str], page: str = "docs/configuration.md"
+) -> ConfigError:
     """The error for a setting ``owner`` does not have: the nearest name as the fix.
 
     The valid names are not listed (there are dozens); difflib's closest one is
-    the likely fix, and the reference page has the rest.
+    the likely fix, and the reference ``page`` has the rest.
     """
     close = difflib.get_close_matches(name, list(known), n=1)
     return ConfigError(
@@ -57,7 +59,7 @@ def unknown_setting(owner: str, name: str, known: Iterable[str]) -> ConfigError:
         field=name,
         hint=f"did you mean {close[0]!r}?"
         if close
-        else f"remove it; {owner}'s settings are listed in docs/configuration.md.",
+        else f"remove it; {owner}'s settings are listed in {page}.",
     )
 
 
