@@ -69,6 +69,14 @@ if TYPE_CHECKING:
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Keeps every model call of a ``create_agent`` agent inside its window.
 
+    What it writes into messages: nothing but a small record in each reply's
+    ``response_metadata["context_guard"]`` (``{"sent": [tokens, whole], "base":
+    n}``, and a count ratio once usage is seen: our count of the prompt sent and
+    where the last pruning cut). It is checkpointed with the reply, so another
+    worker, or this one after a restart, rebuilds the same prompt (keeping the
+    provider's prompt cache warm) and reads the reply's usage against what was
+    really sent. The state itself is rewritten only with ``persist=True``.
+
     Args:
         guard: A ready ``ContextGuard`` (one may serve many agents and threads)
             or a ``GuardPolicy``; by default one is built from ``settings``.
