@@ -53,7 +53,7 @@ def test_no_arguments_takes_the_window_from_the_agents_model() -> None:
     }
     final = agent.invoke({"messages": [("user", USER)]}, config)["messages"]
     assert len(final) == full_length(60)
-    budget = WINDOW - GuardPolicy().reserve_tokens
+    budget = GuardPolicy().budget(WINDOW)  # an unset reserve: window / 8, <= 8,192
     for received in model.received:
         check_model_input(
             middleware.guard, received, user_text=USER, tools=TOOLS, budget=budget

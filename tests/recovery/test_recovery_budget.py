@@ -155,6 +155,6 @@ def test_recovery_given_the_middlewares_model_counts_its_budget() -> None:
     agent.invoke({"messages": msgs})
     # A name has no max_tokens: the policy's reserve, as the middleware counts.
     budget = guard_mw.guard.budget(name)
-    assert budget == 15_000 - GuardPolicy().reserve_tokens
+    assert budget == GuardPolicy().budget(15_000)
     assert events[-1].budget == budget
     assert len(model.calls) == 2 and model.calls[1] <= budget
