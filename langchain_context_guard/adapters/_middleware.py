@@ -66,6 +66,10 @@ if TYPE_CHECKING:
     from ..engine._policy import GuardPolicy
 
 
+_OWN = ("guard", "model", "token_counter", "persist", "archive", "cache_breakpoints")
+"""``ContextGuardMiddleware``'s own keywords (the rest are ``GuardPolicy`` fields)."""
+
+
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Keeps every model call of a ``create_agent`` agent inside its window.
 
@@ -128,7 +132,13 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if isinstance(guard, ContextGuard) or model is not None:
             self._guard = self._build(model)
         else:  # check the settings now; the guard itself waits for the model
-            build_guard(guard, token_counter=token_counter, settings=settings)
+            build_guard(
+                guard,
+                token_counter=token_counter,
+                settings=settings,
+                owner="ContextGuardMiddleware",
+                own=_OWN,
+            )
         self._request = RequestInputs()
 
     def _build(self, model: Any) -> ContextGuard:
@@ -137,6 +147,8 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             model=model,
             token_counter=self._counter,
             settings=self._settings,
+            owner="ContextGuardMiddleware",
+            own=_OWN,
         )
         return archiving(guard, self.archive)
 

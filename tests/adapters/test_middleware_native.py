@@ -102,6 +102,23 @@ def test_a_ready_guard_with_settings_is_refused() -> None:
         ContextGuardMiddleware(reserv_tokens=1)
 
 
+@pytest.mark.parametrize(
+    ("typo", "nearest"),
+    [("persit", "persist"), ("reserve_token", "reserve_tokens")],
+    ids=["own-keyword", "policy-field"],
+)
+def test_a_misspelt_keyword_names_the_nearest_one(typo: str, nearest: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        ContextGuardMiddleware(**{typo: 1})
+    assert str(info.value) == (
+        f"ContextGuardMiddleware: unknown setting {typo!r}. "
+        f"Fix: did you mean {nearest!r}?"
+    )
+    assert (
+        ContextGuardMiddleware(reserveTokens=1_000).guard.policy.reserve_tokens == 1_000
+    )
+
+
 def test_a_silent_overflow_is_warned(caplog: pytest.LogCaptureFixture) -> None:
     usage = {"input_tokens": 90_000, "output_tokens": 3, "total_tokens": 90_003}
     reply = AIMessage("ok", usage_metadata=usage)  # type: ignore[arg-type]
