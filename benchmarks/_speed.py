@@ -1,4 +1,4 @@
-"""Speed at every size (issue 15): ``bench_prepare.py --sizes 1000,10000,50000``.
+"""Speed at every size: ``bench_prepare.py --sizes 1000,10000,50000``.
 
 For each size N, one history of N messages (the shared trajectories' assistant
 and tool-result pairs, repeated with fresh ids past the pool's end) and, in the
@@ -181,7 +181,7 @@ def cold(history: list[BaseMessage], reps: int) -> dict[str, Any]:
     process's, encoding threads included (the ``prepare`` p50 columns are the
     calling thread's alone). Each ``prepare`` gets new message objects (equal),
     so nothing the passes memoise by identity carries over between repeats.
-    Two references: ``encode_ordinary_batch`` (the issue's), and the same texts
+    Two references: ``encode_ordinary_batch`` (the target's), and the same texts
     in a few chunks on those threads (``encode_chunks``): the batch spends
     about a fifth of its CPU on a thread-pool task per text, which is not the
     tokenizer's work, so the chunked encode is the stricter, fair floor.

@@ -173,7 +173,9 @@ def main() -> None:
     _table(results, backends, args.steps)
     tag = f"_{args.only.replace(' ', '_')}" if args.only else ""
     out = ROOT / "benchmarks" / "results" / f"bench_checkpoints_{args.steps}{tag}.json"
-    out.write_text(json.dumps(results, indent=2))
+    command = " ".join(["python", "benchmarks/bench_checkpoints.py", *sys.argv[1:]])
+    doc = {"command": command, "variants": results}  # benchmarks/render.py reads it
+    out.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 def _table(results: dict[str, dict[str, Any]], backends: list[str], steps: int) -> None:

@@ -1,4 +1,4 @@
-"""Cold ``prepare`` against tiktoken's encode of the same texts, alone (issue 15).
+"""Cold ``prepare`` against tiktoken's encode of the same texts, alone.
 
 ``_speed.cold`` at each size: a fresh guard on the shared trajectories' history
 against ``encode_ordinary_batch`` and against the same texts in a few chunks on

@@ -289,7 +289,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     results = run(args.quick)
     suffix = "_quick" if args.quick else ""
     path = RESULTS / f"bench_counter{suffix}.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    command = " ".join(["python", "benchmarks/bench_counter.py", *sys.argv[1:]])
+    path.write_text(json.dumps({"command": command, **results}, indent=2) + "\n")
     print(table(results))
     print(f"wrote {path}")
 

@@ -79,7 +79,10 @@ def main() -> None:
     }
     print(json.dumps(result, indent=2))
     name = f"bench_load_{args.workers}x{args.threads}x{args.steps}.json"
-    (ROOT / "benchmarks" / "results" / name).write_text(json.dumps(result, indent=2))
+    command = " ".join(["python", "benchmarks/bench_load.py", *sys.argv[1:]])
+    doc = {"command": command, **result}
+    out = ROOT / "benchmarks" / "results" / name
+    out.write_text(json.dumps(doc, indent=2) + "\n")
 
 
 if __name__ == "__main__":

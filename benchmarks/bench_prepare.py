@@ -623,7 +623,8 @@ def speed_table(args: argparse.Namespace) -> None:
     results["machine"] = machine()
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / "bench_speed.json"
-    path.write_text(json.dumps(results, indent=2) + "\n")
+    command = " ".join(["python", "benchmarks/bench_prepare.py", *sys.argv[1:]])
+    path.write_text(json.dumps({"command": command, **results}, indent=2) + "\n")
     print(_speed.table(results))
     print(f"wrote {path}")
 

@@ -1,4 +1,4 @@
-"""Time only the pruning calls of a long conversation (issue 15: <= 300 ms at 50k).
+"""Time only the pruning calls of a long conversation (target: <= 300 ms at 50k).
 
 One guard on a 32k window (so it prunes every few steps) takes a history of
 ``--size`` messages (the shared trajectories, repeated with fresh ids as in

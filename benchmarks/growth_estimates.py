@@ -9,7 +9,7 @@ among them, each message as the prompt holds it: through the truncation pass) is
 compared with three estimates from the history so far:
 
 * ``as written``: the history's own tokens over its assistant messages;
-* ``as sent``: the same through the truncation pass (the default since session 6);
+* ``as sent``: the same through the truncation pass (the default);
 * ``newest stretch``: the last ``(1 - prune_to)`` of the budget, as sent.
 
 Prints the median and mean ``|log(estimate / actual)|`` per window.

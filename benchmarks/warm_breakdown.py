@@ -1,4 +1,4 @@
-"""What warm ``prepare`` calls spend their time on (issue 15, the p99).
+"""What warm ``prepare`` calls spend their time on (the p99).
 
 The same stream as ``bench_prepare.py --sizes`` (``_speed.warm``: one guard,
 ``N`` messages, then one agent step per call; optionally every message rebuilt

@@ -1,4 +1,4 @@
-"""Every python block in README.md and docs/*.md runs, offline, as written.
+"""Every python block in README.md and docs/ (design notes too) runs as written.
 
 New pages under ``docs/`` are picked up on their own; each block runs alone (in a
 fresh module, in an empty working directory), so it must be self-contained.
@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
 LINK = re.compile(r"\]\(((?!https?://|#)[^)#\s]+)(?:#[^)]*)?\)")
 

@@ -45,6 +45,7 @@ def _payloads(report: GuardReport, source: str) -> list[tuple[str, dict[str, Any
 
 
 def _log(report: GuardReport, source: str) -> None:
+    """One line per call: INFO when it changed what is sent, DEBUG otherwise."""
     level = logging.INFO if report.changed else logging.DEBUG
     if logger.isEnabledFor(level):
         logger.log(

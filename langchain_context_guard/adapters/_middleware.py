@@ -64,8 +64,20 @@ if TYPE_CHECKING:
     from ..engine import GuardPolicy, PrepareResult
 
 
+_OWN = ("guard", "model", "token_counter", "persist", "archive", "cache_breakpoints")
+"""``ContextGuardMiddleware``'s own keywords (the rest are ``GuardPolicy`` fields)."""
+
+
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Keeps every model call of a ``create_agent`` agent inside its window.
+
+    What it writes into messages: nothing but a small record in each reply's
+    ``response_metadata["context_guard"]`` (``{"sent": [tokens, whole], "base":
+    n}``, and a count ratio once usage is seen: our count of the prompt sent and
+    where the last pruning cut). It is checkpointed with the reply, so another
+    worker, or this one after a restart, rebuilds the same prompt (keeping the
+    provider's prompt cache warm) and reads the reply's usage against what was
+    really sent. The state itself is rewritten only with ``persist=True``.
 
     Args:
         guard: A ready ``ContextGuard`` (one may serve many agents and threads)
@@ -118,7 +130,13 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if isinstance(guard, ContextGuard) or model is not None:
             self._guard = self._build(model)
         else:  # check the settings now; the guard itself waits for the model
-            build_guard(guard, token_counter=token_counter, settings=settings)
+            build_guard(
+                guard,
+                token_counter=token_counter,
+                settings=settings,
+                owner="ContextGuardMiddleware",
+                own=_OWN,
+            )
         self._request = RequestInputs()
 
     def _build(self, model: Any) -> ContextGuard:
@@ -127,6 +145,8 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             model=model,
             token_counter=self._counter,
             settings=self._settings,
+            owner="ContextGuardMiddleware",
+            own=_OWN,
         )
         return archiving(guard, self.archive)
 

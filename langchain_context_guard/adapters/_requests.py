@@ -9,6 +9,7 @@ Used by ``ContextGuardMiddleware``, the compaction fallback and overflow recover
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
@@ -20,7 +21,14 @@ from langchain.agents.structured_output import (
 )
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 
-from ..engine import ConfigError, ContextGuard, GuardPolicy, same_list, silent_overflow
+from ..engine import (
+    ConfigError,
+    ContextGuard,
+    GuardPolicy,
+    same_list,
+    silent_overflow,
+    unknown_setting,
+)
 from ._callbacks import logger
 from ._silent import note_silent_overflow
 
@@ -49,17 +57,33 @@ def _structured_output_tools(response_format: Any) -> list[Any]:
     return [OutputToolBinding.from_schema_spec(spec).tool for spec in specs]
 
 
+def _policy_names() -> frozenset[str]:
+    """What ``GuardPolicy`` accepts as a keyword: its fields and their aliases."""
+    names = set(GuardPolicy.model_fields)
+    for field in GuardPolicy.model_fields.values():
+        choices = getattr(field.validation_alias, "choices", ())
+        names.update(c for c in choices if isinstance(c, str))
+    return frozenset(names)
+
+
+_POLICY_NAMES = _policy_names()
+
+
 def build_guard(
     guard: ContextGuard | GuardPolicy | None,
     *,
     model: Any = None,
     token_counter: Any = None,
     settings: dict[str, Any],
+    owner: str = "GuardPolicy",
+    own: Sequence[str] = (),
 ) -> ContextGuard:
     """A ``ContextGuard`` from what a middleware was given.
 
     A ready guard is used as is (settings and a counter then belong to it); a
     policy is updated with ``settings``; nothing gives ``GuardPolicy(**settings)``.
+    A name that is no setting is refused as ``owner``'s, the nearest of the
+    policy's fields and ``owner``'s ``own`` keywords suggested.
     """
     if isinstance(guard, ContextGuard):
         if settings or token_counter is not None:
@@ -78,6 +102,9 @@ def build_guard(
             field="guard",
             hint="pass ContextGuard(...), GuardPolicy(...), or settings as keywords.",
         )
+    for name in settings:
+        if name not in _POLICY_NAMES:
+            raise unknown_setting(owner, name, [*GuardPolicy.model_fields, *own])
     base = guard.model_dump(exclude_unset=True) if guard is not None else {}
     policy = GuardPolicy(**{**base, **settings})
     return ContextGuard(policy, token_counter=token_counter, model=model)

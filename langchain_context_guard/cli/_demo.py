@@ -374,7 +374,7 @@ def run_demo(
         budget=guard.budget(model, window=info.tokens),
         context_window=info.tokens,
         window_source=info.source,
-        reserve_tokens=policy.reserve_tokens,
+        reserve_tokens=info.tokens - guard.budget(model, window=info.tokens),
         model=getattr(chat, "model_name", None) or chat._llm_type,
         db=str(db),
         thread_id=thread_id,

@@ -17,7 +17,7 @@ from ..engine import ContextGuard
 from ._demo import FACT_FILE, CallRecord, DemoResult, run_demo
 from ._options import CommandError, load_policy, warn_default_window
 
-DEMO_DEFAULTS = {"context_window": 32_000, "reserve_tokens": 4_000}
+DEMO_DEFAULTS = {"context_window": 32_000}  # reserve: GuardPolicy.reserve's rule
 # (environment variable, provider package, init_chat_model spec)
 PROVIDERS = (
     ("OPENAI_API_KEY", "langchain_openai", "openai:gpt-4o-mini"),
@@ -79,7 +79,7 @@ def run_demo_command(ns: argparse.Namespace) -> int:
     print(why, file=sys.stderr if quiet else sys.stdout)
     if not quiet:
         print(
-            f"window {window.tokens:,} tokens, reserve {policy.reserve_tokens:,}: "
+            f"window {window.tokens:,} tokens, reserve {window.tokens - budget:,}: "
             f"budget {budget:,} tokens per call"
         )
         print(f"task: up to {ns.steps} tool calls over a generated repository\n")

@@ -138,7 +138,9 @@ def _policy_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--window", type=window_arg, help="context window in tokens, e.g. 32k"
     )
-    parser.add_argument("--reserve", type=int, help="tokens reserved for the reply")
+    parser.add_argument(
+        "--reserve", type=int, help="reply reserve (default: window/8, at most 8192)"
+    )
     parser.add_argument("--config", type=Path, help="YAML file of GuardPolicy settings")
 
 
@@ -173,7 +175,8 @@ def _run_inspect(ns: argparse.Namespace) -> int:
     warn_default_window(policy.model, info.tokens, info.source)
     analysis = analyse(guard, history)
     render = render_json if ns.json else render_text
-    print(render(source, analysis, policy.reserve_tokens))
+    reserve = info.tokens - guard.budget(window=info.tokens)  # as the guard counts
+    print(render(source, analysis, reserve))
     return 0
 
 

@@ -42,22 +42,27 @@ from ._graph import make_recall_tool
 from ._settings import CompactionSettings
 from ._summarizer import chat_model
 
-# LangChain's names whose meaning differs here, and what to use instead.
+# LangChain's names whose meaning differs here: why, and what to use instead.
 _DIFFERENT = {
-    "summary_prompt": "CompactionMiddleware writes a sectioned summary with its own "
-    "prompt; pass instructions='...' to add what the summary must focus on",
-    "trim_tokens_to_summarize": "the summary prompt is capped in characters; pass "
-    "max_prompt_chars=... (the middle of a longer conversation is cut out)",
+    "summary_prompt": (
+        "it writes a sectioned summary with its own prompt",
+        "pass instructions='...' to add what the summary must focus on.",
+    ),
+    "trim_tokens_to_summarize": (
+        "the summary prompt is capped in characters (the middle of a longer "
+        "conversation is cut out)",
+        "pass max_prompt_chars=... instead.",
+    ),
 }
 
 
 def _settings(base: CompactionSettings | None, given: dict[str, Any]) -> Any:
-    for name, instead in _DIFFERENT.items():
+    for name, (why, instead) in _DIFFERENT.items():
         if name in given:
             raise ConfigError(
-                f"CompactionMiddleware does not take {name!r}: {instead}.",
+                f"CompactionMiddleware does not take {name!r}: {why}.",
                 field=name,
-                hint=instead + ".",
+                hint=instead,
             )
     if not given:
         return base

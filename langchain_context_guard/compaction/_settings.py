@@ -11,7 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..adapters import check_prefix
-from ..engine import ConfigError
+from ..engine import ConfigError, unknown_setting
 from ._plan import Mode
 from ._trigger import ContextSize, TriggerClause, clauses
 
@@ -120,6 +120,11 @@ class CompactionSettings(BaseModel):
         except ValidationError as exc:
             err = exc.errors()[0]
             name = str(err["loc"][0]) if err["loc"] else "settings"
+            if err["type"] == "extra_forbidden":
+                fields = type(self).model_fields
+                raise unknown_setting(
+                    "CompactionSettings", name, fields, "docs/compaction.md"
+                ) from None
             raise ConfigError(
                 f"CompactionSettings.{name}: {err['msg']} (got {err.get('input')!r}).",
                 field=name,

@@ -24,9 +24,10 @@ from ._errors import (
     InvalidInputError,
     WindowTooSmallError,
 )
-from ._events import GuardEvent, GuardReport, PrepareResult
 
 # For the library's own subpackages, which meet the engine here (not public API).
+from ._errors import unknown_setting as unknown_setting
+from ._events import GuardEvent, GuardReport, PrepareResult
 from ._events import diff_event as diff_event
 from ._events import log_event as log_event
 from ._guard import ContextGuard

@@ -17,6 +17,9 @@ what to do about it; ``str(error)`` ends with that hint.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 from langchain_core.exceptions import (
     ContextOverflowError as LangChainContextOverflowError,
 )
@@ -40,6 +43,24 @@ class ConfigError(ContextGuardError, ValueError):
     ) -> None:
         self.field = field
         super().__init__(message, hint=hint or "correct the named setting.")
+
+
+def unknown_setting(
+    owner: str, name: str, known: Iterable[str], page: str = "docs/configuration.md"
+) -> ConfigError:
+    """The error for a setting ``owner`` does not have: the nearest name as the fix.
+
+    The valid names are not listed (there are dozens); difflib's closest one is
+    the likely fix, and the reference ``page`` has the rest.
+    """
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return ConfigError(
+        f"{owner}: unknown setting {name!r}.",
+        field=name,
+        hint=f"did you mean {close[0]!r}?"
+        if close
+        else f"remove it; {owner}'s settings are listed in {page}.",
+    )
 
 
 class InvalidInputError(ContextGuardError, ValueError):

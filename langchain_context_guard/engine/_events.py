@@ -46,6 +46,15 @@ class GuardEvent:
     budget: int = 0
     detail: str = ""
 
+    def __repr__(self) -> str:
+        """Counts, not ids (``to_dict`` has the ids)."""
+        return (
+            f"GuardEvent({self.kind!r}, changed={len(self.changed)}, "
+            f"removed={len(self.removed)}, added={len(self.added)}, "
+            f"tokens_before={self.tokens_before:,}, "
+            f"tokens_after={self.tokens_after:,}, budget={self.budget:,})"
+        )
+
     def describe(self) -> str:
         """One log line for this event."""
         parts = [f"Context guard: {self.kind}"]
@@ -101,6 +110,19 @@ class GuardReport:
             e.changed or e.removed or e.added or e.kind == "reuse" for e in self.events
         )
 
+    def __repr__(self) -> str:
+        """Counts, not ids: a report of a long history names hundreds of messages."""
+        touched: dict[str, int] = {}
+        for e in self.events:
+            n = len(e.changed) + len(e.removed) + len(e.added)
+            touched[e.kind] = touched.get(e.kind, 0) + n
+        return (
+            f"GuardReport(tokens_before={self.tokens_before:,}, "
+            f"tokens_after={self.tokens_after:,}, budget={self.budget:,}, "
+            f"context_window={self.context_window:,} ({self.window_source}), "
+            f"messages_by_event={touched}, reused={self.reused})"
+        )
+
     def to_dict(self) -> dict[str, object]:
         """A JSON-ready dict of this report."""
         return {
@@ -115,16 +137,28 @@ class GuardReport:
         }
 
 
+_ACT_ON: frozenset[EventKind] = frozenset(
+    {"compaction_failed", "overflow", "limit_ignored"}
+)
+"""Events the user should act on: logged at WARNING."""
+_NOTICE: frozenset[EventKind] = frozenset(
+    {"window_warning", "compaction", "overflow_recovery", "tokenizer_fallback"}
+)
+"""Events worth a line at INFO; every routine pass logs at DEBUG."""
+
+
 def log_event(event: GuardEvent) -> None:
-    """Log an event: data-losing changes at WARNING, the rest at INFO."""
-    lossy = event.kind in {
-        "truncate",
-        "trim",
-        "compaction_failed",
-        "overflow",
-        "limit_ignored",
-    }
-    level = logging.WARNING if lossy else logging.INFO
+    """Log an event: WARNING where the user should act, routine pruning at DEBUG.
+
+    Truncating, trimming and compressing are what the guard is for, so they never
+    warn: an agent that prunes on every call would print a warning per call.
+    """
+    if event.kind in _ACT_ON:
+        level = logging.WARNING
+    elif event.kind in _NOTICE:
+        level = logging.INFO
+    else:
+        level = logging.DEBUG
     if logger.isEnabledFor(level):
         logger.log(level, event.describe())
 

@@ -149,13 +149,13 @@ class ContextGuard:
         if "reserve_tokens" not in policy.model_fields_set:
             reserve = output_reserve(model if model is not None else self.model, window)
         if reserve is None:
-            reserve = policy.reserve_tokens
+            reserve = policy.reserve(window)
             if source in ("learned", "limit"):  # a provider's limit: half to send
                 reserve = min(reserve, window // 2)
         budget = window - reserve
         if budget <= 0:
             raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({policy.reserve_tokens:,}) leaves "
+                f"GuardPolicy.reserve_tokens ({reserve:,}) leaves "
                 f"nothing of the {window:,}-token window (from {source}).",
                 field="reserve_tokens",
                 hint="lower reserve_tokens below the model's window.",

@@ -76,6 +76,22 @@ def is_empty(message: BaseMessage) -> bool:
     )
 
 
+def original_size(message: BaseMessage, text: str) -> tuple[int, int]:
+    """Characters and lines ``message`` had before the guard first cut it.
+
+    ``text`` is its text now; a message the guard has not cut (or whose marker
+    predates line counts) gives the size of ``text`` for what is not recorded.
+    A marker names what the guard replaced, never a cut of a cut.
+    """
+    mark = marker(message) or {}
+    chars, lines = mark.get("original_chars"), mark.get("original_lines")
+    if not isinstance(chars, int) or chars <= len(text):
+        return len(text), text.count("\n") + 1
+    if not isinstance(lines, int):
+        lines = text.count("\n") + 1
+    return chars, lines
+
+
 def with_marker(
     message: BaseMessage, kind: str, *, content: Any = None, **info: Any
 ) -> BaseMessage:

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from ._errors import ConfigError
+from ._errors import ConfigError, unknown_setting
+from ._policy_checks import check_consistency
 from ._settings import load_settings, policy_block
 
-MIN_BUDGET_TOKENS = 64
-"""Least budget (window minus reserve) a policy may leave: a minimal turn (the
-placeholder first turn, 22 tokens; a short user message; the reply priming)."""
 _TURN_LIMIT_HINT = (
     "use a number of user turns, at least 1; for no limit, leave the setting out."
 )
@@ -47,7 +44,8 @@ class GuardPolicy(BaseModel):
         8_192,
         ge=0,
         validation_alias=AliasChoices("reserve_tokens", "reserveTokens"),
-        description="Tokens kept free for the reply; budget = window - reserve.",
+        description="Tokens kept free for the reply; budget = window - reserve. "
+        "Unset: an eighth of the window, at most 8,192 (``reserve``).",
     )
     hard_min_tokens: int = Field(16_000, ge=0, description="Refuse windows below this.")
     warn_below_tokens: int = Field(
@@ -274,50 +272,7 @@ class GuardPolicy(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise _config_error(exc) from None
-        self._check_consistency()
-
-    def _check_consistency(self) -> None:
-        window, reserve = self.context_window, self.reserve_tokens
-        left = (window or self.default_context_window) - reserve
-        short = (
-            f"leaves a budget of {left:,} tokens, under the {MIN_BUDGET_TOKENS} "
-            "a minimal turn needs"
-        )
-        if window is not None and left < MIN_BUDGET_TOKENS:
-            if "reserve_tokens" not in self.model_fields_set:  # blame what was set
-                raise ConfigError(
-                    f"GuardPolicy.context_window ({window:,}) {short}: the reply "
-                    f"reserve (reserve_tokens, default {reserve:,}) takes the rest.",
-                    field="context_window",
-                    hint="set context_window to the model's real window "
-                    f"(at least {self.hard_min_tokens:,}), or set reserve_tokens too.",
-                )
-            raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({reserve:,}) must be smaller than "
-                f"context_window ({window:,}): it {short}.",
-                field="reserve_tokens",
-                hint="lower reserve_tokens or raise context_window.",
-            )
-        if window is None and left < MIN_BUDGET_TOKENS:
-            raise ConfigError(
-                f"GuardPolicy.reserve_tokens ({reserve:,}) {short} of the default "
-                f"window ({self.default_context_window:,} tokens).",
-                field="reserve_tokens",
-                hint="set reserve_tokens to the longest reply expected (e.g. 8192), "
-                "or set context_window.",
-            )
-        if (
-            self.truncate_head_chars + self.truncate_tail_chars
-            >= self.max_tool_result_chars
-        ):
-            raise ConfigError(
-                "GuardPolicy.truncate_head_chars + truncate_tail_chars "
-                f"({self.truncate_head_chars + self.truncate_tail_chars:,}) must be "
-                f"below max_tool_result_chars ({self.max_tool_result_chars:,}).",
-                field="truncate_head_chars",
-                hint="lower truncate_head_chars/truncate_tail_chars or raise "
-                "max_tool_result_chars.",
-            )
+        check_consistency(self)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> GuardPolicy:
@@ -369,7 +324,18 @@ class GuardPolicy(BaseModel):
 
     def budget(self, window: int) -> int:
         """Tokens the sent messages may use in a window of ``window`` tokens."""
-        return window - self.reserve_tokens
+        return window - self.reserve(window)
+
+    def reserve(self, window: int) -> int:
+        """Tokens kept free for the reply in a window of ``window`` tokens.
+
+        ``reserve_tokens`` when it is set; otherwise ``default_reserve(window)``:
+        one rule for every window, whether the middleware, ``inspect``, ``demo``
+        or ``replay`` resolves it.
+        """
+        if "reserve_tokens" in self.model_fields_set:
+            return self.reserve_tokens
+        return default_reserve(window, cap=self.reserve_tokens)
 
     def turn_limit(self, session_kind: str | None) -> int | None:
         """The user-turn limit for a kind of session."""
@@ -382,14 +348,7 @@ def _config_error(exc: ValidationError) -> ConfigError:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err["loc"]) or "GuardPolicy"
     if err["type"] == "extra_forbidden":
-        valid = ", ".join(sorted(GuardPolicy.model_fields))
-        close = difflib.get_close_matches(field, list(GuardPolicy.model_fields), n=1)
-        also = f" (did you mean {close[0]!r}?)" if close else ""
-        return ConfigError(
-            f"GuardPolicy: unknown setting {field!r}; valid settings: {valid}.",
-            field=field,
-            hint=f"remove {field!r} or correct its spelling{also}.",
-        )
+        return unknown_setting("GuardPolicy", field, GuardPolicy.model_fields)
     given = err.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
     hint = f"set {field} to a valid value; see GuardPolicy's field docs."
@@ -398,3 +357,12 @@ def _config_error(exc: ValidationError) -> ConfigError:
     return ConfigError(
         f"GuardPolicy.{field}: {err['msg']}{shown}.", field=field, hint=hint
     )
+
+
+def default_reserve(window: int, cap: int = 8_192) -> int:
+    """The reply reserve when none is set: an eighth of the window, at most ``cap``.
+
+    2,000 of a 16k window, 4,000 of 32k, 8,192 from 64k up: a small window keeps
+    most of itself for the history, a large one the room of a long reply.
+    """
+    return min(window // 8, cap)

@@ -393,5 +393,5 @@ def available_strategies() -> tuple[str, ...]:
 
 
 def default_reserve(window: int) -> int:
-    """Reply reserve used when none is given: an eighth of the window, <= 8,192."""
-    return min(window // 8, 8_192)
+    """Reply reserve used when none is given: ``GuardPolicy``'s rule for the window."""
+    return GuardPolicy().reserve(window)

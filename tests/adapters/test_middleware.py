@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import importlib
 import itertools
+import logging
 import re
 import sys
 from pathlib import Path
@@ -319,11 +320,24 @@ def test_an_agent_run_keeps_its_prompt_prefix_between_prunings(tmp_path: Path) -
     assert kept >= 20
 
 
+def test_a_pruning_agent_logs_no_warnings(
+    guard: ContextGuard, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = ScriptedToolModel(steps=40, profile=PROFILE)
+    agent = _agent(guard, model, InMemorySaver())
+    with caplog.at_level(logging.INFO, logger="langchain_context_guard"):
+        agent.invoke({"messages": [("user", USER)]}, _config("quiet"))
+    infos = [r for r in caplog.records if r.levelno == logging.INFO]
+    assert len(model.received) == 41
+    assert max(len(r) for r in model.received) < full_length(40)  # it pruned
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert 0 < len(infos) <= len(model.received)  # one line per call at most
+    assert all(r.getMessage().startswith("Context guard (middleware") for r in infos)
+
+
 def test_a_small_window_is_warned_about_once_per_guard_and_window(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    import logging
-
     guard = ContextGuard(GuardPolicy(reserve_tokens=2_000))  # warns below 32k
     model = ScriptedToolModel(steps=12, profile={"max_input_tokens": 16_000})
     agent = _agent(guard, model, InMemorySaver())

@@ -53,7 +53,7 @@ def test_no_arguments_takes_the_window_from_the_agents_model() -> None:
     }
     final = agent.invoke({"messages": [("user", USER)]}, config)["messages"]
     assert len(final) == full_length(60)
-    budget = WINDOW - GuardPolicy().reserve_tokens
+    budget = GuardPolicy().budget(WINDOW)  # an unset reserve: window / 8, <= 8,192
     for received in model.received:
         check_model_input(
             middleware.guard, received, user_text=USER, tools=TOOLS, budget=budget
@@ -100,6 +100,23 @@ def test_a_ready_guard_with_settings_is_refused() -> None:
         ContextGuardMiddleware(ContextGuard(), reserve_tokens=1)
     with pytest.raises(ConfigError, match="unknown setting"):
         ContextGuardMiddleware(reserv_tokens=1)
+
+
+@pytest.mark.parametrize(
+    ("typo", "nearest"),
+    [("persit", "persist"), ("reserve_token", "reserve_tokens")],
+    ids=["own-keyword", "policy-field"],
+)
+def test_a_misspelt_keyword_names_the_nearest_one(typo: str, nearest: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        ContextGuardMiddleware(**{typo: 1})
+    assert str(info.value) == (
+        f"ContextGuardMiddleware: unknown setting {typo!r}. "
+        f"Fix: did you mean {nearest!r}?"
+    )
+    assert (
+        ContextGuardMiddleware(reserveTokens=1_000).guard.policy.reserve_tokens == 1_000
+    )
 
 
 def test_a_silent_overflow_is_warned(caplog: pytest.LogCaptureFixture) -> None:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 
+from langchain_context_guard import ContextGuard, GuardPolicy
 from tests.cli._support import checkpoint_db, openai_history, run, write_json
 
 REPLAY = ["replay", "-s", "guard", "-w", "32k", "-q"]
@@ -75,6 +78,28 @@ def test_windows_read_the_same_everywhere(
 ) -> None:
     code, out, _ = run(capsys, "inspect", "--window", "32k", chat)
     assert code == 0 and "32,000" in out
+
+
+def test_one_reserve_rule_for_a_window_everywhere(
+    chat: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "inspect", "--window", "16k", "--json", chat)
+    inspected = json.loads(out)
+    assert code == 0 and inspected["reserve_tokens"] == 2_000
+    assert inspected["report"]["budget"] == 14_000
+    results = tmp_path / "r.json"
+    code, _, _ = run(
+        capsys, *REPLAY[:-2], "16k", "-q", "--no-plot", "--json", results, chat
+    )
+    replayed = json.loads(results.read_text())["results"][0]
+    assert code == 0 and (replayed["reserve"], replayed["budget"]) == (2_000, 14_000)
+    db = tmp_path / "demo.sqlite"
+    code, out, _ = run(capsys, "demo", "--steps", 1, "--window", "16k", "--db", db)
+    assert code == 0 and "window 16,000 tokens, reserve 2,000: budget 14,000" in out
+    model = GenericFakeChatModel(
+        messages=iter([]), profile={"max_input_tokens": 16_000}
+    )
+    assert ContextGuard(GuardPolicy()).budget(model) == 14_000  # the middleware's
 
 
 def test_an_unknown_model_says_the_window_is_a_default_once(

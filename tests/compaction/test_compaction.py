@@ -553,7 +553,8 @@ def test_settings_errors_name_the_field(kwargs: dict[str, Any], field: str) -> N
     with pytest.raises(ConfigError) as info:
         CompactionSettings(**kwargs)
     assert info.value.field == field
-    assert f"CompactionSettings.{field}" in str(info.value)
+    named = (f"CompactionSettings.{field}", f"unknown setting {field!r}")
+    assert any(text in str(info.value) for text in named)
 
 
 def test_default_trigger_is_the_lower_of_80_percent_and_window_minus_reserve() -> None:

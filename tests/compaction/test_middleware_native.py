@@ -12,7 +12,12 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from langchain_context_guard import CompactionError, ConfigError, GuardPolicy
+from langchain_context_guard import (
+    CompactionError,
+    CompactionSettings,
+    ConfigError,
+    GuardPolicy,
+)
 from langchain_context_guard.compaction import Compactor
 from langchain_context_guard.compaction._middleware import CompactionMiddleware
 from langchain_context_guard.engine._messages import marker
@@ -139,10 +144,24 @@ def test_dict_trigger_clause_needs_every_size() -> None:
 
 
 def test_langchain_names_with_another_meaning_are_refused() -> None:
-    with pytest.raises(ConfigError, match="instructions="):
+    with pytest.raises(ConfigError, match="instructions=") as info:
         CompactionMiddleware(ScriptedSummarizer(), summary_prompt="{messages}")
-    with pytest.raises(ConfigError, match="max_prompt_chars"):
+    assert str(info.value) == (
+        "CompactionMiddleware does not take 'summary_prompt': it writes a "
+        "sectioned summary with its own prompt. Fix: pass instructions='...' to "
+        "add what the summary must focus on."
+    )
+    with pytest.raises(ConfigError, match="max_prompt_chars") as info:
         CompactionMiddleware(ScriptedSummarizer(), trim_tokens_to_summarize=4_000)
+    assert str(info.value).count("characters") == 1
+
+
+def test_an_unknown_setting_names_the_nearest_one() -> None:
+    with pytest.raises(ConfigError) as info:
+        CompactionSettings(keepp=("tokens", 4_000))
+    assert str(info.value) == (
+        "CompactionSettings: unknown setting 'keepp'. Fix: did you mean 'keep'?"
+    )
 
 
 def test_policy_and_flat_settings_are_accepted() -> None:

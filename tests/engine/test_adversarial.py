@@ -35,7 +35,7 @@ from langchain_context_guard import (
     GuardPolicy,
     TiktokenCounter,
 )
-from langchain_context_guard.engine._policy import MIN_BUDGET_TOKENS
+from langchain_context_guard.engine._policy_checks import MIN_BUDGET_TOKENS
 from langchain_context_guard.engine.tokens._anchor import Gauge
 from langchain_context_guard.engine.tokens._counters import REPLY_OVERHEAD
 from tests.engine._support import pairing_errors, snapshot

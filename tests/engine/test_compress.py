@@ -3,7 +3,11 @@ import itertools
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_context_guard import MARKER_KEY, compress_old_tool_results
+from langchain_context_guard import (
+    MARKER_KEY,
+    compress_old_tool_results,
+    truncate_tool_results,
+)
 from langchain_context_guard.engine.passes._compress import callers, compress_message
 from tests.engine._support import agent_history, ai, call, lines, result, snapshot
 
@@ -24,6 +28,18 @@ def test_keep_newest_six_whole_and_compress_older_ones():
     assert all(m.additional_kwargs[MARKER_KEY]["kind"] == "compressed" for m in old)
     assert new == _results(history)[4:]
     assert all(a is b for a, b in zip(new, _results(history)[4:], strict=True))
+
+
+def test_a_truncated_result_compressed_later_names_its_original_size():
+    body = "x = 1\n" * 2_000  # 12,000 characters, 2,001 lines
+    history = [ai(call("c0")), result("c0", body), *agent_history(6)[2:]]
+    cut = truncate_tool_results(
+        history, max_chars=3_000, head_chars=1_000, tail_chars=1_000
+    )
+    assert "original 12,000 characters" in cut[1].content
+    out = compress_old_tool_results(cut, batch=1)
+    assert "[... 1,996 lines omitted, original 12,000 characters;" in out[1].content
+    assert out[1].additional_kwargs[MARKER_KEY]["original_chars"] == 12_000
 
 
 def test_compressed_form_is_three_head_lines_two_tail_lines_and_marker():

@@ -62,13 +62,16 @@ def test_unchanged_history_has_no_events():
     assert report.tokens_before == report.tokens_after
 
 
-def test_events_are_logged_lossy_ones_as_warnings(caplog):
+def test_routine_pruning_logs_at_debug_and_never_warns(caplog):
+    guard = ContextGuard(POLICY)
     history = agent_history(60, result_chars=6_000)
-    with caplog.at_level(logging.INFO, logger="langchain_context_guard"):
-        ContextGuard(POLICY).prepare(history)
-    levels = {r.getMessage().split(";")[0]: r.levelname for r in caplog.records}
-    assert levels["Context guard: trim"] == "WARNING"
-    assert levels["Context guard: compress"] == "INFO"
+    history[11] = result("c4", "x" * 80_000, id="t4")
+    with caplog.at_level(logging.DEBUG, logger="langchain_context_guard"):
+        for end in range(20, len(history) + 1, 4):  # a growing agent history
+            guard.prepare(history[:end])
+    kinds = {r.getMessage().split(";")[0] for r in caplog.records}
+    assert {"Context guard: trim", "Context guard: truncate"} <= kinds
+    assert {r.levelname for r in caplog.records} == {"DEBUG"}
     trim = next(r.getMessage() for r in caplog.records if "trim" in r.getMessage())
     assert "removed" in trim and "budget 28,000" in trim and "dropped" in trim
 
@@ -91,8 +94,23 @@ def test_describe_and_to_dict():
     assert json.loads(json.dumps(report.to_dict()))["events"][0]["kind"] == "trim"
 
 
+def test_repr_counts_messages_by_event_instead_of_listing_ids():
+    report = ContextGuard(POLICY).prepare(agent_history(60, result_chars=6_000)).report
+    text = repr(report)
+    assert "'t1'" not in text and "'a1'" not in text and len(text) < 300
+    assert text.startswith(f"GuardReport(tokens_before={report.tokens_before:,}, ")
+    assert "budget=28,000, context_window=32,000 (override)" in text
+    trim = next(e for e in report.events if e.kind == "trim")
+    assert f"'trim': {len(trim.removed)}" in text
+    assert repr(trim).startswith(
+        f"GuardEvent('trim', changed=0, removed={len(trim.removed)}"
+    )
+
+
 def test_log_event_levels(caplog):
-    with caplog.at_level(logging.INFO, logger="langchain_context_guard"):
-        log_event(GuardEvent("repair"))
-        log_event(GuardEvent("truncate"))
-    assert [r.levelname for r in caplog.records] == ["INFO", "WARNING"]
+    with caplog.at_level(logging.DEBUG, logger="langchain_context_guard"):
+        for kind in ("repair", "truncate", "trim", "window_warning"):
+            log_event(GuardEvent(kind))
+        log_event(GuardEvent("compaction_failed"))
+    levels = [r.levelname for r in caplog.records]
+    assert levels == ["DEBUG", "DEBUG", "DEBUG", "INFO", "WARNING"]

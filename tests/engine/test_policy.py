@@ -4,7 +4,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
-from langchain_context_guard.engine._policy import MIN_BUDGET_TOKENS
+from langchain_context_guard.engine._policy import default_reserve
+from langchain_context_guard.engine._policy_checks import MIN_BUDGET_TOKENS
 
 SEED_000_YAML = """\
 # config.yaml
@@ -151,12 +152,18 @@ def test_bad_values_name_the_field_and_the_fix(data, field, text):
     assert "Fix:" in str(info.value)
 
 
-def test_unknown_setting_lists_the_valid_ones():
+def test_an_unknown_setting_names_the_nearest_one_only():
     with pytest.raises(ConfigError) as info:
-        GuardPolicy.from_dict({"reserv_tokens": 10})
-    message = str(info.value)
-    assert "unknown setting 'reserv_tokens'; valid settings: " in message
-    assert "reserve_tokens" in message.split("valid settings:")[1]
+        GuardPolicy(reserve_token=1)
+    assert str(info.value) == (
+        "GuardPolicy: unknown setting 'reserve_token'. "
+        "Fix: did you mean 'reserve_tokens'?"
+    )
+    assert info.value.field == "reserve_token"
+    with pytest.raises(ConfigError) as info:
+        GuardPolicy.from_dict({"zzzz": 10})
+    assert "context_window" not in str(info.value)  # no list of every field
+    assert "Fix: remove it; GuardPolicy's settings are listed in" in str(info.value)
 
 
 def test_policy_is_frozen():
@@ -199,10 +206,15 @@ def test_a_reserve_larger_than_the_resolved_window_names_the_reserve():
     assert "system prompt" not in str(info.value)
 
 
-def test_a_small_window_alone_blames_the_window_not_the_default_reserve():
-    with pytest.raises(ConfigError, match=r"context_window \(1,000\)") as info:
-        GuardPolicy(context_window=1_000)
-    assert info.value.field == "context_window"
+def test_an_unset_reserve_is_an_eighth_of_the_window_at_most_8192():
+    assert GuardPolicy(context_window=16_000).budget(16_000) == 14_000
+    assert GuardPolicy(context_window=32_000).reserve(32_000) == 4_000
+    assert GuardPolicy().reserve(200_000) == 8_192
+    assert GuardPolicy(reserve_tokens=8_192).reserve(16_000) == 8_192  # set: kept
+    assert default_reserve(1_000) == 125
+
+
+def test_a_reserve_that_leaves_nothing_is_refused():
     with pytest.raises(ConfigError, match=r"reserve_tokens \(2,000\) must be"):
         GuardPolicy(context_window=1_000, reserve_tokens=2_000)
 

@@ -88,8 +88,7 @@ def test_a_yaml_typo_names_the_file_line_key_and_closest_setting(
     assert message.startswith(
         f"{path} line 2: GuardPolicy: unknown setting 'reserv_tokens'"
     )
-    assert "Fix: remove 'reserv_tokens' or correct its spelling" in message
-    assert "did you mean 'reserve_tokens'?" in message
+    assert message.endswith("Fix: did you mean 'reserve_tokens'?")
     assert info.value.field == "reserv_tokens"
 
 

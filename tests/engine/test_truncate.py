@@ -23,8 +23,21 @@ def test_oversized_result_gets_head_tail_and_marker():
     assert cut.additional_kwargs[MARKER_KEY] == {
         "kind": "truncated",
         "original_chars": 64_000,
+        "original_lines": 1,
     }
     assert out[0] is history[0]
+
+
+def test_a_cut_cut_again_names_the_first_original():
+    big = "line\n" * 12_800  # 64,000 characters
+    history = [ai(call("c1")), result("c1", big, id="t1")]
+    once = truncate_tool_results(history, max_chars=8_000)
+    twice = truncate_tool_results(once, max_chars=2_000, head_chars=500, tail_chars=500)
+    assert len(twice[1].content) <= 2_000
+    assert "; original 64,000 characters" in twice[1].content
+    assert "; original 8,000" not in twice[1].content
+    mark = twice[1].additional_kwargs[MARKER_KEY]
+    assert (mark["original_chars"], mark["original_lines"]) == (64_000, 12_801)
 
 
 def test_list_content_text_blocks_are_cut():

@@ -156,6 +156,6 @@ def test_recovery_given_the_middlewares_model_counts_its_budget() -> None:
     # A name has no max_tokens: the policy's reserve, as the middleware counts.
     budget = guard_mw.guard.budget(name)
     # A learned window keeps at least half of itself to send.
-    assert budget == 15_000 - min(GuardPolicy().reserve_tokens, 15_000 // 2)
+    assert budget == 15_000 - min(GuardPolicy().reserve(15_000), 15_000 // 2)
     assert events[-1].budget == budget
     assert len(model.calls) == 2 and model.calls[1] <= budget

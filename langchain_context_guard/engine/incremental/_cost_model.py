@@ -58,7 +58,7 @@ def growth(body: int, calls: int) -> float | None:
     at the calls where a pruning happens, its median ``|log(estimate / actual)|``
     is 0.40 at 16k and 0.11 at 32k, against 0.54 / 0.18 for the history as
     written and 0.45 / 0.25 for the newest stretch of ``(1 - prune_to)`` of the
-    budget (BENCHMARKS.md, issue 11, item 10). ``calls``: its assistant
+    budget (``benchmarks/growth_estimates.py``). ``calls``: its assistant
     messages (``assistant_count``, carried from call to call in ``Known``).
     """
     return body / calls if calls else None

@@ -6,8 +6,8 @@ the record of every pass (lists of the whole history), per-message costs and
 kinds, counts. They are new objects, so CPython's garbage collector holds them
 in its youngest generation, and its next young pass, which an allocation in a
 later warm call sets off, traverses every one of them: at 50,000 messages 6-17
-ms landing on a call that otherwise takes about 1 ms (BENCHMARKS.md, "Warm and
-rebuilt calls (session 5)"), then again when the middle generation is collected.
+ms landing on a call that otherwise takes about 1 ms (docs/design/warm-calls.md), then
+again when the middle generation is collected.
 
 ``settle`` collects the two younger generations at the end of such a call, in
 the call that made the objects: the same traversal, paid once and where the

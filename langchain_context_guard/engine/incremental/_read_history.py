@@ -8,8 +8,7 @@ next call is the previous call's own list with the new messages appended
 (``_anchor.Known``: each record says how many of its messages are its history,
 and what a list held is never changed). At 50,000 messages a copy, and freeing
 the previous one, touch every message, and give the collector one more young
-list to traverse when a pass lands in the call (BENCHMARKS.md, "Warm calls
-(session 6)").
+list to traverse when a pass lands in the call (docs/design/warm-calls.md).
 """
 
 from __future__ import annotations

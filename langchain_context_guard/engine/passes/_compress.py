@@ -13,7 +13,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from .._messages import marker, memo_rewrite, text_of, with_marker
+from .._messages import marker, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
 from ._text import compress_lines
 
@@ -139,10 +139,13 @@ def _compress(
         if name_source and isinstance(message, ToolMessage)
         else None
     )
-    short = compress_lines(text, head_lines, tail_lines, source=source)
+    chars, lines = original_size(message, text)
+    short = compress_lines(
+        text, head_lines, tail_lines, source=source, original=(chars, lines)
+    )
     if len(short) >= len(text):
         return message
-    return with_marker(message, "compressed", content=short, original_chars=len(text))
+    return with_marker(message, "compressed", content=short, original_chars=chars)
 
 
 def _compress_assistant(message: AIMessage, min_chars: int) -> BaseMessage:
@@ -161,7 +164,10 @@ def _compress_assistant(message: AIMessage, min_chars: int) -> BaseMessage:
     text = "\n".join(t for t in texts if t is not None)
     if len(text) <= min_chars:
         return message
-    short = compress_lines(text, 1, 0, what="assistant message")
+    chars, lines = original_size(message, text)
+    short = compress_lines(
+        text, 1, 0, what="assistant message", original=(chars, lines)
+    )
     if len(short) >= len(text):
         return message
     if isinstance(content, str):
@@ -174,7 +180,7 @@ def _compress_assistant(message: AIMessage, min_chars: int) -> BaseMessage:
             elif not placed:
                 new.append({"type": "text", "text": short})
                 placed = True
-    return with_marker(message, "compressed", content=new, original_chars=len(text))
+    return with_marker(message, "compressed", content=new, original_chars=chars)
 
 
 def _block_text(block: Any) -> str | None:

@@ -17,11 +17,13 @@ def truncate_text(
     head_chars: int = 2_000,
     tail_chars: int = 2_000,
     source: str | None = None,
+    original: int | None = None,
 ) -> str:
     """Cut ``text`` longer than ``max_chars`` to its head and tail around a marker.
 
-    The marker states how many characters were omitted and the original length,
-    and with ``source`` (a tool call id) where the full text can be read back.
+    The marker states how many characters were omitted and the original length
+    (``original`` when ``text`` is itself a cut of a longer text), and with
+    ``source`` (a tool call id) where the full text can be read back.
     Text of at most ``max_chars`` characters comes back unchanged, and
     the result is at most ``max_chars`` long (head and tail shrink to make room for
     the marker), unless ``max_chars`` is shorter than the marker itself. A text
@@ -46,15 +48,16 @@ def truncate_text(
         return _recut(text, found[0], max_chars, head_chars, tail_chars, source)
     # The result never exceeds max_chars (so cutting again changes nothing): when
     # head + tail + marker would, head and tail shrink in proportion.
-    room = max_chars - len(_marker(len(text), len(text), source))
+    size = max(original or 0, len(text))
+    room = max_chars - len(_marker(size, size, source))
     if head_chars + tail_chars > room:
         share = head_chars / (head_chars + tail_chars)
         head_chars = max(int(room * share), 0)
         tail_chars = max(room - head_chars, 0)
-    omitted = len(text) - head_chars - tail_chars
+    omitted = size - head_chars - tail_chars
     head = text[:head_chars]
     tail = text[len(text) - tail_chars :] if tail_chars else ""
-    return f"{head}{_marker(omitted, len(text), source)}{tail}"
+    return f"{head}{_marker(omitted, size, source)}{tail}"
 
 
 def _recut(
@@ -103,12 +106,15 @@ def compress_lines(
     max_line_chars: int = 240,
     source: str | None = None,
     what: str = "tool output",
+    original: tuple[int, int] | None = None,
 ) -> str:
     """Keep the first and last lines of ``text`` around an omission marker.
 
     Kept lines longer than ``max_line_chars`` are cut too, so a result made of one
     huge line still shrinks. ``what`` names the text in the marker; with
     ``source`` (a tool call id) the marker says where the full text can be read back.
+    ``original``: the characters and lines of the text ``text`` was cut from, so
+    the marker states what it replaces, not the size of an earlier cut.
     """
     count = text.count("\n") + 1
     if count <= head_lines + tail_lines or head_lines < 0 or tail_lines < 0:
@@ -126,8 +132,12 @@ def compress_lines(
             return line
         return line[:max_line_chars] + f" ...[{len(line) - max_line_chars:,} chars]"
 
+    size = len(text)
+    if original is not None and original[0] > size:
+        size = original[0]
+        omitted = max(original[1] - len(head) - len(tail), omitted)
     note = (
-        f"[... {omitted:,} lines omitted, original {len(text):,} characters; "
+        f"[... {omitted:,} lines omitted, original {size:,} characters; "
         f"older {what} compressed by context guard{where(source)} ...]"
     )
     return "\n".join([*map(cut, head), note, *map(cut, tail)])

@@ -26,7 +26,7 @@ from operator import is_not, itemgetter
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._errors import BudgetExceededError, ConfigError
-from .._messages import text_of, with_marker
+from .._messages import original_size, text_of, with_marker
 from ..tokens._counters import REPLY_OVERHEAD
 from ._compress import compress_boundary
 from ._text import truncate_text
@@ -374,8 +374,17 @@ def _truncate_largest(
         if keep_tokens < 64 or len(text) < 400:
             break
         chars = max(int(len(text) * keep_tokens / tokens * 0.9) - 200, 200)
-        cut = truncate_text(text, chars, chars // 2 - 50, chars // 2 - 50)
-        new = with_marker(out[i], "truncated", content=cut, original_chars=len(text))
+        size, lines = original_size(out[i], text)
+        cut = truncate_text(
+            text, chars, chars // 2 - 50, chars // 2 - 50, original=size
+        )
+        new = with_marker(
+            out[i],
+            "truncated",
+            content=cut,
+            original_chars=size,
+            original_lines=lines,
+        )
         total += cost(new) - tokens
         out = list(out) if out is work else out
         out[i] = new

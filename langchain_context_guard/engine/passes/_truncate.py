@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from .._messages import map_messages, memo_rewrite, text_of, with_marker
+from .._messages import map_messages, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
 from ._text import truncate_text
 
@@ -27,27 +27,40 @@ def _cut_content(
     if isinstance(content, str):
         if len(content) <= max_chars:
             return message
-        new = truncate_text(content, max_chars, head, tail, source)
+        chars, lines = original_size(message, content)
+        new = truncate_text(content, max_chars, head, tail, source, original=chars)
         return with_marker(
-            message, "truncated", content=new, original_chars=len(content)
+            message,
+            "truncated",
+            content=new,
+            original_chars=chars,
+            original_lines=lines,
         )
     blocks = list(content)
-    total = 0
+    total = lines = 0
     for i, block in enumerate(blocks):
         if isinstance(block, dict) and block.get("type") == "text":
             text = str(block.get("text", ""))
             if len(text) > max_chars:
                 total += len(text)
+                lines += text.count("\n") + 1
                 blocks[i] = {
                     **block,
                     "text": truncate_text(text, max_chars, head, tail, source),
                 }
         elif isinstance(block, str) and len(block) > max_chars:
             total += len(block)
+            lines += block.count("\n") + 1
             blocks[i] = truncate_text(block, max_chars, head, tail, source)
     if not total:
         return message
-    return with_marker(message, "truncated", content=blocks, original_chars=total)
+    return with_marker(
+        message,
+        "truncated",
+        content=blocks,
+        original_chars=total,
+        original_lines=lines,
+    )
 
 
 def _cut(

@@ -1,0 +1,476 @@
+"""Write BENCHMARKS.md from ``benchmarks/results/*.json``, so it cannot drift.
+
+Every table is built from one results file, under the command that wrote it
+(the file's ``command``). Rerun a benchmark, then this script::
+
+    python benchmarks/render.py           # rewrite BENCHMARKS.md
+    python benchmarks/render.py --check   # exit 1 if BENCHMARKS.md is out of date
+
+How each figure is measured: docs/benchmarks.md. How they changed: CHANGELOG.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+OUT = ROOT / "BENCHMARKS.md"
+
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import _speed  # noqa: E402  (the speed table's own renderer and targets)
+
+OURS = {"guard", "guard_no_stable", "guard+compaction"}
+CONTENT_TARGET = {16_000: 97.5, 32_000: 99.7}
+"""Content evidence the default policy must keep, by window (percent)."""
+BILLED_TARGET = {16_000: 0.75, 32_000: 0.88}
+"""Billed input the default policy may take, as a share of sending everything."""
+
+
+def load(name: str) -> dict[str, Any]:
+    """One results file."""
+    doc: dict[str, Any] = json.loads((RESULTS / name).read_text())
+    return doc
+
+
+def table(head: Sequence[str], rows: Iterable[Sequence[object]], right: int = 0) -> str:
+    """A Markdown table; the last ``right`` columns right-aligned."""
+    left = len(head) - right
+    lines = [
+        "| " + " | ".join(head) + " |",
+        "|" + "---|" * left + "---:|" * right,
+    ]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def command(doc: dict[str, Any]) -> str:
+    """The fenced command that reproduces a results file."""
+    return f"```bash\n{doc['command']}\n```"
+
+
+def k(window: int) -> str:
+    """16000 -> 16k."""
+    return f"{window // 1000}k"
+
+
+def over(row: dict[str, Any]) -> str:
+    """Calls over budget, with the worst overshoot."""
+    if not row["over_budget"]:
+        return "0"
+    return f"{row['over_budget']:,} (+{row['max_over_pct']:.1f}%)"
+
+
+def name(strategy: str) -> str:
+    """Our strategies in bold, the others as code."""
+    return f"**{strategy}**" if strategy in OURS else f"`{strategy}`"
+
+
+def replay_section() -> str:
+    """The replay comparison: every strategy at every window."""
+    doc = load("replay.json")
+    rows = [
+        (
+            k(r["window"]),
+            name(r["strategy"]),
+            f"{r['content_evidence_pct']:.2f}%",
+            f"{r['needle_pct']:.1f}%",
+            f"{r['billed_vs_none']:.3f}x",
+            f"{r['with_output_vs_none']:.3f}x",
+            over(r),
+            r["bad_pairing"],
+            f"{r['task_missing']:,}",
+        )
+        for r in doc["results"]
+    ]
+    counters = "; ".join(
+        f"{c['counter']} {c['median_error_pct']}% / {c['p90_error_pct']}%"
+        for c in doc["counters"]
+    )
+    head = (
+        "window",
+        "strategy",
+        "content evidence",
+        "needle share",
+        "billed vs none",
+        "+ summary output",
+        "over budget (worst)",
+        "bad pairs",
+        "calls without the task",
+    )
+    return "\n\n".join(
+        [
+            "## Replay: 42 agent runs, 1,501 model calls",
+            f"{doc['transcripts']} shared SWE-bench transcripts replayed call by call "
+            "at three windows (reserve: an eighth of the window). Cached input "
+            f"billed at {doc['cache_rate']:.0%}, summary output at "
+            f"{doc['output_rate']:g}x the input price.",
+            command(doc),
+            table(head, rows),
+            "Token counters against the provider's `prompt_tokens` "
+            f"(median / p90 error): {counters}.",
+        ]
+    )
+
+
+def _row(doc: dict[str, Any], window: int, strategy: str) -> dict[str, Any]:
+    return next(
+        r for r in doc["results"] if r["window"] == window and r["strategy"] == strategy
+    )
+
+
+def targets_section() -> str:
+    """The replay targets of the default policy, checked against the results."""
+    doc = load("replay.json")
+    rows = []
+    for window in CONTENT_TARGET:
+        guard = _row(doc, window, "guard")
+        others = [
+            r
+            for r in doc["results"]
+            if r["window"] == window
+            and r["strategy"] not in OURS | {"none"}
+            and not r["over_budget"]
+        ]
+        best = max(others, key=lambda r: r["needle_pct"])
+        cheapest = min(others, key=lambda r: r["with_output_vs_none"])
+        checks = [
+            (
+                f"content evidence >= {CONTENT_TARGET[window]}%",
+                f"{guard['content_evidence_pct']:.2f}%",
+                guard["content_evidence_pct"] >= CONTENT_TARGET[window],
+            ),
+            (
+                f"billed <= {BILLED_TARGET[window]}x",
+                f"{guard['billed_vs_none']:.3f}x",
+                guard["billed_vs_none"] <= BILLED_TARGET[window],
+            ),
+            (
+                "needle share >= the best other strategy within budget",
+                f"{guard['needle_pct']:.1f}% (`{best['strategy']}` "
+                f"{best['needle_pct']:.1f}%)",
+                guard["needle_pct"] >= best["needle_pct"],
+            ),
+            (
+                "more content than the cheapest other strategy within budget",
+                f"{guard['content_evidence_pct']:.2f}% at "
+                f"{guard['billed_vs_none']:.3f}x (`{cheapest['strategy']}` "
+                f"{cheapest['content_evidence_pct']:.2f}% at "
+                f"{cheapest['with_output_vs_none']:.3f}x)",
+                guard["content_evidence_pct"] > cheapest["content_evidence_pct"],
+            ),
+            (
+                "0 over budget, 0 bad pairs, the task in every call",
+                f"{guard['over_budget']} / {guard['bad_pairing']} / "
+                f"{guard['task_missing']} missing",
+                not (
+                    guard["over_budget"]
+                    or guard["bad_pairing"]
+                    or guard["task_missing"]
+                ),
+            ),
+        ]
+        rows += [
+            (k(window), what, value, "yes" if ok else "**no**")
+            for what, value, ok in checks
+        ]
+    return "\n\n".join(
+        [
+            "### Targets of the default policy",
+            "Checked by this script against the replay results above (strategies "
+            "within budget: no call over it).",
+            table(("window", "target", "measured", "holds"), rows),
+        ]
+    )
+
+
+def sweep_section() -> str:
+    """One setting changed at a time, against the default."""
+    doc = load("replay_sweep.json")
+    rows = [
+        (
+            k(r["window"]),
+            f"`{r['strategy']}`",
+            f"{r['content_evidence_pct']:.2f}%",
+            f"{r['needle_pct']:.1f}%",
+            f"{r['with_output_vs_none']:.3f}x",
+            over(r),
+        )
+        for r in doc["usage_feedback"]
+        if r["strategy"] in doc["variants"]
+    ]
+    head = ("window", "setting", "content evidence", "needle share", "billed", "over")
+    return "\n\n".join(
+        [
+            "## Settings sweep",
+            "Each row changes the default policy only where named; compare with the "
+            "**guard** rows above. `compaction`: our `Compactor` in front of "
+            "`prepare`.",
+            command(doc),
+            table(head, rows),
+        ]
+    )
+
+
+def counter_section() -> str:
+    """Token counts against the provider's, per counter."""
+    doc = load("bench_counter.json")
+    labels = {
+        "tiktoken_cl100k_text_only": "cl100k of the message text alone",
+        "tiktoken_cl100k": "tiktoken cl100k, unanchored",
+        "usage_anchored": "usage-anchored (the guard's default), all calls",
+        "usage_anchored_calls_with_anchor": "usage-anchored, calls after the first",
+        "count_tokens_approximately": "`count_tokens_approximately`",
+        "count_tokens_approximately_usage_scaling": "`count_tokens_approximately`, "
+        "usage-metadata scaling",
+    }
+    rows = [
+        (
+            labels.get(key, key),
+            f"{s['n']:,}",
+            f"{s['signed_median_pct']:+.2f}%",
+            f"{s['abs_median_pct']:.2f}%",
+            f"{s['abs_p90_pct']:.2f}%",
+            f"{s['abs_max_pct']:.2f}%",
+        )
+        for key, s in doc["vs_provider"].items()
+    ]
+    head = ("counter", "calls", "signed median", "abs median", "abs p90", "abs max")
+    return "\n\n".join(
+        [
+            "## Token counts against the provider",
+            f"Every call of the {doc['trajectories']} transcripts, error = (count - "
+            "provider `prompt_tokens`) / `prompt_tokens`.",
+            command(doc),
+            table(head, rows, right=5),
+        ]
+    )
+
+
+def pricing_section() -> str:
+    """Billed input under each provider's cache pricing."""
+    doc = load("pricing.json")
+    rows = [
+        (
+            k(r["window"]),
+            r["strategy"],
+            f"{r['input_tokens'] / 1e6:.2f}M",
+            *(
+                f"{b / 1e6:.2f}M ({x:.2f}x)"
+                for b, x in zip(r["billed"], r["ratio"], strict=True)
+            ),
+        )
+        for r in doc["rows"]
+    ]
+    head = ("window", "strategy", "input tokens", *doc["columns"])
+    return "\n\n".join(
+        [
+            "## Billed input per provider",
+            f"Every call of the replay, priced as each provider bills cached input; "
+            f"{doc['note']}.",
+            command(doc),
+            table(head, rows),
+        ]
+    )
+
+
+def speed_section() -> str:
+    """prepare at 1,000 to 50,000 messages, with the targets."""
+    doc = load("bench_speed.json")
+    t, sizes = _speed.TARGETS, doc["sizes"]
+    small, large = min(sizes, key=int), max(sizes, key=int)
+    warm = max(sizes[s]["warm"]["reuse"]["p99"] for s in sizes)
+    prune = {s: sizes[s]["warm_32k"]["prune"]["max"] for s in (small, large)}
+    cold = max(sizes[s]["cold"]["ratio_cpu"] for s in sizes)
+    rebuilt = sizes[small]["rebuilt"]["reuse"]["p99"]
+    memory, start = doc["memory"], doc["startup"]
+    checks = [
+        (f"warm call p99 <= {t['warm']:g} ms", f"{warm:.2f} ms", warm <= t["warm"]),
+        (
+            f"a pruning call <= {t['prune_small']:g} ms ({int(small):,}) / "
+            f"<= {t['prune_large']:g} ms ({int(large):,})",
+            f"{prune[small]:.1f} / {prune[large]:.1f} ms",
+            prune[small] <= t["prune_small"] and prune[large] <= t["prune_large"],
+        ),
+        (
+            f"cold <= {t['cold_ratio']:g}x the batch encode (CPU)",
+            f"x{cold:.2f}",
+            cold <= t["cold_ratio"],
+        ),
+        (
+            f"rebuilt from a checkpoint p99 <= {t['rebuilt']:g} ms",
+            f"{rebuilt:.2f} ms",
+            rebuilt <= t["rebuilt"],
+        ),
+        (
+            f"one guard after {int(large):,} messages <= {t['memory_mb']:g} MB",
+            f"{memory['one_guard_mb']} MB",
+            memory["one_guard_mb"] <= t["memory_mb"],
+        ),
+        (
+            f"`--help` <= {t['help_s']:g} s; import <= "
+            f"{t['import_over_core_s']:g} s over langchain-core",
+            f"{start['help']['cpu_s']} s; {start['import_over_core_cpu_s']} s",
+            start["help"]["cpu_s"] <= t["help_s"]
+            and start["import_over_core_cpu_s"] <= t["import_over_core_s"],
+        ),
+    ]
+    machine = doc["machine"]
+    return "\n\n".join(
+        [
+            "## Speed at every size",
+            f"CPU time of the calling thread, {machine['nproc']} cores, Python "
+            f"{machine['python']}, langchain-core {machine['langchain_core']}, "
+            f"tiktoken {machine['tiktoken']}; a shared machine, so compare rows, "
+            "not machines.",
+            command(doc),
+            table(
+                ("target", "measured", "holds"),
+                ((w, m, "yes" if ok else "**no**") for w, m, ok in checks),
+            ),
+            _speed.table(doc),
+        ]
+    )
+
+
+def trace_section() -> str:
+    """What the traced child run costs per model call."""
+    doc = load("trace_overhead.json")
+    rows = [(r["handlers"], f"{r['us_per_call']:,}", r["note"]) for r in doc["rows"]]
+    return "\n\n".join(
+        [
+            "## Trace cost per model call",
+            command(doc),
+            table(("callback handlers", "us per call", ""), rows),
+        ]
+    )
+
+
+def checkpoint_section() -> str:
+    """Checkpoint storage of a 200-step run, per way of wiring the guard."""
+    doc = load("bench_checkpoints_200.json")
+    variants = doc["variants"]
+    rows = []
+    for variant, row in variants.items():
+        base_name = (
+            "create_agent, no guard"
+            if variant.startswith("create_agent")
+            else "create_react_agent, no guard"
+        )
+        base = variants[base_name]
+        cells: list[object] = [variant]
+        for backend in ("sqlite", "postgres"):
+            size = row[backend]["bytes"]
+            change = size / base[backend]["bytes"] - 1
+            cells += [
+                f"{row[backend]['checkpoints']:,}",
+                f"{size / 1e6:.1f}",
+                "" if variant == base_name else f"{change:+.1%}",
+            ]
+        rows.append(cells)
+    head = (
+        "variant",
+        "SQLite checkpoints",
+        "SQLite MB",
+        "vs no guard",
+        "PostgreSQL checkpoints",
+        "PostgreSQL MB",
+        "vs no guard",
+    )
+    return "\n\n".join(
+        [
+            "## Checkpoint storage over a 200-step run",
+            command(doc),
+            table(head, rows, right=6),
+        ]
+    )
+
+
+def load_section() -> str:
+    """Worker processes sharing threads on one PostgreSQL database."""
+    rows = []
+    commands = []
+    for file in ("bench_load_8x50x100.json", "bench_load_8x16x40.json"):
+        r = load(file)
+        commands.append(r["command"])
+        rows.append(
+            (
+                f"{r['workers']} x {r['threads']} threads x {r['steps_per_thread']} "
+                "steps",
+                f"{r['model_calls']:,}",
+                f"{r['steps_handed_to_another_worker']:,}",
+                r["over_budget"],
+                r["bad_pairs"],
+                len(r["history_problems"]),
+                f"{r['steps_per_second']:.1f}",
+                f"{r['step_ms_p50']:.0f} / {r['step_ms_p99']:,.0f} ms",
+                f"{r['guard_ms_p50']:.0f} / {r['guard_ms_p99']:.0f} ms",
+            )
+        )
+    head = (
+        "run",
+        "model calls",
+        "handed to another worker",
+        "over budget",
+        "bad pairs",
+        "lost / duplicated",
+        "steps/s",
+        "step p50 / p99",
+        "guard p50 / p99",
+    )
+    return "\n\n".join(
+        [
+            "## Load: worker processes on one PostgreSQL database",
+            "```bash\n" + "\n".join(commands) + "\n```",
+            table(head, rows, right=8),
+        ]
+    )
+
+
+def render() -> str:
+    """The whole of BENCHMARKS.md."""
+    sections = [
+        "# Benchmarks",
+        "Current figures only. This file is generated by `python "
+        "benchmarks/render.py` from `benchmarks/results/*.json`; do not edit it by "
+        "hand. Each table comes with the command that reproduces it. What each "
+        "figure means and how it is measured: [docs/benchmarks.md]"
+        "(docs/benchmarks.md); how the figures changed: [CHANGELOG.md]"
+        "(CHANGELOG.md).",
+        replay_section(),
+        targets_section(),
+        sweep_section(),
+        counter_section(),
+        pricing_section(),
+        speed_section(),
+        trace_section(),
+        checkpoint_section(),
+        load_section(),
+    ]
+    return "\n\n".join(sections) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Write BENCHMARKS.md, or with ``--check`` say whether it is current."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only compare")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        if OUT.read_text() != text:
+            print("BENCHMARKS.md is out of date: run python benchmarks/render.py")
+            return 1
+        return 0
+    OUT.write_text(text)
+    print(f"wrote {OUT} ({text.count(chr(10))} lines)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,73 @@
+"""``GuardPolicy``'s checks across fields, run once it is built."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from ._errors import ConfigError
+
+MIN_BUDGET_TOKENS = 64
+"""Least budget (window minus reserve) a policy may leave: a minimal turn (the
+placeholder first turn, 22 tokens; a short user message; the reply priming)."""
+
+
+class Checked(Protocol):
+    """The ``GuardPolicy`` fields these checks read."""
+
+    context_window: int | None
+    default_context_window: int
+    hard_min_tokens: int
+    truncate_head_chars: int
+    truncate_tail_chars: int
+    max_tool_result_chars: int
+
+    @property
+    def model_fields_set(self) -> set[str]: ...
+
+    def reserve(self, window: int) -> int: ...
+
+
+def check_consistency(self: Checked) -> None:
+    """Refuse settings that cannot work together, naming the fields and the fix."""
+    window = self.context_window
+    reserve = self.reserve(window or self.default_context_window)
+    left = (window or self.default_context_window) - reserve
+    short = (
+        f"leaves a budget of {left:,} tokens, under the {MIN_BUDGET_TOKENS} "
+        "a minimal turn needs"
+    )
+    if window is not None and left < MIN_BUDGET_TOKENS:
+        if "reserve_tokens" not in self.model_fields_set:  # blame what was set
+            raise ConfigError(
+                f"GuardPolicy.context_window ({window:,}) {short}: the reply "
+                f"reserve (reserve_tokens, default {reserve:,}) takes the rest.",
+                field="context_window",
+                hint="set context_window to the model's real window "
+                f"(at least {self.hard_min_tokens:,}), or set reserve_tokens too.",
+            )
+        raise ConfigError(
+            f"GuardPolicy.reserve_tokens ({reserve:,}) must be smaller than "
+            f"context_window ({window:,}): it {short}.",
+            field="reserve_tokens",
+            hint="lower reserve_tokens or raise context_window.",
+        )
+    if window is None and left < MIN_BUDGET_TOKENS:
+        raise ConfigError(
+            f"GuardPolicy.reserve_tokens ({reserve:,}) {short} of the default "
+            f"window ({self.default_context_window:,} tokens).",
+            field="reserve_tokens",
+            hint="set reserve_tokens to the longest reply expected (e.g. 8192), "
+            "or set context_window.",
+        )
+    if (
+        self.truncate_head_chars + self.truncate_tail_chars
+        >= self.max_tool_result_chars
+    ):
+        raise ConfigError(
+            "GuardPolicy.truncate_head_chars + truncate_tail_chars "
+            f"({self.truncate_head_chars + self.truncate_tail_chars:,}) must be "
+            f"below max_tool_result_chars ({self.max_tool_result_chars:,}).",
+            field="truncate_head_chars",
+            hint="lower truncate_head_chars/truncate_tail_chars or raise "
+            "max_tool_result_chars.",
+        )
