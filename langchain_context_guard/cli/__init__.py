@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         write_repository,
     )
     from ._main import main
+    from ._replay import main_replay
 
 __getattr__ = lazy_getattr(
     __name__,
@@ -43,6 +44,7 @@ __getattr__ = lazy_getattr(
         "scripted_summary": "._demo",
         "write_repository": "._demo",
         "main": "._main",
+        "main_replay": "._replay",
     },
 )
 
@@ -56,6 +58,7 @@ __all__ = [
     "ScriptedAgentModel",
     "exploration_plan",
     "main",
+    "main_replay",
     "make_tools",
     "run_demo",
     "scripted_summary",

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..replay import OneLineParser, output_arg, positive_arg, window_arg
+from ._args import OneLineParser, output_arg, positive_arg, window_arg
 
 # The engine and the replay loaders import on use: ``--help`` stays instant.
 
@@ -200,9 +200,9 @@ def _run_replay(argv: list[str]) -> int:
     from ._options import CommandError
 
     try:
-        from ..replay import main_replay
+        from ._replay import main_replay
     except ImportError as exc:
-        if exc.name not in {"langchain_context_guard.replay._command", None}:
+        if exc.name not in {"langchain_context_guard.cli._replay", None}:
             raise CommandError(
                 f"replay needs {exc.name}; install langchain-context-guard[dev]"
             ) from None

@@ -4,8 +4,8 @@
 message dumps, OpenAI chat JSONL); ``_strategies`` are the strategies compared
 (the guard, ``trim_messages``, LangChain's summarisation and context editing);
 ``_loop`` replays each call; ``_metrics`` and ``_results`` measure and tabulate;
-``_plot`` draws (needs the ``plot`` extra). Names load on first use, so
-``_args`` (shared by the CLI) imports without the rest. Imports the engine and
+``_plot`` draws (needs the ``plot`` extra). Names load on first use. A library:
+its command line (``context-guard replay``) is the CLI's. Imports the engine and
 ``compaction``; never imported by them.
 """
 
@@ -14,50 +14,116 @@ from typing import TYPE_CHECKING
 from .._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from ._args import OneLineParser as OneLineParser
-    from ._args import output_arg as output_arg
-    from ._args import positive_arg as positive_arg
-    from ._args import window_arg as window_arg
-    from ._command import (
-        CACHE_RATE,
-        COUNTERS,
-        DISTANCES,
-        PROVIDER,
-        STRATEGIES,
-        WINDOWS,
-        ContextEditing,
-        Guard,
-        GuardCompaction,
-        Needle,
-        Prompt,
-        ReplayResult,
-        ScriptedSummarizer,
-        StickyCut,
-        Strategy,
-        Summarization,
-        Tally,
-        TrimMessages,
-        ask_plan,
-        available_strategies,
-        billed_input,
-        cached_prefix,
-        default_reserve,
-        evidence,
-        format_table,
-        from_history,
-        identifiers,
-        load_paths,
-        main_replay,
-        make_strategies,
-        message_key,
-        message_text,
-        needles_in,
-        percentile,
-        plot_replay,
-        plot_tradeoff,
-        replay,
-        strip_notes,
-        tool_pairing_errors,
+    from ._loop import (
+        WINDOWS as WINDOWS,
+    )
+    from ._loop import (
+        replay as replay,
+    )
+    from ._metrics import (
+        CACHE_RATE as CACHE_RATE,
+    )
+    from ._metrics import (
+        COUNTERS as COUNTERS,
+    )
+    from ._metrics import (
+        billed_input as billed_input,
+    )
+    from ._metrics import (
+        cached_prefix as cached_prefix,
+    )
+    from ._metrics import (
+        evidence as evidence,
+    )
+    from ._metrics import (
+        from_history as from_history,
+    )
+    from ._metrics import (
+        identifiers as identifiers,
+    )
+    from ._metrics import (
+        message_key as message_key,
+    )
+    from ._metrics import (
+        message_text as message_text,
+    )
+    from ._metrics import (
+        percentile as percentile,
+    )
+    from ._metrics import (
+        strip_notes as strip_notes,
+    )
+    from ._metrics import (
+        tool_pairing_errors as tool_pairing_errors,
+    )
+    from ._needles import (
+        DISTANCES as DISTANCES,
+    )
+    from ._needles import (
+        Needle as Needle,
+    )
+    from ._needles import (
+        ask_plan as ask_plan,
+    )
+    from ._needles import (
+        needles_in as needles_in,
+    )
+    from ._plot import (
+        plot_replay as plot_replay,
+    )
+    from ._plot import (
+        plot_tradeoff as plot_tradeoff,
+    )
+    from ._results import (
+        ReplayResult as ReplayResult,
+    )
+    from ._results import (
+        Tally as Tally,
+    )
+    from ._results import (
+        format_table as format_table,
+    )
+    from ._strategies import (
+        PROVIDER as PROVIDER,
+    )
+    from ._strategies import (
+        STRATEGIES as STRATEGIES,
+    )
+    from ._strategies import (
+        ContextEditing as ContextEditing,
+    )
+    from ._strategies import (
+        Guard as Guard,
+    )
+    from ._strategies import (
+        GuardCompaction as GuardCompaction,
+    )
+    from ._strategies import (
+        Prompt as Prompt,
+    )
+    from ._strategies import (
+        ScriptedSummarizer as ScriptedSummarizer,
+    )
+    from ._strategies import (
+        StickyCut as StickyCut,
+    )
+    from ._strategies import (
+        Strategy as Strategy,
+    )
+    from ._strategies import (
+        Summarization as Summarization,
+    )
+    from ._strategies import (
+        TrimMessages as TrimMessages,
+    )
+    from ._strategies import (
+        available_strategies as available_strategies,
+    )
+    from ._strategies import (
+        default_reserve as default_reserve,
+    )
+    from ._strategies import (
+        make_strategies as make_strategies,
     )
     from ._transcripts import (
         TRAJECTORIES_ENV_VAR,
@@ -68,53 +134,51 @@ if TYPE_CHECKING:
         shared_trajectory_dir,
         trajectory_to_messages,
     )
+    from ._transcripts import (
+        load_paths as load_paths,
+    )
 
 __getattr__ = lazy_getattr(
     __name__,
     {
-        "OneLineParser": "._args",
-        "output_arg": "._args",
-        "positive_arg": "._args",
-        "window_arg": "._args",
-        "CACHE_RATE": "._command",
-        "COUNTERS": "._command",
-        "DISTANCES": "._command",
-        "PROVIDER": "._command",
-        "STRATEGIES": "._command",
-        "WINDOWS": "._command",
-        "ContextEditing": "._command",
-        "Guard": "._command",
-        "GuardCompaction": "._command",
-        "Needle": "._command",
-        "Prompt": "._command",
-        "ReplayResult": "._command",
-        "ScriptedSummarizer": "._command",
-        "StickyCut": "._command",
-        "Strategy": "._command",
-        "Summarization": "._command",
-        "Tally": "._command",
-        "TrimMessages": "._command",
-        "ask_plan": "._command",
-        "available_strategies": "._command",
-        "billed_input": "._command",
-        "cached_prefix": "._command",
-        "default_reserve": "._command",
-        "evidence": "._command",
-        "format_table": "._command",
-        "from_history": "._command",
-        "identifiers": "._command",
-        "load_paths": "._command",
-        "main_replay": "._command",
-        "make_strategies": "._command",
-        "message_key": "._command",
-        "message_text": "._command",
-        "needles_in": "._command",
-        "percentile": "._command",
-        "plot_replay": "._command",
-        "plot_tradeoff": "._command",
-        "replay": "._command",
-        "strip_notes": "._command",
-        "tool_pairing_errors": "._command",
+        "CACHE_RATE": "._metrics",
+        "COUNTERS": "._metrics",
+        "DISTANCES": "._needles",
+        "PROVIDER": "._strategies",
+        "STRATEGIES": "._strategies",
+        "WINDOWS": "._loop",
+        "ContextEditing": "._strategies",
+        "Guard": "._strategies",
+        "GuardCompaction": "._strategies",
+        "Needle": "._needles",
+        "Prompt": "._strategies",
+        "ReplayResult": "._results",
+        "ScriptedSummarizer": "._strategies",
+        "StickyCut": "._strategies",
+        "Strategy": "._strategies",
+        "Summarization": "._strategies",
+        "Tally": "._results",
+        "TrimMessages": "._strategies",
+        "ask_plan": "._needles",
+        "available_strategies": "._strategies",
+        "billed_input": "._metrics",
+        "cached_prefix": "._metrics",
+        "default_reserve": "._strategies",
+        "evidence": "._metrics",
+        "format_table": "._results",
+        "from_history": "._metrics",
+        "identifiers": "._metrics",
+        "load_paths": "._transcripts",
+        "make_strategies": "._strategies",
+        "message_key": "._metrics",
+        "message_text": "._metrics",
+        "needles_in": "._needles",
+        "percentile": "._metrics",
+        "plot_replay": "._plot",
+        "plot_tradeoff": "._plot",
+        "replay": "._loop",
+        "strip_notes": "._metrics",
+        "tool_pairing_errors": "._metrics",
         "TRAJECTORIES_ENV_VAR": "._transcripts",
         "TranscriptError": "._transcripts",
         "load_trajectories": "._transcripts",
@@ -158,7 +222,6 @@ __all__ = [
     "load_paths",
     "load_trajectories",
     "load_transcript",
-    "main_replay",
     "make_strategies",
     "message_key",
     "message_text",

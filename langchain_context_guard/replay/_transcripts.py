@@ -276,3 +276,17 @@ def shared_trajectory_dir() -> Path | None:
         repo_root = Path(__file__).resolve().parents[2]  # replay/ -> package -> repo
         candidate = repo_root.parent / "shared" / "data" / "swe-trajectories"
     return candidate if candidate.is_dir() else None
+
+
+def load_paths(paths: Sequence[str | Path]) -> dict[str, list[BaseMessage]]:
+    """Load transcripts from files and directories of ``.traj.json`` files."""
+    out: dict[str, list[BaseMessage]] = {}
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            out.update(load_trajectories(path))
+        else:
+            out[path.name.removesuffix(".json").removesuffix(".traj")] = (
+                load_transcript(path)
+            )
+    return out

@@ -307,14 +307,14 @@ def test_replay_is_dispatched_with_its_arguments(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: list[list[str]] = []
-    fake = types.ModuleType("langchain_context_guard.replay._command")
+    fake = types.ModuleType("langchain_context_guard.cli._replay")
 
     def main_replay(argv: list[str] | None) -> int:
         seen.append(list(argv or []))
         return 7
 
     fake.main_replay = main_replay  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "langchain_context_guard.replay._command", fake)
+    monkeypatch.setitem(sys.modules, "langchain_context_guard.cli._replay", fake)
     assert main(["replay", "--window", "16000", "a.json"]) == 7
     assert seen == [["--window", "16000", "a.json"]]
 
@@ -324,13 +324,13 @@ def test_replay_errors_are_one_line(
 ) -> None:
     from langchain_context_guard.replay._transcripts import TranscriptError
 
-    fake = types.ModuleType("langchain_context_guard.replay._command")
+    fake = types.ModuleType("langchain_context_guard.cli._replay")
 
     def main_replay(argv: list[str] | None) -> int:
         raise TranscriptError("x.json line 4: invalid JSON")
 
     fake.main_replay = main_replay  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "langchain_context_guard.replay._command", fake)
+    monkeypatch.setitem(sys.modules, "langchain_context_guard.cli._replay", fake)
     code, _, err = run(capsys, "replay", "x.json")
     assert code == 2
     assert one_line(err) == "context-guard: error: x.json line 4: invalid JSON"

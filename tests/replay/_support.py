@@ -32,7 +32,7 @@ def trajectory(steps: int = 24, lines: int = 120, ratio: float = 1.1) -> dict[st
     reads back the file of an earlier one, so its action reuses old evidence.
     ``prompt_tokens`` is ``ratio`` times the tiktoken size of the prompt.
     """
-    from langchain_context_guard.replay._command import TiktokenCounter
+    from langchain_context_guard import TiktokenCounter
 
     counter = TiktokenCounter()
     messages: list[dict[str, Any]] = [

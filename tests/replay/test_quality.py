@@ -14,14 +14,18 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_guard import MARKER_KEY, ContextGuard, GuardPolicy
+from langchain_context_guard import (
+    MARKER_KEY,
+    ContextGuard,
+    GuardPolicy,
+    TiktokenCounter,
+)
 from langchain_context_guard.engine.passes._text import compress_lines, truncate_text
-from langchain_context_guard.replay._command import (
+from langchain_context_guard.replay import (
     DISTANCES,
     Prompt,
     StickyCut,
     Strategy,
-    TiktokenCounter,
     ask_plan,
     from_history,
     message_text,

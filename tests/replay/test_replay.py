@@ -1,4 +1,4 @@
-"""Tests for replay._command: metrics, strategies, the CLI entry."""
+"""Tests for the replay: metrics, strategies, the command line."""
 
 from __future__ import annotations
 
@@ -14,17 +14,17 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_guard.replay._command import (
+from langchain_context_guard import TiktokenCounter
+from langchain_context_guard.cli import main_replay
+from langchain_context_guard.replay import (
     STRATEGIES,
     ContextEditing,
     ScriptedSummarizer,
     Summarization,
-    TiktokenCounter,
     billed_input,
     cached_prefix,
     evidence,
     identifiers,
-    main_replay,
     make_strategies,
     message_key,
     percentile,
@@ -263,7 +263,7 @@ def test_usage_anchored_counting_beats_plain_tiktoken() -> None:
 
 @pytest.mark.skipif(SHARED is None, reason="shared trajectories not found")
 def test_replay_of_two_shared_transcripts() -> None:
-    from langchain_context_guard.replay._command import load_paths
+    from langchain_context_guard.replay import load_paths
 
     assert SHARED is not None
     files = sorted(SHARED.glob("*.traj.json"))[:2]

@@ -1,17 +1,7 @@
-"""Replay agent transcripts call by call and compare context strategies.
+"""``context-guard replay``: its flags, and what it prints and writes.
 
-The prompt of call k is the history before the k-th assistant message. Each
-strategy decides what is sent for that call, and the replay measures what a
-provider would see: calls over budget, tool pairings it would reject, input and
-prefix-cached billed tokens, how much of the evidence the agent's next action
-relied on is still visible, the strategy's counter error and its overhead.
-
-Sizes are on the provider's scale: a sent prompt counts ``r_k * tiktoken(sent)``,
-where ``r_k`` is the provider's ``prompt_tokens`` for the full history of call k
-over its tiktoken count, so an unpruned prompt counts exactly what was billed.
-A live agent records the usage of what it sent, not of the full history, so each
-replayed reply carries the usage of the prompt its strategy sent
-(``usage_feedback=True``, the default).
+The replay itself is a library (``langchain_context_guard.replay``); this is its
+command line.
 """
 
 from __future__ import annotations
@@ -19,107 +9,23 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import BaseMessage
-
-from ..engine import ContextGuardError, TiktokenCounter
-from ._args import OneLineParser, output_arg, positive_arg, window_arg
-from ._loop import WINDOWS, replay
-from ._metrics import (
-    CACHE_RATE,
-    COUNTERS,
-    billed_input,
-    cached_prefix,
-    evidence,
-    from_history,
-    identifiers,
-    message_key,
-    message_text,
-    percentile,
-    strip_notes,
-    tool_pairing_errors,
-)
-from ._needles import DISTANCES, Needle, ask_plan, needles_in
-from ._plot import plot_replay, plot_tradeoff
-from ._results import ReplayResult, Tally, format_table
-from ._strategies import (
-    PROVIDER,
+from ..engine import ContextGuardError
+from ..replay import (
     STRATEGIES,
-    ContextEditing,
-    Guard,
-    GuardCompaction,
-    Prompt,
-    ScriptedSummarizer,
-    StickyCut,
-    Strategy,
-    Summarization,
-    TrimMessages,
+    WINDOWS,
+    TranscriptError,
     available_strategies,
-    default_reserve,
-    make_strategies,
+    format_table,
+    load_paths,
+    plot_replay,
+    replay,
 )
-from ._transcripts import TranscriptError, load_trajectories, load_transcript
-
-__all__ = [
-    "CACHE_RATE",
-    "COUNTERS",
-    "DISTANCES",
-    "PROVIDER",
-    "STRATEGIES",
-    "WINDOWS",
-    "ContextEditing",
-    "Guard",
-    "GuardCompaction",
-    "Needle",
-    "Prompt",
-    "ReplayResult",
-    "ScriptedSummarizer",
-    "StickyCut",
-    "Strategy",
-    "Summarization",
-    "Tally",
-    "TiktokenCounter",
-    "TrimMessages",
-    "ask_plan",
-    "available_strategies",
-    "billed_input",
-    "cached_prefix",
-    "default_reserve",
-    "evidence",
-    "format_table",
-    "from_history",
-    "identifiers",
-    "load_paths",
-    "main_replay",
-    "make_strategies",
-    "message_key",
-    "message_text",
-    "needles_in",
-    "percentile",
-    "plot_replay",
-    "plot_tradeoff",
-    "replay",
-    "strip_notes",
-    "tool_pairing_errors",
-]
-
-
-def load_paths(paths: Sequence[str | Path]) -> dict[str, list[BaseMessage]]:
-    """Load transcripts from files and directories of ``.traj.json`` files."""
-    out: dict[str, list[BaseMessage]] = {}
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            out.update(load_trajectories(path))
-        else:
-            out[path.name.removesuffix(".json").removesuffix(".traj")] = (
-                load_transcript(path)
-            )
-    return out
+from ._args import OneLineParser, output_arg, positive_arg, window_arg
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -270,7 +176,7 @@ def _writing(flag: str, path: Path) -> Iterator[None]:
 
 
 def _shared_dir() -> Path:
-    from ._transcripts import shared_trajectory_dir
+    from ..replay import shared_trajectory_dir
 
     found = shared_trajectory_dir()
     if found is None:
