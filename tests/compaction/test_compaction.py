@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -606,9 +607,20 @@ def _stores() -> list[Any]:
     except ImportError:  # pragma: no cover - the sqlite extra is not installed
         return stores
     conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    _OPEN.append(conn)  # closed when the module's tests are done (``_close_stores``)
     sqlite = SqliteStore(conn)
     sqlite.setup()
     return [*stores, sqlite]
+
+
+_OPEN: list[sqlite3.Connection] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _close_stores() -> Iterator[None]:
+    yield
+    while _OPEN:
+        _OPEN.pop().close()
 
 
 @pytest.mark.parametrize("store", _stores(), ids=lambda s: type(s).__name__)

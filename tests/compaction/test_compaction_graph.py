@@ -247,19 +247,23 @@ def test_removed_messages_are_archived_per_thread_and_recallable(
     graph = build_graph(compactor, Agent(guard, STEPS), chars=CHARS).compile(
         checkpointer=saver, store=store
     )
-    graph.invoke(start(), _config("archive-thread"))
+    try:
+        graph.invoke(start(), _config("archive-thread"))
 
-    archived = store.search(archive_namespace("archive-thread"), limit=500)
-    keys = {i.key for i in archived}
-    assert {"task", "t-0", "ai-0", "context-guard-summary-1"} <= keys
-    final = graph.get_state(_config("archive-thread")).values["messages"]
-    live = {m.id for m in final}
-    everything = {"sys", "task"} | {f"ai-{k}" for k in range(STEPS)}
-    assert everything <= keys | live  # nothing lost
-    recall = make_recall_tool(store)
-    answer = recall.invoke({"query": "handler_0"}, _config("archive-thread"))
-    assert "0000: def handler_0" in answer
-    assert "No archive" in make_recall_tool().invoke({"query": "x"}, _config())
+        archived = store.search(archive_namespace("archive-thread"), limit=500)
+        keys = {i.key for i in archived}
+        assert {"task", "t-0", "ai-0", "context-guard-summary-1"} <= keys
+        final = graph.get_state(_config("archive-thread")).values["messages"]
+        live = {m.id for m in final}
+        everything = {"sys", "task"} | {f"ai-{k}" for k in range(STEPS)}
+        assert everything <= keys | live  # nothing lost
+        recall = make_recall_tool(store)
+        answer = recall.invoke({"query": "handler_0"}, _config("archive-thread"))
+        assert "0000: def handler_0" in answer
+        assert "No archive" in make_recall_tool().invoke({"query": "x"}, _config())
+    finally:
+        if kind == "sqlite":
+            conn.close()
 
 
 def test_add_compaction_needs_an_edge_into_the_node() -> None:
