@@ -15,6 +15,7 @@ incremental and cache-friendly; ``tests/engine/test_reference.py`` holds their
 output equal to the reference's.
 """
 
+from ._context_usage import ContextUsage
 from ._errors import (
     BudgetExceededError,
     CompactionError,
@@ -67,6 +68,7 @@ from .tokens._counters import (
     TokenCounter,
     TokenizerFallbackWarning,
 )
+from .tokens._usage import usage_by_category
 
 __all__ = [
     "MARKER_KEY",
@@ -77,6 +79,7 @@ __all__ = [
     "ContextGuard",
     "ContextGuardError",
     "ContextOverflowError",
+    "ContextUsage",
     "GuardEvent",
     "GuardPolicy",
     "GuardReport",
@@ -103,4 +106,5 @@ __all__ = [
     "trim_to_budget",
     "truncate_text",
     "truncate_tool_results",
+    "usage_by_category",
 ]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
 from ._call import Call, read_call
+from ._context_usage import ContextUsage
 from ._errors import ConfigError
 from ._events import GuardEvent, PrepareResult, log_event
 from ._input import to_messages
@@ -39,6 +42,7 @@ from .incremental._stable_prefix import (
 )
 from .tokens._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter, make_counter
+from .tokens._usage import usage_by_category
 
 _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
@@ -170,6 +174,18 @@ class ContextGuard:
         gauge = self._gauge(original, usage_at, usage_body, extra)
         return gauge.tokens(body, len(original))
 
+    def context_usage(
+        self, messages: Any, *, tools: Sequence[Any] | None = None, model: Any = None
+    ) -> ContextUsage:
+        """Tokens of ``messages`` and ``tools`` by category (``tokens._usage``).
+
+        The counter's own counts, with the share of ``model``'s window; they add
+        up to ``count_tokens`` less ``REPLY_OVERHEAD`` (before calibration).
+        """
+        window = self.window(model).tokens
+        tokens = self._tool_tokens(tools)
+        return usage_by_category(to_messages(messages), self.counter, tokens, window)
+
     def _gauge(
         self,
         messages: list[BaseMessage],
@@ -259,7 +275,9 @@ class ContextGuard:
         threads take turns (``_calls``).
         """
         with self._calls:
-            return self._prepare(messages, tools, model, session_kind)
+            result = self._prepare(messages, tools, model, session_kind)
+        measure = partial(self.context_usage, tools=tools, model=model)
+        return replace(result, measure=measure)
 
     def _prepare(
         self,
