@@ -52,7 +52,7 @@ from ..engine import (
     same_list,
     to_messages,
 )
-from ._callbacks import aemit, emit
+from ._callbacks import aemit, emit, usage_of
 from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
@@ -169,7 +169,12 @@ def _node(
     def func(state: Any, config: RunnableConfig) -> Update:
         messages = _read(state, messages_key)
         result, records = prepare(state, messages, config)
-        emit(result.report, source=source, config=config)
+        emit(
+            result.report,
+            source=source,
+            config=config,
+            usage=usage_of(guard, result),
+        )
         return finish(messages, result, records)
 
     async def afunc(state: Any, config: RunnableConfig) -> Update:
@@ -177,7 +182,12 @@ def _node(
         result, records = await run_in_executor(
             config, prepare, state, messages, config
         )
-        await aemit(result.report, source=source, config=config)
+        await aemit(
+            result.report,
+            source=source,
+            config=config,
+            usage=usage_of(guard, result),
+        )
         return finish(messages, result, records)
 
     return RunnableLambda(func, afunc=afunc, name=f"context_guard_{source}")

@@ -36,7 +36,7 @@ from ..engine import (
     read_record,
     to_messages,
 )
-from ._callbacks import aemit, emit
+from ._callbacks import aemit, emit, usage_of
 from ._results import ResultArchive, archiving
 
 Resolver = Callable[[Any, Any], Runnable[Any, BaseMessage]]
@@ -93,12 +93,22 @@ def guarded_model(
 
     def call(value: Any, config: RunnableConfig) -> BaseMessage:
         result, state = prepare(_messages(value), config)
-        emit(result.report, source="model", config=config)
+        emit(
+            result.report,
+            source="model",
+            config=config,
+            usage=usage_of(guard, result),
+        )
         return _stamp(bound.invoke(result.messages, config), state)
 
     async def acall(value: Any, config: RunnableConfig) -> BaseMessage:
         result, state = await run_in_executor(config, prepare, _messages(value), config)
-        await aemit(result.report, source="model", config=config)
+        await aemit(
+            result.report,
+            source="model",
+            config=config,
+            usage=usage_of(guard, result),
+        )
         return _stamp(await bound.ainvoke(result.messages, config), state)
 
     runnable: Runnable[Any, BaseMessage] = RunnableLambda(

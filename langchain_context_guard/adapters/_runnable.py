@@ -25,7 +25,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
 from ..engine import InvalidInputError
-from ._callbacks import aemit, emit
+from ._callbacks import aemit, emit, usage_of
 
 if TYPE_CHECKING:
     from ..engine import ContextGuard
@@ -93,7 +93,12 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
         result = self.guard.prepare(
             self._read(value), tools=self.tools, model=self.model
         )
-        emit(result.report, source="runnable", config=config)
+        emit(
+            result.report,
+            source="runnable",
+            config=config,
+            usage=usage_of(self.guard, result),
+        )
         return result.messages
 
     async def _aprepare(
@@ -109,7 +114,12 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
             tools=self.tools,
             model=self.model,
         )
-        await aemit(result.report, source="runnable", config=config)
+        await aemit(
+            result.report,
+            source="runnable",
+            config=config,
+            usage=usage_of(self.guard, result),
+        )
         return result.messages
 
     def invoke(

@@ -16,6 +16,7 @@ output equal to the reference's.
 """
 
 from ._context_usage import ContextUsage
+from ._context_usage import usage_notice as usage_notice
 from ._errors import (
     BudgetExceededError,
     CompactionError,

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Literal
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from ._messages import MARKER_KEY
 
 Category = Literal[
     "system",
@@ -80,3 +85,26 @@ class ContextUsage:
         if self.window:
             head += f" ({self.share:.0%} of {self.window:,})"
         return f"{head}: {', '.join(parts) or 'empty'}"
+
+
+def usage_notice(
+    usage: ContextUsage, fractions: Sequence[float], last: BaseMessage | None
+) -> HumanMessage | None:
+    """A note for the model once ``usage`` passes one of ``fractions`` of the window.
+
+    It names the highest fraction passed, so its text changes only when a new
+    one is passed (the prompt before it stays cacheable), and is marked
+    ``usage_notice``. None below the lowest fraction, without a window, or when
+    the prompt ends with an assistant message (a note there would be a new
+    user turn).
+    """
+    passed = [f for f in fractions if usage.share >= f]
+    if not passed or usage.window <= 0 or isinstance(last, AIMessage):
+        return None
+    text = (
+        f"[Context note: over {max(passed):.0%} of your {usage.window:,}-token "
+        "context window is in use; older tool output may be shortened or dropped. "
+        "Keep what you still need in your replies.]"
+    )
+    mark = {"kind": "usage_notice", "share": round(usage.share, 4)}
+    return HumanMessage(text, additional_kwargs={MARKER_KEY: mark})

@@ -236,6 +236,18 @@ class GuardPolicy(BaseModel):
         ge=0,
         description="Flat token cost of an image or other non-text block.",
     )
+    report_usage: bool = Field(
+        False,
+        description="Count what each adapter call sends by category "
+        "(ContextGuard.context_usage) and report it: the context_guard.usage "
+        "custom event, and the middleware's reply metadata. Off: no extra count.",
+    )
+    usage_notices: tuple[Annotated[float, Field(gt=0, lt=1)], ...] = Field(
+        (),
+        description="Fractions of the window (e.g. (0.5, 0.75)) past which the "
+        "middleware tells the model, in a note at the end of its prompt, how full "
+        "its context is. Empty (the default): no note.",
+    )
     usage_anchoring: bool = Field(
         True,
         description="Count the prefix up to an AIMessage with usage_metadata as the "
