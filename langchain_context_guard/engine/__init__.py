@@ -46,6 +46,7 @@ from ._overflow import scaled_limit as scaled_limit
 from ._policy import GuardPolicy
 from ._reference import reference_prepare, reference_prune
 from ._settings import load_settings as load_settings
+from ._tool_policy import ToolPolicy
 from ._window import WindowInfo
 from .incremental._handover import STATE_KEY as STATE_KEY
 from .incremental._handover import Records as Records
@@ -90,6 +91,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerFallbackWarning",
+    "ToolPolicy",
     "UsageMissingWarning",
     "WindowInfo",
     "WindowTooSmallError",

@@ -11,6 +11,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from ._errors import ConfigError, unknown_setting
 from ._policy_checks import check_consistency
 from ._settings import load_settings, policy_block
+from ._tool_policy import ToolPolicy
 
 _TURN_LIMIT_HINT = (
     "use a number of user turns, at least 1; for no limit, leave the setting out."
@@ -100,6 +101,14 @@ class GuardPolicy(BaseModel):
         None,
         gt=0,
         description="A cap on any single user/assistant/tool message text.",
+    )
+    tool_policies: dict[str, ToolPolicy] = Field(
+        default_factory=dict,
+        description="Per tool name (a result's ToolMessage.name), its own "
+        "truncation cap and whether it is never compressed (ToolPolicy).",
+    )
+    exclude_tools: tuple[str, ...] = Field(
+        (), description="Tools whose results are never truncated or compressed."
     )
     keep_recent_tool_results: int = Field(
         3,
