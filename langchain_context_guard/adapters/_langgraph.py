@@ -53,6 +53,7 @@ from ..engine import (
     to_messages,
 )
 from ._callbacks import aemit, emit, usage_of
+from ._clock import call_time
 from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
@@ -157,7 +158,9 @@ def _node(
         records = _records(state, len(inputs)) if handover else {}
         if records:
             guard.restore_state(inputs, records, tools=tool_list, model=model)
-        result = guard.prepare(inputs, tools=tool_list, model=model)
+        result = guard.prepare(
+            inputs, tools=tool_list, model=model, now=call_time(guard)
+        )
         if archive is not None:
             archive.save(inputs, result.messages, config)
         if not handover:

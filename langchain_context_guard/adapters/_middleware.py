@@ -67,6 +67,7 @@ from ..engine import (
 )
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import Usage, aemit, emit, usage_of
+from ._clock import call_time
 from ._langgraph import rewrite
 from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
 from ._results import ResultArchive, archiving
@@ -215,7 +216,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         inputs = self._inputs(request)
         if not self.persist:
             self._restore(guard, inputs, request)
-        result = guard.prepare(inputs, tools=self._tools(request), model=model)
+        result = guard.prepare(
+            inputs, tools=self._tools(request), model=model, now=call_time(guard)
+        )
         if self.archive is not None:
             self.archive.save(inputs, result.messages, None)
         state = None if self.persist else guard.export_state(inputs, model=model)
@@ -316,7 +319,8 @@ class _PersistingMiddleware(ContextGuardMiddleware):
     ) -> dict[str, Any] | None:
         """Rewrite the stored history to what fits."""
         messages = list(state["messages"])
-        result = self.guard.prepare(messages, model=self.model)
+        guard = self.guard
+        result = guard.prepare(messages, model=self.model, now=call_time(guard))
         emit(
             result.report,
             source="middleware.before_model",
@@ -330,7 +334,11 @@ class _PersistingMiddleware(ContextGuardMiddleware):
         """Async ``before_model``."""
         messages = list(state["messages"])
         result = await run_in_executor(
-            None, self.guard.prepare, messages, model=self.model
+            None,
+            self.guard.prepare,
+            messages,
+            model=self.model,
+            now=call_time(self.guard),
         )
         await aemit(
             result.report,

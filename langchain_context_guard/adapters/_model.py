@@ -37,6 +37,7 @@ from ..engine import (
     to_messages,
 )
 from ._callbacks import aemit, emit, usage_of
+from ._clock import call_time
 from ._results import ResultArchive, archiving
 
 Resolver = Callable[[Any, Any], Runnable[Any, BaseMessage]]
@@ -86,7 +87,9 @@ def guarded_model(
         states = needed_records(inputs, read_record)
         if states:
             guard.restore_state(inputs, states, tools=tool_list, model=model)
-        result = guard.prepare(inputs, tools=tool_list, model=model)
+        result = guard.prepare(
+            inputs, tools=tool_list, model=model, now=call_time(guard)
+        )
         if archive is not None:
             archive.save(inputs, result.messages, config)
         return result, guard.export_state(inputs, model=model)

@@ -26,6 +26,7 @@ from langchain_core.runnables.config import run_in_executor
 
 from ..engine import InvalidInputError
 from ._callbacks import aemit, emit, usage_of
+from ._clock import call_time
 
 if TYPE_CHECKING:
     from ..engine import ContextGuard
@@ -91,7 +92,10 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
         config: RunnableConfig,
     ) -> list[BaseMessage]:
         result = self.guard.prepare(
-            self._read(value), tools=self.tools, model=self.model
+            self._read(value),
+            tools=self.tools,
+            model=self.model,
+            now=call_time(self.guard),
         )
         emit(
             result.report,
@@ -113,6 +117,7 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
             self._read(value),
             tools=self.tools,
             model=self.model,
+            now=call_time(self.guard),
         )
         await aemit(
             result.report,

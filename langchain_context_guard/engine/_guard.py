@@ -11,6 +11,7 @@ from typing import Any
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
+from ._cache_clock import CacheClock
 from ._call import Call, read_call
 from ._context_usage import ContextUsage
 from ._errors import ConfigError
@@ -85,6 +86,7 @@ class ContextGuard:
         )
         self.limits = LimitMemory()
         self._notices = Notices(self.policy)
+        self._clock = CacheClock(self.policy.cache_ttl_seconds)
         self._lock = threading.Lock()
         # One call at a time: a call reads and replaces what the last one kept
         # (its history, its record); under the GIL, turns cost little.
@@ -177,11 +179,7 @@ class ContextGuard:
     def context_usage(
         self, messages: Any, *, tools: Sequence[Any] | None = None, model: Any = None
     ) -> ContextUsage:
-        """Tokens of ``messages`` and ``tools`` by category (``tokens._usage``).
-
-        The counter's own counts, with the share of ``model``'s window; they add
-        up to ``count_tokens`` less ``REPLY_OVERHEAD`` (before calibration).
-        """
+        """Tokens of ``messages`` and ``tools`` by category (``tokens._usage``)."""
         window = self.window(model).tokens
         tokens = self._tool_tokens(tools)
         return usage_by_category(to_messages(messages), self.counter, tokens, window)
@@ -257,6 +255,7 @@ class ContextGuard:
         tools: Sequence[Any] | None = None,
         model: Any = None,
         session_kind: str | None = None,
+        now: float | None = None,
     ) -> PrepareResult:
         """Return the messages to send and a report; never mutates ``messages``.
 
@@ -272,10 +271,11 @@ class ContextGuard:
         ``model_copy``, LangGraph's ``add_messages`` by id).
         A history with nothing to send once sanitised (only empty messages)
         gives an empty list, on every call. Calls on one guard from several
-        threads take turns (``_calls``).
+        threads take turns (``_calls``). ``now`` (seconds, any epoch): with
+        ``cache_ttl_seconds``, a call after the cache expired prunes afresh.
         """
         with self._calls:
-            result = self._prepare(messages, tools, model, session_kind)
+            result = self._prepare(messages, tools, model, session_kind, now)
         measure = partial(self.context_usage, tools=tools, model=model)
         return replace(result, measure=measure)
 
@@ -285,10 +285,11 @@ class ContextGuard:
         tools: Sequence[Any] | None,
         model: Any,
         session_kind: str | None,
+        now: float | None = None,
     ) -> PrepareResult:
         """Read the history; re-send the last prompt while it fits, else prune."""
-        call = read_call(self, messages, tools, model, session_kind)
-        if call.stable is not None and call.stable.key == call.key:
+        call = read_call(self, messages, tools, model, session_kind, now)
+        if call.stable is not None and call.stable.key == call.key and not call.cold:
             reused = self._reuse(call)
             if reused is not None:
                 return reused
@@ -332,7 +333,7 @@ class ContextGuard:
         now = call.now
         # A pruning: ``prune`` cuts to the cost model's share of the budget.
         deep = policy.stable_prefix and (
-            held(call.gauge, now.body, len(original)) > key.budget
+            call.cold or held(call.gauge, now.body, len(original)) > key.budget
         )
         setting = call.setting(exact=deep)
         run, new_record = prune(

@@ -173,6 +173,14 @@ class GuardPolicy(BaseModel):
         "prefix stays cacheable: each move re-sends everything after it. 0 cuts "
         "exactly what is needed.",
     )
+    cache_ttl_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="The provider's prompt-cache lifetime (e.g. 300 for Anthropic's "
+        "5 minutes). With stable_prefix and prepare(now=...), a call coming later "
+        "than this after its conversation's last one prunes afresh to prune_to at "
+        "once (its cache is cold anyway). None: every call assumes a warm cache.",
+    )
     stable_prefix: bool = Field(
         True,
         description="Between prunings, send the previous prompt unchanged plus the "
