@@ -22,7 +22,11 @@ from langchain_context_guard import (
     ContextUsage,
     GuardPolicy,
 )
-from langchain_context_guard.engine import REPLY_OVERHEAD, usage_by_category
+from langchain_context_guard.engine import (
+    REPLY_OVERHEAD,
+    usage_by_category,
+    usage_notice,
+)
 
 from ._support import IMAGE, THINKING, agent_history, ai, call, result, transcripts
 
@@ -82,6 +86,11 @@ def test_a_note_counts_whole_and_nothing_else_does() -> None:
     usage = guard.context_usage([digest, ai(call("c1")), truncated])
     assert usage.notes == guard.counter.count_message(digest)
     assert usage.tool_results == guard.counter.count_message(truncated)
+    note = usage_notice(ContextUsage(user=60, window=100), (0.5,), last=None)
+    assert note is not None and "over 50%" in str(note.content)
+    assert guard.context_usage([note]).notes == guard.counter.count_message(note)
+    assert usage_notice(ContextUsage(user=40, window=100), (0.5,), None) is None
+    assert usage_notice(ContextUsage(user=60, window=100), (0.5,), ai()) is None
 
 
 @settings(max_examples=40, deadline=None)
