@@ -15,6 +15,7 @@ from .._lazy import lazy_getattr
 if TYPE_CHECKING:
     from ._cache_control import mark_cache_breakpoints
     from ._callbacks import EVENT_EVENT as EVENT_EVENT
+    from ._callbacks import USAGE_EVENT as USAGE_EVENT
     from ._callbacks import aemit as aemit
     from ._callbacks import emit as emit
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
@@ -41,6 +42,7 @@ __getattr__ = lazy_getattr(
         "scoped": "._namespace",
         "why_unscoped": "._namespace",
         "EVENT_EVENT": "._callbacks",
+        "USAGE_EVENT": "._callbacks",
         "RequestInputs": "._requests",
         "aemit": "._callbacks",
         "emit": "._callbacks",

@@ -4,7 +4,9 @@ Every adapter calls ``emit`` (or ``aemit``) after ``ContextGuard.prepare``. Insi
 run, a child run named ``context_guard`` (tags ``context_guard`` and
 ``context_guard:<source>``, metadata with the window, its source, the budget and
 the token counts; the report as its output) carries each event as a custom event
-named ``context_guard.event`` and the report as ``context_guard.report``, so they
+named ``context_guard.event`` and the report as ``context_guard.report`` (and,
+with ``GuardPolicy.report_usage``, the prompt's usage by category as
+``context_guard.usage``, counted only when someone listens), so they
 read as one step in LangSmith traces and show in ``astream_events`` (as
 ``on_custom_event``). Outside a run, only the log is written.
 Each payload names its ``source``: ``runnable``, ``pre_model_hook``, ``node``,
@@ -14,6 +16,7 @@ Each payload names its ``source``: ``runnable``, ``pre_model_hook``, ``node``,
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.callbacks import adispatch_custom_event, dispatch_custom_event
@@ -24,7 +27,7 @@ from langchain_core.runnables.config import (
     get_callback_manager_for_config,
 )
 
-from ..engine import GuardReport
+from ..engine import ContextGuard, ContextUsage, GuardReport, PrepareResult
 
 logger = logging.getLogger("langchain_context_guard")
 
@@ -34,13 +37,26 @@ REPORT_EVENT = "context_guard.report"
 """Name of the custom event that carries ``GuardReport.to_dict()``."""
 EVENT_EVENT = "context_guard.event"
 """Name of the custom event that carries one ``GuardEvent.to_dict()``."""
+USAGE_EVENT = "context_guard.usage"
+"""Name of the custom event that carries ``ContextUsage.to_dict()`` of the prompt."""
+
+Usage = Callable[[], ContextUsage] | None
 
 
-def _payloads(report: GuardReport, source: str) -> list[tuple[str, dict[str, Any]]]:
+def usage_of(guard: ContextGuard, result: PrepareResult) -> Usage:
+    """``result.usage`` when the guard's policy reports usage, else None."""
+    return result.usage if guard.policy.report_usage else None
+
+
+def _payloads(
+    report: GuardReport, source: str, usage: Usage
+) -> list[tuple[str, dict[str, Any]]]:
     out: list[tuple[str, dict[str, Any]]] = [
         (EVENT_EVENT, {"source": source, **event.to_dict()}) for event in report.events
     ]
     out.append((REPORT_EVENT, {"source": source, **report.to_dict()}))
+    if usage is not None:
+        out.append((USAGE_EVENT, {"source": source, **usage().to_dict()}))
     return out
 
 
@@ -86,9 +102,13 @@ def _child(config: RunnableConfig, report: GuardReport, source: str) -> Any:
 
 
 def emit(
-    report: GuardReport, *, source: str, config: RunnableConfig | None = None
+    report: GuardReport,
+    *,
+    source: str,
+    config: RunnableConfig | None = None,
+    usage: Usage = None,
 ) -> None:
-    """Log ``report`` and dispatch it as custom events when inside a run."""
+    """Log ``report`` and dispatch it (and ``usage()``) as custom events in a run."""
     _log(report, source)
     config = ensure_config(config)
     manager = get_callback_manager_for_config(config)
@@ -96,7 +116,7 @@ def emit(
         return  # outside a run, or nobody listening: no run to trace
 
     def dispatch(data: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        for name, payload in _payloads(report, source):
+        for name, payload in _payloads(report, source, usage):
             dispatch_custom_event(name, payload, config=config)
         return data
 
@@ -104,7 +124,11 @@ def emit(
 
 
 async def aemit(
-    report: GuardReport, *, source: str, config: RunnableConfig | None = None
+    report: GuardReport,
+    *,
+    source: str,
+    config: RunnableConfig | None = None,
+    usage: Usage = None,
 ) -> None:
     """Async ``emit``: log and dispatch through async callback handlers."""
     _log(report, source)
@@ -114,7 +138,7 @@ async def aemit(
         return
 
     async def dispatch(data: dict[str, Any], config: RunnableConfig) -> dict[str, Any]:
-        for name, payload in _payloads(report, source):
+        for name, payload in _payloads(report, source, usage):
             await adispatch_custom_event(name, payload, config=config)
         return data
 

@@ -52,7 +52,8 @@ from ..engine import (
     same_list,
     to_messages,
 )
-from ._callbacks import aemit, emit
+from ._callbacks import aemit, emit, usage_of
+from ._clock import call_time
 from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
@@ -157,7 +158,9 @@ def _node(
         records = _records(state, len(inputs)) if handover else {}
         if records:
             guard.restore_state(inputs, records, tools=tool_list, model=model)
-        result = guard.prepare(inputs, tools=tool_list, model=model)
+        result = guard.prepare(
+            inputs, tools=tool_list, model=model, now=call_time(guard)
+        )
         if archive is not None:
             archive.save(inputs, result.messages, config)
         if not handover:
@@ -169,7 +172,12 @@ def _node(
     def func(state: Any, config: RunnableConfig) -> Update:
         messages = _read(state, messages_key)
         result, records = prepare(state, messages, config)
-        emit(result.report, source=source, config=config)
+        emit(
+            result.report,
+            source=source,
+            config=config,
+            usage=usage_of(guard, result),
+        )
         return finish(messages, result, records)
 
     async def afunc(state: Any, config: RunnableConfig) -> Update:
@@ -177,7 +185,12 @@ def _node(
         result, records = await run_in_executor(
             config, prepare, state, messages, config
         )
-        await aemit(result.report, source=source, config=config)
+        await aemit(
+            result.report,
+            source=source,
+            config=config,
+            usage=usage_of(guard, result),
+        )
         return finish(messages, result, records)
 
     return RunnableLambda(func, afunc=afunc, name=f"context_guard_{source}")

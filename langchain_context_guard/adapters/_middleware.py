@@ -28,6 +28,10 @@ records it needs (the latest ones, read back from the end) to
 ``restore_state``, so any process, or one restarted mid-thread, sends the
 prompt the first would have. ``archive`` writes the full
 text of every tool result the guard shortens to a store (``_results``).
+
+With ``GuardPolicy.report_usage`` the reply's ``response_metadata`` also carries
+the prompt's usage by category (``ContextUsage.to_dict()``, under ``USAGE_KEY``);
+with ``usage_notices`` the model gets a note past those fractions of its window.
 """
 
 from __future__ import annotations
@@ -53,9 +57,17 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
-from ..engine import STATE_KEY, ContextGuard, needed_records, read_record
+from ..engine import (
+    STATE_KEY,
+    ContextGuard,
+    ContextUsage,
+    needed_records,
+    read_record,
+    usage_notice,
+)
 from ._cache_control import mark_cache_breakpoints
-from ._callbacks import aemit, emit
+from ._callbacks import Usage, aemit, emit, usage_of
+from ._clock import call_time
 from ._langgraph import rewrite
 from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
 from ._results import ResultArchive, archiving
@@ -64,6 +76,8 @@ if TYPE_CHECKING:
     from ..engine import GuardPolicy, PrepareResult
 
 
+USAGE_KEY = "context_guard_usage"
+"""``response_metadata`` key of the prompt's usage by category."""
 _OWN = ("guard", "model", "token_counter", "persist", "archive", "cache_breakpoints")
 """``ContextGuardMiddleware``'s own keywords (the rest are ``GuardPolicy`` fields)."""
 
@@ -202,16 +216,32 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         inputs = self._inputs(request)
         if not self.persist:
             self._restore(guard, inputs, request)
-        result = guard.prepare(inputs, tools=self._tools(request), model=model)
+        result = guard.prepare(
+            inputs, tools=self._tools(request), model=model, now=call_time(guard)
+        )
         if self.archive is not None:
             self.archive.save(inputs, result.messages, None)
         state = None if self.persist else guard.export_state(inputs, model=model)
         return result, state
 
+    def _usage(self, result: PrepareResult) -> ContextUsage | None:
+        """The prompt's usage by category, if the policy reports it or notes it."""
+        policy = self._guard_for(None).policy
+        wanted = policy.report_usage or policy.usage_notices
+        return result.usage() if wanted else None
+
     def _apply(
-        self, request: ModelRequest[Any], result: PrepareResult
+        self,
+        request: ModelRequest[Any],
+        result: PrepareResult,
+        usage: ContextUsage | None,
     ) -> ModelRequest[Any]:
         kept = result.messages
+        fractions = self._guard_for(None).policy.usage_notices
+        if usage is not None and fractions:
+            note = usage_notice(usage, fractions, kept[-1] if kept else None)
+            if note is not None:  # this call only: never stored in the state
+                kept = [*kept, note]
         if self.cache_breakpoints:
             control = self.cache_breakpoints
             kept = mark_cache_breakpoints(
@@ -230,12 +260,13 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> Result:
         """Prune the request, then call the model."""
         result, state = self._prepare(request)
-        emit(result.report, source="middleware")
-        response = handler(self._apply(request, result))
+        usage = self._usage(result)
+        emit(result.report, source="middleware", usage=self._reported(usage))
+        response = handler(self._apply(request, result, usage))
         checked = warn_silent_overflow(
             response, result.report, self._guard_for(None), self._model(request)
         )
-        return _stamp(checked, state)
+        return _stamp(checked, state, self._reported(usage))
 
     async def awrap_model_call(
         self,
@@ -244,22 +275,38 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> Result:
         """Async ``wrap_model_call``; the counting runs in an executor."""
         result, state = await run_in_executor(None, self._prepare, request)
-        await aemit(result.report, source="middleware")
-        response = await handler(self._apply(request, result))
+        usage = await run_in_executor(None, self._usage, result)
+        await aemit(result.report, source="middleware", usage=self._reported(usage))
+        response = await handler(self._apply(request, result, usage))
         checked = warn_silent_overflow(
             response, result.report, self._guard_for(None), self._model(request)
         )
-        return _stamp(checked, state)
+        return _stamp(checked, state, self._reported(usage))
+
+    def _reported(
+        self, usage: ContextUsage | None
+    ) -> Callable[[], ContextUsage] | None:
+        """``usage`` as the callbacks take it, when the policy reports usage."""
+        if usage is None or not self._guard_for(None).policy.report_usage:
+            return None
+        return lambda: usage
 
 
-def _stamp(response: Result, state: dict[str, Any] | None) -> Result:
-    """Keep the handover record in the reply's ``response_metadata``."""
-    if not state:
+def _stamp(
+    response: Result,
+    state: dict[str, Any] | None,
+    usage: Usage = None,
+) -> Result:
+    """Keep the handover record (and the prompt's usage) in ``response_metadata``."""
+    if not state and usage is None:
         return response
     messages = response.result if isinstance(response, ModelResponse) else [response]
     for message in messages:
         if isinstance(message, AIMessage):
-            message.response_metadata[STATE_KEY] = state
+            if state:
+                message.response_metadata[STATE_KEY] = state
+            if usage is not None:
+                message.response_metadata[USAGE_KEY] = usage().to_dict()
             break
     return response
 
@@ -272,8 +319,13 @@ class _PersistingMiddleware(ContextGuardMiddleware):
     ) -> dict[str, Any] | None:
         """Rewrite the stored history to what fits."""
         messages = list(state["messages"])
-        result = self.guard.prepare(messages, model=self.model)
-        emit(result.report, source="middleware.before_model")
+        guard = self.guard
+        result = guard.prepare(messages, model=self.model, now=call_time(guard))
+        emit(
+            result.report,
+            source="middleware.before_model",
+            usage=usage_of(self.guard, result),
+        )
         return rewrite("messages")(messages, result.messages) or None
 
     async def abefore_model(
@@ -282,7 +334,15 @@ class _PersistingMiddleware(ContextGuardMiddleware):
         """Async ``before_model``."""
         messages = list(state["messages"])
         result = await run_in_executor(
-            None, self.guard.prepare, messages, model=self.model
+            None,
+            self.guard.prepare,
+            messages,
+            model=self.model,
+            now=call_time(self.guard),
         )
-        await aemit(result.report, source="middleware.before_model")
+        await aemit(
+            result.report,
+            source="middleware.before_model",
+            usage=usage_of(self.guard, result),
+        )
         return rewrite("messages")(messages, result.messages) or None

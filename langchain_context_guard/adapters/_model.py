@@ -36,7 +36,8 @@ from ..engine import (
     read_record,
     to_messages,
 )
-from ._callbacks import aemit, emit
+from ._callbacks import aemit, emit, usage_of
+from ._clock import call_time
 from ._results import ResultArchive, archiving
 
 Resolver = Callable[[Any, Any], Runnable[Any, BaseMessage]]
@@ -86,19 +87,31 @@ def guarded_model(
         states = needed_records(inputs, read_record)
         if states:
             guard.restore_state(inputs, states, tools=tool_list, model=model)
-        result = guard.prepare(inputs, tools=tool_list, model=model)
+        result = guard.prepare(
+            inputs, tools=tool_list, model=model, now=call_time(guard)
+        )
         if archive is not None:
             archive.save(inputs, result.messages, config)
         return result, guard.export_state(inputs, model=model)
 
     def call(value: Any, config: RunnableConfig) -> BaseMessage:
         result, state = prepare(_messages(value), config)
-        emit(result.report, source="model", config=config)
+        emit(
+            result.report,
+            source="model",
+            config=config,
+            usage=usage_of(guard, result),
+        )
         return _stamp(bound.invoke(result.messages, config), state)
 
     async def acall(value: Any, config: RunnableConfig) -> BaseMessage:
         result, state = await run_in_executor(config, prepare, _messages(value), config)
-        await aemit(result.report, source="model", config=config)
+        await aemit(
+            result.report,
+            source="model",
+            config=config,
+            usage=usage_of(guard, result),
+        )
         return _stamp(await bound.ainvoke(result.messages, config), state)
 
     runnable: Runnable[Any, BaseMessage] = RunnableLambda(

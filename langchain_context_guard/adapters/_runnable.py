@@ -25,7 +25,8 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 
 from ..engine import InvalidInputError
-from ._callbacks import aemit, emit
+from ._callbacks import aemit, emit, usage_of
+from ._clock import call_time
 
 if TYPE_CHECKING:
     from ..engine import ContextGuard
@@ -91,9 +92,17 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
         config: RunnableConfig,
     ) -> list[BaseMessage]:
         result = self.guard.prepare(
-            self._read(value), tools=self.tools, model=self.model
+            self._read(value),
+            tools=self.tools,
+            model=self.model,
+            now=call_time(self.guard),
         )
-        emit(result.report, source="runnable", config=config)
+        emit(
+            result.report,
+            source="runnable",
+            config=config,
+            usage=usage_of(self.guard, result),
+        )
         return result.messages
 
     async def _aprepare(
@@ -108,8 +117,14 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
             self._read(value),
             tools=self.tools,
             model=self.model,
+            now=call_time(self.guard),
         )
-        await aemit(result.report, source="runnable", config=config)
+        await aemit(
+            result.report,
+            source="runnable",
+            config=config,
+            usage=usage_of(self.guard, result),
+        )
         return result.messages
 
     def invoke(

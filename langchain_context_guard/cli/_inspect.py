@@ -189,6 +189,7 @@ def analyse(guard: ContextGuard, history: list[BaseMessage]) -> dict[str, Any]:
         "messages_sent": len(result.messages),
         "rows": rows,
         "report": report,
+        "usage": {"history": result.usage(messages), "sent": result.usage()},
     }
 
 
@@ -225,6 +226,10 @@ def render_text(source: str, analysis: dict[str, Any], reserve: int) -> str:
         f"tokens: {report.tokens_before:,} -> {report.tokens_after:,} "
         f"({'within' if fits else 'OVER'} budget {report.budget:,})",
     ]
+    lines += [
+        f"usage, {what}: {usage.describe()}"
+        for what, usage in analysis["usage"].items()
+    ]
     if report.events:
         lines.append("events:")
         lines += [f"  {_event_line(e.describe())}" for e in report.events]
@@ -246,6 +251,7 @@ def render_json(source: str, analysis: dict[str, Any], reserve: int) -> str:
         "within_budget": report.tokens_after <= report.budget,
         "rows": [r.to_dict() for r in analysis["rows"]],
         "report": report.to_dict(),
+        "usage": {k: u.to_dict() for k, u in analysis["usage"].items()},
     }
     return json.dumps(doc, indent=2)
 

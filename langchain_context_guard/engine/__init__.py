@@ -15,6 +15,8 @@ incremental and cache-friendly; ``tests/engine/test_reference.py`` holds their
 output equal to the reference's.
 """
 
+from ._context_usage import ContextUsage
+from ._context_usage import usage_notice as usage_notice
 from ._errors import (
     BudgetExceededError,
     CompactionError,
@@ -44,6 +46,7 @@ from ._overflow import scaled_limit as scaled_limit
 from ._policy import GuardPolicy
 from ._reference import reference_prepare, reference_prune
 from ._settings import load_settings as load_settings
+from ._tool_policy import ToolPolicy
 from ._window import WindowInfo
 from .incremental._handover import STATE_KEY as STATE_KEY
 from .incremental._handover import Records as Records
@@ -67,6 +70,7 @@ from .tokens._counters import (
     TokenCounter,
     TokenizerFallbackWarning,
 )
+from .tokens._usage import usage_by_category
 
 __all__ = [
     "MARKER_KEY",
@@ -77,6 +81,7 @@ __all__ = [
     "ContextGuard",
     "ContextGuardError",
     "ContextOverflowError",
+    "ContextUsage",
     "GuardEvent",
     "GuardPolicy",
     "GuardReport",
@@ -86,6 +91,7 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "TokenizerFallbackWarning",
+    "ToolPolicy",
     "UsageMissingWarning",
     "WindowInfo",
     "WindowTooSmallError",
@@ -103,4 +109,5 @@ __all__ = [
     "trim_to_budget",
     "truncate_text",
     "truncate_tool_results",
+    "usage_by_category",
 ]

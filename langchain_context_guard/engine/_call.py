@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
+from ._cache_clock import CacheClock
 from ._events import GuardEvent, GuardReport, step_events
 from ._notices import Notices
 from ._policy import GuardPolicy
@@ -17,7 +18,7 @@ from .incremental._read_history import known_after
 from .incremental._record import CallKey, Setting
 from .incremental._reuse import Limits
 from .incremental._run import Run
-from .incremental._stable_prefix import Sent, common_prefix
+from .incremental._stable_prefix import Sent, common_prefix, conversation
 from .tokens._anchor import Gauge, Known, Scan
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter
 
@@ -30,6 +31,7 @@ class Reader(Protocol):
     model: Any
     _last: Known
     _notices: Notices
+    _clock: CacheClock
 
     def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo: ...
 
@@ -81,6 +83,8 @@ class Call:
     counts: CallCounts | None
     """The call's own counting, closed when the call ends (``_first_run``)."""
     events: list[GuardEvent]
+    cold: bool = False
+    """More than ``cache_ttl_seconds`` passed since the conversation's last call."""
 
     def scan(self) -> Scan:
         """The history's counts, as ``prune`` reads them."""
@@ -125,6 +129,13 @@ class Call:
         )
 
 
+def _cold(clock: CacheClock, original: list[BaseMessage], at: float | None) -> bool:
+    """``clock.tick`` for this history's conversation, when there is a time."""
+    if clock.ttl is None or at is None or not original:
+        return False
+    return clock.tick(conversation(original), at)
+
+
 def digest_room(policy: GuardPolicy, budget: int) -> int:
     """Tokens a pruning leaves for the digest (0: no digest)."""
     if not policy.digest:
@@ -138,10 +149,12 @@ def read_call(
     tools: Sequence[Any] | None,
     model: Any,
     session_kind: str | None,
+    sent_at: float | None = None,
 ) -> Call:
     """The history, counted where new, and what this call is pruned at.
 
-    Keeps the history read as the guard's last (``_read_history``).
+    Keeps the history read as the guard's last (``_read_history``), and
+    ``sent_at`` as its conversation's last call time (``_cache_clock``).
     """
     original, known, rebuilt, kept_in = guard._read(messages)
     info, policy = guard.window(model), guard.policy
@@ -179,4 +192,5 @@ def read_call(
         prime=prime,
         counts=counts,
         events=events,
+        cold=_cold(guard._clock, original, sent_at),
     )

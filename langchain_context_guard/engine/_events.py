@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 
+from ._context_usage import ContextUsage
 from ._messages import label
 
 logger = logging.getLogger("langchain_context_guard")
@@ -276,6 +277,20 @@ class PrepareResult:
 
     messages: list[BaseMessage]
     report: GuardReport
+    measure: Callable[[list[BaseMessage]], ContextUsage] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """How ``usage`` counts (``ContextGuard.context_usage`` with this call's tools
+    and model); nothing is counted until ``usage`` is called."""
+
+    def usage(self, messages: Sequence[BaseMessage] | None = None) -> ContextUsage:
+        """Tokens by category of the messages sent, counted when asked.
+
+        ``messages``: measure these instead (e.g. the history given).
+        """
+        if self.measure is None:
+            return ContextUsage(messages=len(self.messages))
+        return self.measure(list(self.messages if messages is None else messages))
 
 
 def step_events(

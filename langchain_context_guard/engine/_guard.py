@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
+from ._cache_clock import CacheClock
 from ._call import Call, read_call
+from ._context_usage import ContextUsage
 from ._errors import ConfigError
 from ._events import GuardEvent, PrepareResult, log_event
 from ._input import to_messages
@@ -39,6 +43,7 @@ from .incremental._stable_prefix import (
 )
 from .tokens._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter, make_counter
+from .tokens._usage import usage_by_category
 
 _SENT_MEMORY = 4_096
 _STABLE_MEMORY = 64
@@ -81,6 +86,7 @@ class ContextGuard:
         )
         self.limits = LimitMemory()
         self._notices = Notices(self.policy)
+        self._clock = CacheClock(self.policy.cache_ttl_seconds)
         self._lock = threading.Lock()
         # One call at a time: a call reads and replaces what the last one kept
         # (its history, its record); under the GIL, turns cost little.
@@ -170,6 +176,14 @@ class ContextGuard:
         gauge = self._gauge(original, usage_at, usage_body, extra)
         return gauge.tokens(body, len(original))
 
+    def context_usage(
+        self, messages: Any, *, tools: Sequence[Any] | None = None, model: Any = None
+    ) -> ContextUsage:
+        """Tokens of ``messages`` and ``tools`` by category (``tokens._usage``)."""
+        window = self.window(model).tokens
+        tokens = self._tool_tokens(tools)
+        return usage_by_category(to_messages(messages), self.counter, tokens, window)
+
     def _gauge(
         self,
         messages: list[BaseMessage],
@@ -241,6 +255,7 @@ class ContextGuard:
         tools: Sequence[Any] | None = None,
         model: Any = None,
         session_kind: str | None = None,
+        now: float | None = None,
     ) -> PrepareResult:
         """Return the messages to send and a report; never mutates ``messages``.
 
@@ -256,10 +271,13 @@ class ContextGuard:
         ``model_copy``, LangGraph's ``add_messages`` by id).
         A history with nothing to send once sanitised (only empty messages)
         gives an empty list, on every call. Calls on one guard from several
-        threads take turns (``_calls``).
+        threads take turns (``_calls``). ``now`` (seconds, any epoch): with
+        ``cache_ttl_seconds``, a call after the cache expired prunes afresh.
         """
         with self._calls:
-            return self._prepare(messages, tools, model, session_kind)
+            result = self._prepare(messages, tools, model, session_kind, now)
+        measure = partial(self.context_usage, tools=tools, model=model)
+        return replace(result, measure=measure)
 
     def _prepare(
         self,
@@ -267,10 +285,11 @@ class ContextGuard:
         tools: Sequence[Any] | None,
         model: Any,
         session_kind: str | None,
+        now: float | None = None,
     ) -> PrepareResult:
         """Read the history; re-send the last prompt while it fits, else prune."""
-        call = read_call(self, messages, tools, model, session_kind)
-        if call.stable is not None and call.stable.key == call.key:
+        call = read_call(self, messages, tools, model, session_kind, now)
+        if call.stable is not None and call.stable.key == call.key and not call.cold:
             reused = self._reuse(call)
             if reused is not None:
                 return reused
@@ -314,7 +333,7 @@ class ContextGuard:
         now = call.now
         # A pruning: ``prune`` cuts to the cost model's share of the budget.
         deep = policy.stable_prefix and (
-            held(call.gauge, now.body, len(original)) > key.budget
+            call.cold or held(call.gauge, now.body, len(original)) > key.budget
         )
         setting = call.setting(exact=deep)
         run, new_record = prune(

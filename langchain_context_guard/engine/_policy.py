@@ -11,6 +11,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from ._errors import ConfigError, unknown_setting
 from ._policy_checks import check_consistency
 from ._settings import load_settings, policy_block
+from ._tool_policy import ToolPolicy
 
 _TURN_LIMIT_HINT = (
     "use a number of user turns, at least 1; for no limit, leave the setting out."
@@ -101,6 +102,14 @@ class GuardPolicy(BaseModel):
         gt=0,
         description="A cap on any single user/assistant/tool message text.",
     )
+    tool_policies: dict[str, ToolPolicy] = Field(
+        default_factory=dict,
+        description="Per tool name (a result's ToolMessage.name), its own "
+        "truncation cap and whether it is never compressed (ToolPolicy).",
+    )
+    exclude_tools: tuple[str, ...] = Field(
+        (), description="Tools whose results are never truncated or compressed."
+    )
     keep_recent_tool_results: int = Field(
         3,
         ge=0,
@@ -163,6 +172,14 @@ class GuardPolicy(BaseModel):
         "history (counted as written), so the cut moves rarely and the kept "
         "prefix stays cacheable: each move re-sends everything after it. 0 cuts "
         "exactly what is needed.",
+    )
+    cache_ttl_seconds: float | None = Field(
+        None,
+        gt=0,
+        description="The provider's prompt-cache lifetime (e.g. 300 for Anthropic's "
+        "5 minutes). With stable_prefix and prepare(now=...), a call coming later "
+        "than this after its conversation's last one prunes afresh to prune_to at "
+        "once (its cache is cold anyway). None: every call assumes a warm cache.",
     )
     stable_prefix: bool = Field(
         True,
@@ -235,6 +252,18 @@ class GuardPolicy(BaseModel):
         1_600,
         ge=0,
         description="Flat token cost of an image or other non-text block.",
+    )
+    report_usage: bool = Field(
+        False,
+        description="Count what each adapter call sends by category "
+        "(ContextGuard.context_usage) and report it: the context_guard.usage "
+        "custom event, and the middleware's reply metadata. Off: no extra count.",
+    )
+    usage_notices: tuple[Annotated[float, Field(gt=0, lt=1)], ...] = Field(
+        (),
+        description="Fractions of the window (e.g. (0.5, 0.75)) past which the "
+        "middleware tells the model, in a note at the end of its prompt, how full "
+        "its context is. Empty (the default): no note.",
     )
     usage_anchoring: bool = Field(
         True,

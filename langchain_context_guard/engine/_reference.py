@@ -20,6 +20,7 @@ from langchain_core.messages import BaseMessage
 from ._call import digest_room
 from ._errors import BudgetExceededError
 from ._input import to_messages
+from ._tool_policy import result_caps, whole_tools
 from .incremental._digest_step import digest_step
 from .incremental._record import Setting
 from .incremental._steps import NONE, first_diff, opens_with_user
@@ -90,6 +91,7 @@ def reference_prune(
         max_message_chars=policy.max_chars_per_message,
         dedupe_calls=policy.dedupe_call_text,
         name_source=policy.archived_results,
+        tool_caps=result_caps(policy),
     )
     history = _compress(truncated, original, setting, opened)
     history = strip_old_thinking(history, keep_recent=policy.keep_recent_thinking)
@@ -187,6 +189,7 @@ def _compressor(setting: Setting) -> Any:
         head_lines=policy.compress_head_lines,
         tail_lines=policy.compress_tail_lines,
         name_source=policy.archived_results,
+        keep_whole=whole_tools(policy),
     )
 
 
@@ -235,6 +238,7 @@ def _compress(
         batch=policy.compress_batch,
         name_source=policy.archived_results,
         assistant=policy.compress_assistant_text,
+        keep_whole=whole_tools(policy),
     )
 
 
@@ -283,6 +287,7 @@ def _trim(
             batch=1,
             name_source=p.archived_results,
             assistant=p.compress_assistant_text,
+            keep_whole=whole_tools(p),
         ),
         count=count,
         source_tokens=sum(map(count, history)),

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -56,6 +57,8 @@ def test_inspect_text_shows_every_fate(
         assert f"  {fate}\n" in out
     assert "(within budget 22,000)" in out
     assert "\n  compress: changed" in out
+    assert "\nusage, history: " in out
+    assert re.search(r"\nusage, sent: [\d,]+ tokens \(\d+% of 24,000\): system", out)
 
 
 def test_inspect_json_is_machine_readable(
@@ -75,6 +78,10 @@ def test_inspect_json_is_machine_readable(
     assert 0 < sent <= doc["report"]["budget"]
     kept = [r for r in doc["rows"] if r["fate"] != "trimmed"]
     assert len(kept) == doc["messages_sent"]
+    usage = doc["usage"]
+    assert usage["sent"]["total"] == sent
+    assert usage["history"]["total"] == sum(r["tokens"] for r in history)
+    assert usage["sent"]["tool_results"] < usage["history"]["tool_results"]
 
 
 def test_inspect_reads_jsonl(

@@ -112,8 +112,14 @@ def _text(seed: int, words: int) -> str:
 
 
 @st.composite
-def transcripts(draw: Any, *, usage: bool = False) -> list[BaseMessage]:  # noqa: C901
-    """Agent transcripts: parallel calls, thinking, images, misplaced results."""
+def transcripts(  # noqa: C901
+    draw: Any, *, usage: bool = False, names: bool = False
+) -> list[BaseMessage]:
+    """Agent transcripts: parallel calls, thinking, images, misplaced results.
+
+    ``names``: some results name their tool (``ToolMessage.name``), as tool
+    nodes set it, so per-tool policies apply to them.
+    """
     out: list[BaseMessage] = []
     serial = 0
     for _ in range(draw(st.integers(0, 2))):
@@ -152,7 +158,10 @@ def transcripts(draw: Any, *, usage: bool = False) -> list[BaseMessage]:  # noqa
             )
             for i in ids:
                 size = draw(st.sampled_from([1, 50, 800, 6_000]))
-                res = ToolMessage(_text(serial, size), tool_call_id=i, id=f"r{i}")
+                name = draw(st.sampled_from(["bash", None])) if names else None
+                res = ToolMessage(
+                    _text(serial, size), tool_call_id=i, id=f"r{i}", name=name
+                )
                 serial += 1
                 fate = draw(
                     st.sampled_from(["ok"] * 6 + ["missing", "duplicate", "displaced"])

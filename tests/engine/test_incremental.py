@@ -51,6 +51,15 @@ POLICIES = st.builds(
     keep_recent_thinking=st.sampled_from([0, 1]),
     trim_step=st.sampled_from([0.0, 0.15, 0.5]),
     compress_trigger=st.sampled_from([0.0, 0.5]),
+    tool_policies=st.sampled_from(
+        [
+            {},
+            {"bash": {"max_result_chars": 1_000}},
+            {"bash": {"never_compress": True}},
+            {"bash": {"max_result_chars": 500, "never_compress": True}},
+        ]
+    ),
+    exclude_tools=st.sampled_from([(), ("bash",)]),
     stable_prefix=st.just(False),  # the order-free pipeline; test_stable.py: the rest
 )
 COUNTER = TiktokenCounter()
@@ -81,7 +90,7 @@ def _same_as_fresh(guard: ContextGuard, history: list[BaseMessage]) -> None:
 
 
 @SETTINGS
-@given(transcripts(usage=True), POLICIES, st.data())
+@given(transcripts(usage=True, names=True), POLICIES, st.data())
 def test_growing_history_matches_a_fresh_guard_on_every_prefix(history, policy, data):
     start = data.draw(st.integers(1, len(history)))
     ends = [*range(start, min(start + 20, len(history)) + 1)]

@@ -51,6 +51,15 @@ POLICIES = st.builds(
     keep_recent_thinking=st.sampled_from([0, 1]),
     trim_step=st.sampled_from([0.0, 0.15, 0.5]),
     compress_trigger=st.sampled_from([0.0, 0.5]),
+    tool_policies=st.sampled_from(
+        [
+            {},
+            {"bash": {"max_result_chars": 1_000}},
+            {"bash": {"never_compress": True}},
+            {"bash": {"max_result_chars": 500, "never_compress": True}},
+        ]
+    ),
+    exclude_tools=st.sampled_from([(), ("bash",)]),
     compress_assistant_text=st.booleans(),
     digest=st.booleans(),
     max_chars_per_message=st.sampled_from([None, 3_000]),
@@ -82,7 +91,7 @@ def assert_reference(guard: ContextGuard, history: list[BaseMessage]) -> None:
 
 
 @SETTINGS
-@given(transcripts(usage=True), POLICIES, st.data())
+@given(transcripts(usage=True, names=True), POLICIES, st.data())
 def test_prepare_is_the_reference_on_generated_growing_histories(history, policy, data):
     start = data.draw(st.integers(1, len(history)))
     ends = sorted({start, *data.draw(st.lists(st.integers(start, len(history))))})
@@ -92,7 +101,7 @@ def test_prepare_is_the_reference_on_generated_growing_histories(history, policy
 
 
 @SETTINGS
-@given(transcripts(), POLICIES)
+@given(transcripts(names=True), POLICIES)
 def test_prepare_is_the_reference_on_histories_rebuilt_from_a_checkpoint(
     history, policy
 ):

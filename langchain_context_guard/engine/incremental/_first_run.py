@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._policy import GuardPolicy
+from .._tool_policy import whole_tools
 from ..passes._compress import compress_floor, compress_message
 from ..passes._truncate import truncator
 
@@ -81,6 +82,7 @@ def _rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
         head_lines=policy.compress_head_lines,
         tail_lines=policy.compress_tail_lines,
         name_source=policy.archived_results,
+        keep_whole=whole_tools(policy),
     )
     return truncate, compress
 

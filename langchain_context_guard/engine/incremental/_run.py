@@ -14,6 +14,7 @@ from functools import partial
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._events import EventKind
+from .._tool_policy import whole_tools
 from ..passes._compress import (
     compress_floor,
     compress_old_tool_results,
@@ -291,6 +292,7 @@ class Run:
                 batch=1,
                 name_source=p.archived_results,
                 assistant=p.compress_assistant_text,
+                keep_whole=whole_tools(p),
             ),
             count=s.count,
             source_tokens=self.body,

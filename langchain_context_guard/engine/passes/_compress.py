@@ -8,13 +8,14 @@ most of the names an agent uses again, for a fraction of the tokens.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import marker, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
+from .._tool_policy import tool_name
 from ._text import compress_lines
 
 
@@ -28,6 +29,7 @@ def compress_old_tool_results(
     batch: int = 8,
     name_source: bool = False,
     assistant: bool = False,
+    keep_whole: Collection[str] = frozenset(),
 ) -> list[BaseMessage]:
     """Shrink tool results older than the newest ``keep_recent`` to a few lines.
 
@@ -39,7 +41,9 @@ def compress_old_tool_results(
     is rewritten once per ``batch`` new results rather than on every call: each
     rewrite invalidates the provider's prompt cache from that message on.
     ``name_source``: the marker names the result's tool call id, to read the full
-    text back (it is archived).
+    text back (it is archived). ``keep_whole``: tool names whose results are
+    never compressed (``_tool_policy.whole_tools``); they still count in the
+    batches.
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
     upto = compress_boundary(len(results), keep_recent, batch)
@@ -47,7 +51,9 @@ def compress_old_tool_results(
     out = list(messages)
     changed = False
     for i in due:
-        new = compress_message(out[i], min_chars, head_lines, tail_lines, name_source)
+        new = compress_message(
+            out[i], min_chars, head_lines, tail_lines, name_source, keep_whole
+        )
         if new is not out[i]:
             out[i] = new
             changed = True
@@ -98,6 +104,7 @@ def compress_message(
     head_lines: int,
     tail_lines: int,
     name_source: bool = False,
+    keep_whole: Collection[str] = frozenset(),
 ) -> BaseMessage:
     """A tool result or assistant message as compression leaves it (memoised).
 
@@ -108,6 +115,8 @@ def compress_message(
     content = message.content
     if isinstance(content, str) and len(content) <= min_chars:
         return message  # too short to compress: not kept in the memo
+    if keep_whole and tool_name(message) in keep_whole:
+        return message
     mark = marker(message)
     if mark is not None and mark.get("kind") in {
         "compressed",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from .._messages import map_messages, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
+from .._tool_policy import result_caps, tool_name
 from ._text import truncate_text
 
 
@@ -203,6 +204,7 @@ def truncate_tool_results(
     max_message_chars: int | None = None,
     dedupe_calls: bool = False,
     name_source: bool = False,
+    tool_caps: Mapping[str, int | None] | None = None,
 ) -> list[BaseMessage]:
     """Cut tool results over ``max_chars`` characters to head + marker + tail.
 
@@ -213,6 +215,8 @@ def truncate_tool_results(
     that repeat one of their tool calls' arguments verbatim. ``name_source``:
     the marker of a cut tool result names its tool call id, to read the full
     text back (an adapter archives it; ``GuardPolicy.archived_results``).
+    ``tool_caps``: per tool name, its results' cap instead of ``max_chars``;
+    None: never cut (``_tool_policy.result_caps``).
     """
     return map_messages(
         messages,
@@ -226,6 +230,7 @@ def truncate_tool_results(
             max_message_chars=max_message_chars,
             dedupe_calls=dedupe_calls,
             name_source=name_source,
+            tool_caps=tool_caps,
         ),
     )
 
@@ -241,6 +246,7 @@ def truncate_message(
     max_message_chars: int | None,
     dedupe_calls: bool = False,
     name_source: bool = False,
+    tool_caps: Mapping[str, int | None] | None = None,
 ) -> BaseMessage:
     """One message as ``truncate_tool_results`` leaves it."""
     if dedupe_calls and isinstance(message, AIMessage) and _fenced(message):
@@ -251,6 +257,12 @@ def truncate_message(
     ):
         return message
     limit = max_chars if is_tool else max_message_chars or max_chars
+    name = tool_name(message)
+    if tool_caps and name is not None and name in tool_caps:
+        cap = tool_caps[name]
+        if cap is None:
+            return message  # an excluded tool's result: never cut
+        limit = cap
     if max_message_chars is not None:
         limit = min(limit, max_message_chars)
     head, tail = _scaled(limit, max_chars, head_chars, tail_chars)
@@ -296,4 +308,5 @@ def truncator(
         max_message_chars=policy.max_chars_per_message,
         dedupe_calls=policy.dedupe_call_text,
         name_source=policy.archived_results,
+        tool_caps=result_caps(policy),
     )

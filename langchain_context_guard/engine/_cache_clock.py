@@ -1,0 +1,40 @@
+"""``CacheClock``: when each conversation was last sent, to tell a cold cache.
+
+A provider keeps a prompt cache for minutes to an hour (``cache_ttl_seconds``).
+Once longer than that has passed since a conversation's last call, the next
+call pays for its whole prompt whatever is sent, so a pruning then costs
+nothing extra. The time is passed in (``prepare(now=...)``): the engine reads
+no clock, and the same calls at the same times give the same prompts.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Hashable
+
+from cachetools import LRUCache
+
+_MEMORY = 4_096
+"""Conversations whose last call time a guard keeps."""
+
+
+class CacheClock:
+    """The last call time per conversation, against a cache lifetime."""
+
+    def __init__(self, ttl: float | None) -> None:
+        self.ttl = ttl
+        self._at: LRUCache[Hashable, float] = LRUCache(_MEMORY)
+        self._lock = threading.Lock()
+
+    def tick(self, conversation: Hashable, now: float | None) -> bool:
+        """Whether the cache went cold since ``conversation``'s last call.
+
+        Records ``now`` as its last call. False without a lifetime, without a
+        time, or for a conversation not seen with a time before.
+        """
+        if self.ttl is None or now is None:
+            return False
+        with self._lock:
+            last = self._at.get(conversation)
+            self._at[conversation] = now
+        return last is not None and now - last > self.ttl

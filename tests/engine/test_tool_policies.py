@@ -1,0 +1,116 @@
+"""Per-tool policies: a truncation cap and never-compress per tool; excluded tools."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+
+from langchain_context_guard import (
+    MARKER_KEY,
+    ConfigError,
+    ContextGuard,
+    GuardPolicy,
+    ToolPolicy,
+    compress_old_tool_results,
+    truncate_tool_results,
+)
+from tests.engine._support import ai, call, lines, result
+
+
+def _kind(message: BaseMessage) -> str | None:
+    mark = message.additional_kwargs.get(MARKER_KEY)
+    return mark.get("kind") if mark else None
+
+
+def _history(steps: int, chars: int) -> list[BaseMessage]:
+    """Alternating ``bash`` and ``read_file`` calls, each result ``chars`` long."""
+    out: list[BaseMessage] = [SystemMessage("agent"), HumanMessage("go")]
+    for k in range(steps):
+        name = "bash" if k % 2 else "read_file"
+        out.append(ai(call(f"c{k}", name, arg=str(k)), id=f"a{k}"))
+        out.append(result(f"c{k}", lines(chars // 36)[:chars], id=f"t{k}", name=name))
+    return out
+
+
+def test_a_tool_cap_replaces_the_general_one() -> None:
+    history = _history(2, 8_000)
+    out = truncate_tool_results(
+        history, max_chars=50_000, tool_caps={"read_file": 2_000}
+    )
+    read, bash = out[3], out[5]
+    assert _kind(read) == "truncated" and len(str(read.content)) <= 2_000
+    assert bash is history[5]
+
+
+def test_an_excluded_tool_is_never_cut() -> None:
+    history = _history(2, 8_000)
+    out = truncate_tool_results(
+        history,
+        max_chars=1_000,
+        head_chars=300,
+        tail_chars=300,
+        tool_caps={"bash": None},
+    )
+    assert out[5] is history[5]
+    assert _kind(out[3]) == "truncated"
+
+
+def test_never_compressed_results_stay_whole_and_still_count_in_batches() -> None:
+    history = _history(8, 3_000)
+    out = compress_old_tool_results(
+        history, keep_recent=2, batch=1, keep_whole={"bash"}
+    )
+    kinds = {m.name: set() for m in history if m.type == "tool"}
+    for m in out:
+        if m.type == "tool":
+            kinds[m.name].add(_kind(m))
+    assert kinds["bash"] == {None}
+    assert "compressed" in kinds["read_file"]
+    # the newest two results (by position, whatever their tool) stay whole
+    assert [_kind(m) for m in out[-3:] if m.type == "tool"] == [None, None]
+
+
+@pytest.mark.parametrize("stable", [False, True], ids=["order-free", "stable"])
+def test_the_guard_applies_tool_policies(stable: bool) -> None:
+    policy = GuardPolicy(
+        context_window=16_000,
+        reserve_tokens=1_000,
+        stable_prefix=stable,
+        max_tool_result_chars=6_000,
+        tool_policies={"read_file": ToolPolicy(max_result_chars=1_500)},
+        exclude_tools=("bash",),
+        compress_trigger=0.0,
+    )
+    history = _history(6, 3_000)
+    sent = ContextGuard(policy).prepare(history).messages
+    assert sum(m.type == "tool" for m in sent) == 6
+    by_id = {m.id: m for m in sent}
+    for k in range(6):
+        kept = by_id.get(f"t{k}")
+        if kept is None:
+            continue
+        if kept.name == "bash":
+            assert kept is history[3 + 2 * k]
+        else:
+            assert _kind(kept) in {"truncated", "compressed"}
+            assert len(str(kept.content)) <= 1_500
+
+
+def test_default_policy_is_unchanged_by_names() -> None:
+    history = _history(6, 3_000)
+    plain = ContextGuard(GuardPolicy(context_window=16_000, stable_prefix=False))
+    ruled = ContextGuard(
+        GuardPolicy(
+            context_window=16_000,
+            stable_prefix=False,
+            tool_policies={"other": {"never_compress": True}},
+        )
+    )
+    assert plain.prepare(history).messages == ruled.prepare(history).messages
+
+
+def test_a_bad_tool_policy_names_the_setting() -> None:
+    with pytest.raises(ConfigError, match="tool_policies"):
+        GuardPolicy(tool_policies={"bash": {"max_result_chars": 0}})
+    with pytest.raises(ConfigError, match="tool_policies"):
+        GuardPolicy(tool_policies={"bash": {"max_chars": 10}})
