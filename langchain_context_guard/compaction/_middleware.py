@@ -99,7 +99,9 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         token_counter: Counts tokens instead of tiktoken (a chat model, a
             callable over messages, or a ``TokenCounter``).
         summarizer: A different chat model (or name) to write the summaries;
-            ``model`` still gives the window.
+            ``model`` still gives the window. A function or other runnable
+            receives the messages to summarise (``list[BaseMessage]``, a previous
+            summary first) and returns the summary text, as in LangChain.
         guard: A ``ContextGuard`` or ``GuardPolicy``: counting, the window and
             the fallback passes; by default built for ``model``.
         store: Archive for removed messages; defaults to the agent's store.

@@ -85,7 +85,9 @@ def check_size_types(value: Any) -> None:
             whole = kind in ("tokens", "messages")
             if isinstance(size, bool) or not isinstance(size, int | float):
                 fix = form.format(kind, 10 if whole else 0.8)
-                raise ValueError(f"{kind!r} must be a number, got {size!r}; write {fix}")
+                raise ValueError(
+                    f"{kind!r} must be a number, got {size!r}; write {fix}"
+                )
             if whole and not isinstance(size, int):
                 fix = form.format(kind, int(size))
                 raise ValueError(

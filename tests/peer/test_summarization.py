@@ -12,12 +12,28 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.exceptions import ContextOverflowError
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import RunnableLambda
 
-from langchain_context_guard import ConfigError
-from langchain_context_guard.compaction import CompactionSettings
+from langchain_context_guard import CompactionError, ConfigError
+from langchain_context_guard.compaction import (
+    CompactionSettings,
+    Compactor,
+    acompact_messages,
+    compact_messages,
+)
 from langchain_context_guard.compaction._middleware import CompactionMiddleware
-from tests.compaction._support import ScriptedSummarizer, make_guard
+from langchain_context_guard.engine._messages import is_summary
+from tests.compaction._support import (
+    SUMMARY_TEXT,
+    ScriptedSummarizer,
+    agent_history,
+    make_guard,
+    settings,
+)
+
+GUARD = make_guard()
 
 
 def _middleware(**kwargs: Any) -> CompactionMiddleware:
@@ -80,3 +96,143 @@ def test_trigger_dict_rejects_out_of_range(trigger: Any) -> None:
 def test_trigger_dict_rejects_unknown_metric() -> None:
     with pytest.raises(ConfigError):
         _middleware(trigger={"turns": 3})
+
+
+# --- summarizer= given a runnable or a function -----------------------------
+
+
+def _summarised_ids(history: list[BaseMessage], out: list[BaseMessage]) -> list[Any]:
+    kept = {m.id for m in out}
+    return [m.id for m in history if m.id not in kept and m.type != "system"]
+
+
+def test_summarizer_runnable_receives_messages_not_prompt() -> None:
+    seen: list[list[BaseMessage]] = []
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        seen.append(messages)
+        return "The agent read the files."
+
+    history = agent_history(12)
+    out = compact_messages(history, RunnableLambda(summarize), settings(), guard=GUARD)
+    assert len(seen) == 1
+    assert [m.id for m in seen[0]] == _summarised_ids(history, out)
+    assert not any(isinstance(m, SystemMessage) for m in seen[0])
+    assert "The agent read the files." in str(out[1].content)
+
+
+def test_summarizer_function_receives_messages_not_prompt() -> None:
+    seen: list[list[BaseMessage]] = []
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        seen.append(messages)
+        return "done"
+
+    history = agent_history(12)
+    out = compact_messages(history, summarize, settings(), guard=GUARD)
+    assert [m.id for m in seen[0]] == _summarised_ids(history, out)
+    assert all(m in history for m in seen[0])  # the caller's own messages
+
+
+async def test_summarizer_async_function_receives_messages() -> None:
+    seen: list[list[BaseMessage]] = []
+
+    async def summarize(messages: list[BaseMessage]) -> str:
+        seen.append(messages)
+        return "done"
+
+    history = agent_history(12)
+    out = await acompact_messages(history, summarize, settings(), guard=GUARD)
+    assert [m.id for m in seen[0]] == _summarised_ids(history, out)
+
+
+def test_summarizer_function_sees_previous_summary_first() -> None:
+    seen: list[list[BaseMessage]] = []
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        seen.append(messages)
+        return f"summary {len(seen)}"
+
+    comp = Compactor(summarize, settings(), guard=GUARD)
+    first = comp.compact(agent_history(12)).messages
+    comp.compact([*first, *agent_history(30)[-24:]])
+    assert is_summary(seen[1][0])
+
+
+def test_summarizer_chat_model_is_prompted() -> None:
+    summarizer = ScriptedSummarizer()
+    compact_messages(agent_history(12), summarizer, settings(), guard=GUARD)
+    first = summarizer.received[0]
+    assert isinstance(first[0], SystemMessage)
+    assert "<conversation>" in str(first[-1].content)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="a configured chat model (model.with_config(...)) still gets our "
+    "sectioned prompt; LangChain treats it as a runnable given the messages",
+)
+def test_summarizer_wrapped_chat_model_is_treated_as_runnable() -> None:
+    summarizer = ScriptedSummarizer()
+    compact_messages(
+        agent_history(12), summarizer.with_config(tags=["x"]), settings(), guard=GUARD
+    )
+    assert not isinstance(summarizer.received[0][0], SystemMessage)
+
+
+# --- a summary call that overflows ------------------------------------------
+
+
+class OverflowingSummarizer(ScriptedSummarizer):
+    """Refuses a prompt over ``limit`` characters, as a provider at its window."""
+
+    limit: int = 60_000
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        if sum(len(str(m.content)) for m in messages) > self.limit:
+            raise ContextOverflowError("prompt is too long: maximum context length")
+        return AIMessage(SUMMARY_TEXT)
+
+
+def test_summary_overflow_retries_with_middle_cut_out() -> None:
+    summarizer = OverflowingSummarizer()
+    history = agent_history(30, chars=3_000)
+    out = compact_messages(history, summarizer, settings(retries=2), guard=GUARD)
+    assert is_summary(out[1])
+    first, retry = summarizer.received
+    assert len(str(retry[-1].content)) <= len(str(first[-1].content)) // 2 + 500
+    assert "characters truncated" in str(retry[-1].content)
+    head = str(first[-1].content)[:200]
+    assert str(retry[-1].content).startswith(head)  # the start is kept
+
+
+def test_summary_overflow_retried_only_once() -> None:
+    summarizer = OverflowingSummarizer(limit=100)
+    with pytest.raises(CompactionError, match="maximum context length"):
+        compact_messages(
+            agent_history(30, chars=3_000),
+            summarizer,
+            settings(retries=2),
+            guard=GUARD,
+        )
+    assert len(summarizer.received) == 2
+
+
+async def test_summary_overflow_retries_async() -> None:
+    summarizer = OverflowingSummarizer()
+    out = await acompact_messages(
+        agent_history(30, chars=3_000), summarizer, settings(), guard=GUARD
+    )
+    assert is_summary(out[1]) and len(summarizer.received) == 2
+
+
+def test_summarizer_runnable_overflow_is_not_retried() -> None:
+    calls: list[int] = []
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        calls.append(len(messages))
+        raise ContextOverflowError("maximum context length exceeded")
+
+    with pytest.raises(CompactionError):
+        compact_messages(agent_history(12), summarize, settings(), guard=GUARD)
+    assert len(calls) == 1
