@@ -13,10 +13,21 @@ from typing import Any
 
 import pytest
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+)
+from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableLambda
 
-from langchain_context_guard import CompactionError, ConfigError
+from langchain_context_guard import (
+    CompactionError,
+    ConfigError,
+    ContextGuard,
+    GuardPolicy,
+)
 from langchain_context_guard.compaction import (
     CompactionSettings,
     Compactor,
@@ -236,3 +247,60 @@ def test_summarizer_runnable_overflow_is_not_retried() -> None:
     with pytest.raises(CompactionError):
         compact_messages(agent_history(12), summarize, settings(), guard=GUARD)
     assert len(calls) == 1
+
+
+# --- token_counter ------------------------------------------------------------
+
+POLICY = GuardPolicy(
+    context_window=100_000, reserve_tokens=2_000, hard_min_tokens=0, warn_below_tokens=0
+)
+
+
+def _turns(n: int) -> list[BaseMessage]:
+    return [
+        (HumanMessage if k % 2 == 0 else AIMessage)(f"message {k}", id=f"m{k}")
+        for k in range(n)
+    ]
+
+
+def test_custom_token_counter_gets_the_whole_list() -> None:
+    calls: list[int] = []
+
+    def counter(messages: list[BaseMessage]) -> int:
+        calls.append(len(messages))
+        return 10 * len(messages)
+
+    mw = CompactionMiddleware(
+        ScriptedSummarizer(),
+        guard=POLICY,
+        token_counter=counter,
+        trigger=("tokens", 100),
+    )
+    assert not mw.compactor.triggered(_turns(9))
+    assert calls == [9]
+    assert mw.compactor.triggered(_turns(10))
+
+
+def test_token_counter_approximate_as_langchain_default() -> None:
+    mw = CompactionMiddleware(
+        ScriptedSummarizer(),
+        guard=POLICY,
+        token_counter="approximate",
+        trigger=("tokens", 60),
+    )
+    history = _turns(12)
+    at = next(n for n in range(1, 13) if count_tokens_approximately(history[:n]) >= 60)
+    assert not mw.compactor.triggered(history[: at - 1])
+    assert mw.compactor.triggered(history[:at])
+
+
+def test_token_counter_approximate_counts_every_guard_call() -> None:
+    guard = ContextGuard(POLICY, token_counter="approximate")
+    assert guard.counter.name == "approximate"
+    one = HumanMessage("hello there, how are you today?")
+    assert guard.counter.count_message(one) == count_tokens_approximately([one])
+
+
+def test_token_counter_unknown_name_is_refused() -> None:
+    with pytest.raises(ConfigError, match="approximate"):
+        ContextGuard(POLICY, token_counter="tiktoken-ish")
