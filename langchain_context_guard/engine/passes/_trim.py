@@ -319,6 +319,12 @@ def trim_to_budget(
     besides the messages (tool schemas); ``scale`` calibrates estimates against the
     provider's own counts. ``measure``, when given, is the caller's count of a
     whole candidate history (e.g. usage-anchored) and decides what fits.
+
+    The total also counts ``REPLY_OVERHEAD`` (3 tokens priming the reply, as the
+    guard counts every prompt), so, unlike ``trim_messages``' ``max_tokens``, a
+    budget exactly equal to the messages' own sum is exceeded: the oldest turn is
+    dropped, or ``BudgetExceededError`` raised when none can be. Pass the sum + 3
+    to keep such a history whole.
     """
     if turn_limit is not None and turn_limit < 1:
         raise ConfigError(
