@@ -13,14 +13,18 @@ from typing import Any
 
 import pytest
 from langchain_core.exceptions import ContextOverflowError
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    RemoveMessage,
     SystemMessage,
+    ToolMessage,
 )
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.runnables import RunnableLambda
+from langgraph.runtime import Runtime
 
 from langchain_context_guard import (
     CompactionError,
@@ -304,3 +308,125 @@ def test_token_counter_approximate_counts_every_guard_call() -> None:
 def test_token_counter_unknown_name_is_refused() -> None:
     with pytest.raises(ConfigError, match="approximate"):
         ContextGuard(POLICY, token_counter="tiktoken-ish")
+
+
+# --- trigger and keep, as SummarizationMiddleware resolves them -----------------
+
+TINY = GuardPolicy(hard_min_tokens=0, warn_below_tokens=0)
+
+
+def _profile_model() -> GenericFakeChatModel:
+    """``ProfileChatModel``: a 1,000-token window that answers "Summary"."""
+    return GenericFakeChatModel(
+        messages=iter(["Summary"] * 5), profile={"max_input_tokens": 1000}
+    )
+
+
+def _four_messages() -> list[BaseMessage]:
+    return [
+        HumanMessage("Message 1"),
+        AIMessage("Message 2"),
+        HumanMessage("Message 3"),
+        AIMessage("Message 4"),
+    ]
+
+
+def _before_model(messages: list[BaseMessage], **kwargs: Any) -> Any:
+    def token_counter(messages: list[BaseMessage]) -> int:
+        return len(messages) * 200
+
+    mw = CompactionMiddleware(
+        _profile_model(),
+        guard=TINY,
+        token_counter=token_counter,
+        retry_delay=0,
+        **kwargs,
+    )
+    return mw.before_model({"messages": messages}, Runtime())
+
+
+def test_summarization_middleware_no_summarization_cases() -> None:
+    state = [HumanMessage("Hello"), AIMessage("Hi")]
+    assert _before_model(state, trigger=None) is None
+    assert _before_model(state, trigger=("tokens", 1000)) is None
+
+
+@pytest.mark.parametrize(
+    "keep", [("fraction", 0.5), ("tokens", 400)], ids=["fraction", "tokens"]
+)
+def test_summarization_middleware_profile_inference_triggers_summary(
+    keep: Any,
+) -> None:
+    # 4 messages * 200 = 800 tokens: under 0.81 of the 1,000 window, at 0.80.
+    assert (
+        _before_model(_four_messages(), trigger=("fraction", 0.81), keep=keep) is None
+    )
+    result = _before_model(_four_messages(), trigger=("fraction", 0.80), keep=keep)
+    assert result is not None
+    assert isinstance(result["messages"][0], RemoveMessage)
+    assert is_summary(result["messages"][1])
+    assert [m.content for m in result["messages"][2:]] == ["Message 3", "Message 4"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="keep is capped at half the token trigger, so one compaction always "
+    "makes room: at a trigger of 800 tokens at most 400 are kept",
+)
+@pytest.mark.parametrize(
+    "keep", [("fraction", 0.6), ("tokens", 600)], ids=["fraction", "tokens"]
+)
+def test_summarization_middleware_keep_above_half_the_trigger(keep: Any) -> None:
+    result = _before_model(_four_messages(), trigger=("fraction", 0.80), keep=keep)
+    assert [m.content for m in result["messages"][2:]] == [
+        "Message 2",
+        "Message 3",
+        "Message 4",
+    ]
+
+
+def _pair_history() -> list[BaseMessage]:
+    return [
+        HumanMessage("H" * 300),
+        AIMessage("A" * 200, tool_calls=[{"name": "test", "args": {}, "id": "call-1"}]),
+        ToolMessage("T" * 50, tool_call_id="call-1"),
+        HumanMessage("H" * 180),
+        HumanMessage("H" * 160),
+    ]
+
+
+def _pair_middleware(keep: int) -> CompactionMiddleware:
+    def token_counter(messages: list[BaseMessage]) -> int:
+        return sum(len(str(m.content)) for m in messages)
+
+    return CompactionMiddleware(
+        _profile_model(),
+        guard=TINY,
+        token_counter=token_counter,
+        trigger=("messages", 3),
+        keep=("tokens", keep),
+        retry_delay=0,
+    )
+
+
+def test_summarization_middleware_token_retention_preserves_ai_tool_pairs() -> None:
+    messages = _pair_history()
+    plan = _pair_middleware(400).compactor.plan(messages)
+    assert plan is not None
+    # The keep boundary falls inside the call and its result: they stay together.
+    assert list(plan.history) == messages[:3]
+    assert list(plan.kept) == messages[3:]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="keep is a ceiling: a tool call and its results that cross it are "
+    "summarised whole, where LangChain moves the cut back and keeps them",
+)
+def test_summarization_middleware_cut_moves_back_to_the_ai_message() -> None:
+    messages = _pair_history()
+    plan = _pair_middleware(400).compactor.plan(messages)
+    assert plan is not None
+    assert list(plan.kept) == messages[1:]
