@@ -174,6 +174,34 @@ def test_summarizer_function_sees_previous_summary_first() -> None:
     assert is_summary(seen[1][0])
 
 
+def test_summarizer_function_through_the_middleware() -> None:
+    seen: list[list[BaseMessage]] = []
+
+    def summarize(messages: list[BaseMessage]) -> str:
+        seen.append(messages)
+        return "The user said hello " + "and more " * 5
+
+    history: list[BaseMessage] = [
+        HumanMessage("Hello " * 200, id="h1"),
+        AIMessage("Hi " * 200, id="a1"),
+        HumanMessage("More " * 200, id="h2"),
+        AIMessage("Sure " * 200, id="a2"),
+        HumanMessage("Last", id="h3"),
+    ]
+    mw = CompactionMiddleware(
+        _profile_model(),
+        guard=TINY,
+        summarizer=summarize,
+        trigger=("messages", 5),
+        keep=("messages", 1),
+        retry_delay=0,
+    )
+    result = mw.before_model({"messages": history}, Runtime())
+    assert result is not None
+    assert [m.id for m in seen[0]] == ["h1", "a1", "h2", "a2"]
+    assert "The user said hello" in str(result["messages"][1].content)
+
+
 def test_summarizer_chat_model_is_prompted() -> None:
     summarizer = ScriptedSummarizer()
     compact_messages(agent_history(12), summarizer, settings(), guard=GUARD)
