@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from langchain.agents.middleware import ClearToolUsesEdit, ModelRequest
 from langchain_core.language_models.fake_chat_models import FakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_context_guard import ConfigError
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
@@ -250,3 +250,23 @@ def test_what_cannot_map_is_refused(given: dict[str, Any], field: str) -> None:
 def test_default_edit_is_accepted() -> None:
     middleware = ContextGuardMiddleware(edits=[ClearToolUsesEdit()], **SMALL)
     assert middleware.guard.policy.keep_recent_tool_results == 3
+
+
+def test_exclude_tools_with_persist_stores_the_callers_messages() -> None:
+    from langgraph.runtime import Runtime
+
+    huge = ToolMessage("x" * 60_000, tool_call_id="s", name="search", id="t1")
+    history: list[BaseMessage] = [
+        HumanMessage("find it", id="h1"),
+        AIMessage("", tool_calls=[{"id": "s", "name": "search", "args": {}}], id="a1"),
+        huge,
+        AIMessage("found", id="a2"),
+    ]
+    middleware = ContextGuardMiddleware(
+        context_window=128_000, exclude_tools=["search"], persist=True
+    )
+    update = middleware.before_model({"messages": history}, Runtime())
+    assert update is None  # nothing to rewrite: the result is kept whole
+    plain = ContextGuardMiddleware(context_window=128_000, persist=True)
+    rewritten = plain.before_model({"messages": history}, Runtime())
+    assert rewritten is not None
