@@ -333,6 +333,13 @@ def test_token_counter_approximate_counts_every_guard_call() -> None:
     assert guard.counter.count_message(one) == count_tokens_approximately([one])
 
 
+def test_token_counter_approximate_in_context_guard_middleware() -> None:
+    from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
+
+    middleware = ContextGuardMiddleware(token_counter="approximate", model="gpt-4.1")
+    assert middleware.guard.counter.name == "approximate"
+
+
 def test_token_counter_unknown_name_is_refused() -> None:
     with pytest.raises(ConfigError, match="approximate"):
         ContextGuard(POLICY, token_counter="tiktoken-ish")
