@@ -9,7 +9,8 @@ Built like LangChain's own middlewares: no arguments (the window comes from the
 agent's model on each call), flat ``GuardPolicy`` settings
 (``ContextGuardMiddleware(reserve_tokens=4_000)``), a ``model`` name or object
 whose window to fit, a ``token_counter``, or a ready ``ContextGuard`` /
-``GuardPolicy``.
+``GuardPolicy``. ``ContextEditingMiddleware``'s ``edits=[ClearToolUsesEdit(...)]``
+and its keywords are read where they map (``_editing``).
 
 ``wrap_model_call`` (and ``awrap_model_call``) prunes what each model call sends:
 the request's system message and messages, with the bound tools counted against the
@@ -68,6 +69,7 @@ from ..engine import (
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import Usage, aemit, emit, usage_of
 from ._clock import call_time
+from ._editing import EDIT_NAMES, read_editing
 from ._langgraph import rewrite
 from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
 from ._results import ResultArchive, archiving
@@ -78,7 +80,15 @@ if TYPE_CHECKING:
 
 USAGE_KEY = "context_guard_usage"
 """``response_metadata`` key of the prompt's usage by category."""
-_OWN = ("guard", "model", "token_counter", "persist", "archive", "cache_breakpoints")
+_OWN = (
+    "guard",
+    "model",
+    "token_counter",
+    "persist",
+    "archive",
+    "cache_breakpoints",
+    *EDIT_NAMES,
+)
 """``ContextGuardMiddleware``'s own keywords (the rest are ``GuardPolicy`` fields)."""
 
 
@@ -111,7 +121,11 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             breakpoints (``mark_cache_breakpoints``): True for five-minute
             entries, or the ``cache_control`` dict to use. For Anthropic models.
         **settings: Any ``GuardPolicy`` field, e.g. ``context_window=200_000``
-            or ``reserve_tokens=4_000``.
+            or ``reserve_tokens=4_000``; or ``ContextEditingMiddleware``'s
+            ``edits=[ClearToolUsesEdit(...)]`` or its names: ``keep`` (newest
+            tool results kept whole), ``trigger`` (tokens before old results are
+            compressed), ``exclude_tools`` (tools whose results are never
+            truncated or compressed); the others raise ``ConfigError``.
     """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> ContextGuardMiddleware:
@@ -138,6 +152,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.cache_breakpoints = cache_breakpoints
         self._given = guard
         self._counter = token_counter
+        self._editing = read_editing(settings, ready=isinstance(guard, ContextGuard))
+        if self._editing is not None:
+            settings = {**settings, **self._editing.settings}
         self._settings = settings
         self._guard: ContextGuard | None = None
         self._lock = threading.Lock()
@@ -154,14 +171,20 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._request = RequestInputs()
 
     def _build(self, model: Any) -> ContextGuard:
-        guard = build_guard(
-            self._given,
-            model=model,
-            token_counter=self._counter,
-            settings=self._settings,
-            owner="ContextGuardMiddleware",
-            own=_OWN,
-        )
+        def build(settings: dict[str, Any]) -> ContextGuard:
+            return build_guard(
+                self._given,
+                model=model,
+                token_counter=self._counter,
+                settings=settings,
+                owner="ContextGuardMiddleware",
+                own=_OWN,
+            )
+
+        guard = build(self._settings)
+        if self._editing is not None and self._editing.trigger is not None:
+            share = self._editing.compress_trigger(guard.budget(model))
+            guard = build({**self._settings, **share})
         return archiving(guard, self.archive)
 
     @property
@@ -191,7 +214,15 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return self._request.tools(request)
 
     def _inputs(self, request: ModelRequest[Any]) -> list[BaseMessage]:
-        return RequestInputs.messages(request)
+        return self._mark(RequestInputs.messages(request))
+
+    def _mark(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+        editing = self._editing
+        return messages if editing is None else editing.mark(messages)
+
+    def _restored(self, messages: list[BaseMessage]) -> list[BaseMessage]:
+        editing = self._editing
+        return messages if editing is None else editing.restore(messages)
 
     def _restore(
         self, guard: ContextGuard, inputs: list[BaseMessage], request: ModelRequest[Any]
@@ -236,7 +267,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result: PrepareResult,
         usage: ContextUsage | None,
     ) -> ModelRequest[Any]:
-        kept = result.messages
+        kept = self._restored(result.messages)
         fractions = self._guard_for(None).policy.usage_notices
         if usage is not None and fractions:
             note = usage_notice(usage, fractions, kept[-1] if kept else None)
@@ -318,25 +349,27 @@ class _PersistingMiddleware(ContextGuardMiddleware):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Rewrite the stored history to what fits."""
-        messages = list(state["messages"])
+        messages: list[BaseMessage] = list(state["messages"])
         guard = self.guard
-        result = guard.prepare(messages, model=self.model, now=call_time(guard))
+        result = guard.prepare(
+            self._mark(messages), model=self.model, now=call_time(guard)
+        )
         emit(
             result.report,
             source="middleware.before_model",
             usage=usage_of(self.guard, result),
         )
-        return rewrite("messages")(messages, result.messages) or None
+        return rewrite("messages")(messages, self._restored(result.messages)) or None
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async ``before_model``."""
-        messages = list(state["messages"])
+        messages: list[BaseMessage] = list(state["messages"])
         result = await run_in_executor(
             None,
             self.guard.prepare,
-            messages,
+            self._mark(messages),
             model=self.model,
             now=call_time(self.guard),
         )
@@ -345,4 +378,4 @@ class _PersistingMiddleware(ContextGuardMiddleware):
             source="middleware.before_model",
             usage=usage_of(self.guard, result),
         )
-        return rewrite("messages")(messages, result.messages) or None
+        return rewrite("messages")(messages, self._restored(result.messages)) or None

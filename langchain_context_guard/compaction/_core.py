@@ -16,6 +16,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
 
 from ..engine import (
+    CallableCounter,
     CompactionError,
     ContextGuard,
     GuardEvent,
@@ -63,7 +64,16 @@ class CompactorBase:
     # -- measuring -------------------------------------------------------------
 
     def tokens(self, messages: Sequence[BaseMessage]) -> int:
-        """Tokens of a history, as the guard counts them."""
+        """Tokens of a history, as the guard counts them.
+
+        A user's list counter (a callable or a chat model's
+        ``get_num_tokens_from_messages``) gets the whole list in one call, as
+        LangChain's ``SummarizationMiddleware`` calls it, so the trigger fires
+        where it fires there.
+        """
+        counter = self.guard.counter
+        if isinstance(counter, CallableCounter):
+            return counter.count_list(messages)
         anchoring = self.guard.policy.usage_anchoring
         return count_messages(messages, self.guard.counter, anchoring=anchoring)
 

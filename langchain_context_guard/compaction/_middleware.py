@@ -96,10 +96,14 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ``"auto"``: the lower of 0.8 of the window and the budget.
         keep: Newest history kept verbatim: ``("messages", 20)``,
             ``("tokens", N)`` or ``("fraction", f)``.
-        token_counter: Counts tokens instead of tiktoken (a chat model, a
-            callable over messages, or a ``TokenCounter``).
+        token_counter: Counts tokens instead of tiktoken: a chat model or a
+            callable over a message list (the trigger calls it once with the
+            whole history, as LangChain does), ``"approximate"`` (LangChain's
+            ``count_tokens_approximately``), or a ``TokenCounter``.
         summarizer: A different chat model (or name) to write the summaries;
-            ``model`` still gives the window.
+            ``model`` still gives the window. A function or other runnable
+            receives the messages to summarise (``list[BaseMessage]``, a previous
+            summary first) and returns the summary text, as in LangChain.
         guard: A ``ContextGuard`` or ``GuardPolicy``: counting, the window and
             the fallback passes; by default built for ``model``.
         store: Archive for removed messages; defaults to the agent's store.

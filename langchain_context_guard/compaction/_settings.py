@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..adapters import check_prefix
 from ..engine import ConfigError, unknown_setting
 from ._plan import Mode
-from ._trigger import ContextSize, TriggerClause, clauses
+from ._trigger import ContextSize, TriggerClause, check_size_types, clauses
 
 __all__ = ["CompactionSettings"]
 
@@ -101,6 +101,12 @@ class CompactionSettings(BaseModel):
             )
         return check_prefix(value, field="namespace_prefix")
 
+    @field_validator("trigger", "keep", mode="before")
+    @classmethod
+    def _check_size_types(cls, value: Any) -> Any:
+        check_size_types(value)
+        return value
+
     @field_validator("trigger", "keep")
     @classmethod
     def _check_sizes(cls, value: Any) -> Any:
@@ -125,8 +131,9 @@ class CompactionSettings(BaseModel):
                 raise unknown_setting(
                     "CompactionSettings", name, fields, "docs/compaction.md"
                 ) from None
+            why = str(err["msg"]).removeprefix("Value error, ")
             raise ConfigError(
-                f"CompactionSettings.{name}: {err['msg']} (got {err.get('input')!r}).",
+                f"CompactionSettings.{name}: {why} (got {err.get('input')!r}).",
                 field=name,
                 hint=f"see CompactionSettings.{name}'s description.",
             ) from None

@@ -2,9 +2,12 @@
 
 Each call is retried with a doubling delay through ``Runnable.with_retry``
 (authentication, permission and bad-request errors are not retried); a failed
-structured-output call falls back to plain text. The sync deadline runs the
-calls on a worker thread (which stops before its next attempt once the deadline
-passed); the async one cancels the call. A model given by name
+structured-output call falls back to plain text. A chat model gets the sectioned
+prompt; a function or other runnable gets the messages to summarise (as with
+LangChain's ``summarizer=``). A prompt that overflows the summarizer's window is
+retried once with the middle of its conversation cut out. The sync deadline runs
+the calls on a worker thread (which stops before its next attempt once the
+deadline passed); the async one cancels the call. A model given by name
 (``"openai:gpt-4.1-mini"``) is built with LangChain's ``init_chat_model``.
 """
 
@@ -22,11 +25,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.runnables import (
+    Runnable,
+    RunnableBinding,
+    RunnableConfig,
+    RunnableLambda,
+)
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import BaseModel
 
-from ..engine import CompactionError, ConfigError, ContextGuardError, text_of
+from ..engine import (
+    CompactionError,
+    ConfigError,
+    ContextGuardError,
+    classify_overflow,
+    text_of,
+)
 from ._plan import CompactionPlan
 from ._summary import Summary, SummarySections, parse_sections
 from ._summary_prompt import sections_prompt, turn_prefix_prompt
@@ -77,6 +91,8 @@ class SummarizerClient:
             if isinstance(summarizer, Runnable)
             else RunnableLambda(summarizer)
         )
+        self.prompted = _is_chat_model(summarizer)
+        """Whether the summarizer gets our prompt (a chat model), not messages."""
         self._structured: Runnable[Any, Any] | None = None
         if isinstance(summarizer, BaseChatModel) and settings.structured == "auto":
             try:
@@ -118,42 +134,50 @@ class SummarizerClient:
             raise self._timeout_error() from None
 
     def _summarize(self, plan: CompactionPlan, stop: threading.Event) -> Summary:
-        sections = (
-            self._ask(plan, self._sections_prompt(plan), True, stop)
-            if plan.history
-            else None
-        )
-        turn = (
-            self._ask(plan, self._turn_prompt(plan), False, stop)
-            if plan.split
-            else None
-        )
+        sections = self._ask(plan, True, stop) if plan.history else None
+        turn = self._ask(plan, False, stop) if plan.split else None
         return _assemble(plan, sections, turn)
 
     async def _asummarize(self, plan: CompactionPlan) -> Summary:
         jobs: list[Awaitable[Any]] = []
         if plan.history:
-            jobs.append(self._aask(plan, self._sections_prompt(plan), True))
+            jobs.append(self._aask(plan, True))
         if plan.split:
-            jobs.append(self._aask(plan, self._turn_prompt(plan), False))
+            jobs.append(self._aask(plan, False))
         out = list(await asyncio.gather(*jobs))
         sections = out.pop(0) if plan.history else None
         return _assemble(plan, sections, out[0] if plan.split else None)
 
-    def _sections_prompt(self, plan: CompactionPlan) -> list[BaseMessage]:
+    def _input(
+        self, plan: CompactionPlan, sections: bool, max_total: int | None = None
+    ) -> list[BaseMessage]:
+        """Our prompt for a chat model; the messages to summarise otherwise."""
+        if not self.prompted:
+            if not sections:
+                return list(plan.turn_prefix)
+            previous = [plan.previous] if plan.previous is not None else []
+            return [*previous, *plan.history]
         s = self.settings
+        total = max_total or s.max_prompt_chars
+        if not sections:
+            return turn_prefix_prompt(
+                plan, max_chars=s.max_input_chars, max_total=total
+            )
         return sections_prompt(
             plan,
             max_chars=s.max_input_chars,
-            max_total=s.max_prompt_chars,
+            max_total=total,
             instructions=s.instructions,
         )
 
-    def _turn_prompt(self, plan: CompactionPlan) -> list[BaseMessage]:
-        s = self.settings
-        return turn_prefix_prompt(
-            plan, max_chars=s.max_input_chars, max_total=s.max_prompt_chars
-        )
+    def _shorter(
+        self, plan: CompactionPlan, sections: bool, error: Exception
+    ) -> list[BaseMessage] | None:
+        """The prompt once more with half its conversation, after an overflow."""
+        if not self.prompted or classify_overflow(error) is None:
+            return None
+        prompt = self._input(plan, sections)
+        return self._input(plan, sections, len(text_of(prompt[-1].content)) // 2)
 
     def _config(self, part: str, plan: CompactionPlan) -> RunnableConfig:
         metadata: dict[str, Any] = {
@@ -221,29 +245,37 @@ class SummarizerClient:
             return first.with_fallbacks([rest]), made
         return attempt(self._runnable, s.retries + 1), made
 
-    def _ask(
-        self,
-        plan: CompactionPlan,
-        prompt: list[BaseMessage],
-        sections: bool,
-        stop: threading.Event,
-    ) -> Any:
+    def _ask(self, plan: CompactionPlan, sections: bool, stop: threading.Event) -> Any:
         runnable, made = self._attempts(sections, stop)
+        config = self._config("sections" if sections else "turn_prefix", plan)
         try:
-            config = self._config("sections" if sections else "turn_prefix", plan)
-            return runnable.invoke(prompt, config)
+            try:
+                return runnable.invoke(self._input(plan, sections), config)
+            except CompactionError:
+                raise
+            except Exception as exc:
+                shorter = self._shorter(plan, sections, exc)
+                if shorter is None:
+                    raise
+                return runnable.invoke(shorter, config)
         except CompactionError:
             raise
         except Exception as exc:
             raise self._failed(exc, made[0]) from None
 
-    async def _aask(
-        self, plan: CompactionPlan, prompt: list[BaseMessage], sections: bool
-    ) -> Any:
+    async def _aask(self, plan: CompactionPlan, sections: bool) -> Any:
         runnable, made = self._attempts(sections, None)
+        config = self._config("sections" if sections else "turn_prefix", plan)
         try:
-            config = self._config("sections" if sections else "turn_prefix", plan)
-            return await runnable.ainvoke(prompt, config)
+            try:
+                return await runnable.ainvoke(self._input(plan, sections), config)
+            except CompactionError:
+                raise
+            except Exception as exc:
+                shorter = self._shorter(plan, sections, exc)
+                if shorter is None:
+                    raise
+                return await runnable.ainvoke(shorter, config)
         except CompactionError:
             raise
         except Exception as exc:
@@ -276,16 +308,26 @@ def retryable(error: BaseException) -> bool:
 
     LangChain's ``ModelError`` says so itself (``is_retryable``); otherwise an
     authentication, permission or bad-request error (by HTTP status or SDK class
-    name) is final, as are the library's own errors. Anything else is retried.
+    name) is final, as are the library's own errors and a context overflow.
+    Anything else is retried.
     """
     if not isinstance(error, Exception) or isinstance(error, ContextGuardError):
         return False
+    if classify_overflow(error) is not None:
+        return False  # the same prompt overflows again; ``_shorter`` cuts it
     if isinstance(error, ModelError):
         return bool(error.is_retryable)
     status = getattr(error, "status_code", None)
     if isinstance(status, int) and status in _NOT_RETRYABLE_STATUS:
         return False
     return not any(c.__name__ in _NOT_RETRYABLE_NAMES for c in type(error).__mro__)
+
+
+def _is_chat_model(summarizer: Any) -> bool:
+    """A chat model, bound or configured (``model.with_config(...)``) or not."""
+    while isinstance(summarizer, RunnableBinding):
+        summarizer = summarizer.bound
+    return isinstance(summarizer, BaseChatModel)
 
 
 def _assemble(

@@ -67,6 +67,34 @@ def clauses(trigger: Trigger) -> list[dict[str, float]]:
     return out
 
 
+def check_size_types(value: Any) -> None:
+    """Refuse sizes LangChain refuses: booleans, strings, fractional counts.
+
+    Runs before pydantic, whose lax mode would turn ``"10"`` into 10 and ``True``
+    into a trigger at one message.
+    """
+    items = value if isinstance(value, list) else [value]
+    for item in items:
+        if isinstance(item, dict):
+            pairs, form = list(item.items()), "{{{!r}: {}}}"
+        elif isinstance(item, tuple | list) and len(item) == 2:
+            pairs, form = [(item[0], item[1])], "({!r}, {})"
+        else:
+            continue  # pydantic names the wrong shape
+        for kind, size in pairs:
+            whole = kind in ("tokens", "messages")
+            if isinstance(size, bool) or not isinstance(size, int | float):
+                fix = form.format(kind, 10 if whole else 0.8)
+                raise ValueError(
+                    f"{kind!r} must be a number, got {size!r}; write {fix}"
+                )
+            if whole and not isinstance(size, int):
+                fix = form.format(kind, int(size))
+                raise ValueError(
+                    f"{kind!r} must be a whole number, got {size!r}; write {fix}"
+                )
+
+
 def resolve_limits(
     trigger: Trigger, keep: ContextSize, *, window: int, budget: int
 ) -> Limits:

@@ -37,6 +37,7 @@ from ._input import to_messages as to_messages
 from ._messages import MARKER_KEY
 from ._messages import is_summary as is_summary
 from ._messages import is_user as is_user
+from ._messages import kept_whole as kept_whole
 from ._messages import label as label
 from ._messages import marker as marker
 from ._messages import same_list as same_list

@@ -17,7 +17,8 @@ MARKER_KEY = "context_guard"
 """``additional_kwargs`` key on every message this library creates or rewrites.
 
 Its value is a dict with at least ``kind`` (``"truncated"``, ``"compressed"``,
-``"synthetic_result"``, ``"summary"``, ``"digest"``, ``"placeholder"``, ...).
+``"synthetic_result"``, ``"summary"``, ``"digest"``, ``"placeholder"``, ...);
+``"kept_whole"`` is set by a caller on a message no pass may shorten.
 """
 
 
@@ -25,6 +26,16 @@ def marker(message: BaseMessage) -> dict[str, Any] | None:
     """The guard's marker on a message, if it has one."""
     value = message.additional_kwargs.get(MARKER_KEY)
     return value if isinstance(value, dict) else None
+
+
+def kept_whole(message: BaseMessage) -> bool:
+    """Whether ``message`` is marked ``"kept_whole"``: never truncated or compressed.
+
+    A caller marks the results it wants sent in full (``ContextGuardMiddleware``'s
+    ``exclude_tools``); the trim may still drop their whole turn.
+    """
+    mark = marker(message)
+    return mark is not None and mark.get("kind") == "kept_whole"
 
 
 def is_summary(message: BaseMessage) -> bool:

@@ -347,8 +347,8 @@ def test_structured_failure_falls_back_to_text_on_retry() -> None:
 def test_plain_callable_summarizer() -> None:
     seen: list[list[BaseMessage]] = []
 
-    def summarize(prompt: list[BaseMessage]) -> str:
-        seen.append(prompt)
+    def summarize(messages: list[BaseMessage]) -> str:
+        seen.append(messages)
         return "<completed>done</completed>"
 
     out = compact_messages(agent_history(12), summarize, settings(), guard=GUARD)

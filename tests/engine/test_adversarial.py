@@ -322,3 +322,35 @@ def test_an_output_prepared_again_compresses_alike_at_the_trigger() -> None:
     out = ContextGuard(policy, token_counter=COUNTER).prepare(history).messages
     again = ContextGuard(policy, token_counter=COUNTER).prepare(out).messages
     assert snapshot(again) == snapshot(out)
+
+
+def test_an_answer_joined_to_the_calls_after_it_is_prepared_once() -> None:
+    """Hygiene joins an answer with reasoning to the tool calls after it; the cut
+    must plan the joined message as it planned the two, or ``prepare`` cuts its
+    own output again."""
+    calls = [{"id": f"c{k}", "name": "bash", "args": {"n": k}} for k in range(2)]
+    history = [
+        SystemMessage("You are an agent. "),
+        *[HumanMessage("alpha", id=f"m{k}") for k in range(1, 6)],
+        AIMessage([THINKING, {"type": "text", "text": "alpha"}], id="m6"),
+        AIMessage("", tool_calls=calls, id="m7"),
+        ToolMessage("", tool_call_id="c0", id="r7"),
+        ToolMessage("alpha", tool_call_id="c1", id="r8"),
+    ]
+    policy = GuardPolicy(
+        context_window=130,
+        reserve_tokens=0,
+        hard_min_tokens=0,
+        warn_below_tokens=0,
+        safety_margin=0.0,
+        uncalibrated_margin=0.0,
+        trim_step=0.0,
+        keep_first_user=False,
+        keep_recent_tool_results=0,
+        compress_batch=1,
+        stable_prefix=False,
+    )
+    out = ContextGuard(policy, token_counter=COUNTER).prepare(history).messages
+    assert any(isinstance(m, AIMessage) and m.tool_calls for m in out)
+    again = ContextGuard(policy, token_counter=COUNTER).prepare(out).messages
+    assert snapshot(again) == snapshot(out)

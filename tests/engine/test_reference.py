@@ -180,3 +180,28 @@ def test_a_stable_prefix_re_sends_a_reference_output_within_the_budget_now():
             assert report.reused >= len(previous)
         previous = sent
     assert reused > (len(history) - 2) // 3  # most calls keep the cache
+
+
+@pytest.mark.parametrize("window", [16_000, 24_000])
+def test_prepare_is_the_reference_with_results_kept_whole(window):
+    from langchain_context_guard.engine._messages import kept_whole, with_marker
+
+    history = [
+        with_marker(m, "kept_whole")
+        if m.type == "tool" and int(m.id[1:]) % 3 == 0
+        else m
+        for m in agent_history(40, result_chars=6_000)
+    ]
+    guard = ContextGuard(
+        GuardPolicy(context_window=window, reserve_tokens=2_000, stable_prefix=False),
+        token_counter=COUNTER,
+    )
+    for n in range(10, len(history) + 1, 7):
+        assert_reference(guard, history[:n])
+    sent = guard.prepare(history).messages
+    kept = {m.id for m in history if kept_whole(m)}
+    whole = [m for m in sent if m.id in kept]
+    assert len(whole) > 3 and all(m in history for m in whole)  # sent as given
+    assert any(
+        m.type == "tool" and not kept_whole(m) and m not in history for m in sent
+    )

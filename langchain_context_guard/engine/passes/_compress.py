@@ -108,7 +108,8 @@ def compress_message(
 ) -> BaseMessage:
     """A tool result or assistant message as compression leaves it (memoised).
 
-    An assistant message keeps its tool calls; marked messages stay as they are,
+    An assistant message keeps its tool calls; marked messages (``kept_whole``
+    too) stay as they are,
     the guard's joined assistant turns too (``merged``): each part was weighed
     alone in the call that joined them, so a prompt prepared again stays as it is.
     """
@@ -122,6 +123,7 @@ def compress_message(
         "compressed",
         "synthetic_result",
         "merged",
+        "kept_whole",
     }:
         return message
     return memo_rewrite(

@@ -74,17 +74,18 @@ def strip_reasoning(message: BaseMessage) -> BaseMessage:
 
 
 def cut_cost_view(message: BaseMessage) -> BaseMessage:
-    """``message`` as a cut weighs it: an answer without its reasoning.
+    """``message`` as a cut plans it: an assistant message without its reasoning.
 
     Before a cut drops an assistant answer, its reasoning goes
     (``_trim.fit_cut``), so what the answer takes is planned without it. A
-    message with tool calls keeps it: an unfinished tool-use turn sends it.
+    message with tool calls is planned the same way, although an unfinished
+    tool-use turn sends its reasoning: the plan may only under-weigh what the cut
+    then measures (the cut moves on until the measure fits), never over-weigh it,
+    or a prepared output, merged by hygiene (an answer joined to the tool calls
+    after it), would plan over its own budget and be cut again
+    (``prepare(prepare(x)) == prepare(x)``).
     """
-    if (
-        isinstance(message, AIMessage)
-        and not message.tool_calls
-        and has_reasoning(message)
-    ):
+    if isinstance(message, AIMessage) and has_reasoning(message):
         return strip_reasoning(message)
     return message
 

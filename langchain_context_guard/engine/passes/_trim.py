@@ -26,7 +26,7 @@ from operator import is_not, itemgetter
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._errors import BudgetExceededError, ConfigError
-from .._messages import original_size, text_of, with_marker
+from .._messages import kept_whole, original_size, text_of, with_marker
 from ..tokens._counters import REPLY_OVERHEAD
 from ._compress import compress_boundary
 from ._text import truncate_text
@@ -319,6 +319,10 @@ def trim_to_budget(
     besides the messages (tool schemas); ``scale`` calibrates estimates against the
     provider's own counts. ``measure``, when given, is the caller's count of a
     whole candidate history (e.g. usage-anchored) and decides what fits.
+
+    The total counts ``REPLY_OVERHEAD`` (3 tokens priming the reply), so unlike
+    ``trim_messages``' ``max_tokens`` a budget equal to the messages' own sum is 3
+    short: the oldest turn goes, or ``BudgetExceededError`` when none can.
     """
     if turn_limit is not None and turn_limit < 1:
         raise ConfigError(
@@ -365,7 +369,7 @@ def _truncate_largest(
     for _ in range(len(work)):
         if total <= budget:
             break
-        tools = [(cost(m), i) for i, m in enumerate(out) if isinstance(m, ToolMessage)]
+        tools = [(cost(m), i) for i, m in enumerate(out) if _cuttable(m)]
         if not tools:
             break
         tokens, i = max(tools)
@@ -389,3 +393,7 @@ def _truncate_largest(
         out = list(out) if out is work else out
         out[i] = new
     return out
+
+
+def _cuttable(message: BaseMessage) -> bool:
+    return isinstance(message, ToolMessage) and not kept_whole(message)

@@ -9,7 +9,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from .._messages import map_messages, memo_rewrite, original_size, text_of, with_marker
+from .._messages import (
+    kept_whole,
+    map_messages,
+    memo_rewrite,
+    original_size,
+    text_of,
+    with_marker,
+)
 from .._policy import GuardPolicy
 from .._tool_policy import result_caps, tool_name
 from ._text import truncate_text
@@ -252,6 +259,8 @@ def truncate_message(
     if dedupe_calls and isinstance(message, AIMessage) and _fenced(message):
         message = memo_rewrite(message, ("dedupe",), _drop_repeated_calls)
     is_tool = isinstance(message, ToolMessage)
+    if kept_whole(message):
+        return message
     if not is_tool and (
         max_message_chars is None or isinstance(message, SystemMessage)
     ):

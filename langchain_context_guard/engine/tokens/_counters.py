@@ -321,6 +321,10 @@ class CallableCounter:
                 self._cache[key] = count
         return count
 
+    def count_list(self, messages: Sequence[BaseMessage]) -> int:
+        """Tokens of a whole list in one call, as LangChain's middlewares count."""
+        return int(self._func(list(messages)))
+
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Tool schemas as JSON text in one synthetic message."""
         if not tools:
@@ -342,7 +346,14 @@ def make_counter(
     image_tokens: int = 1_600,
     chars_per_token: float = 3.6,
 ) -> TokenCounter:
-    """Turn what a user passed (None, a counter, a callable, a chat model) into one."""
+    """Turn what a user passed (None, a counter, a callable, a chat model) into one.
+
+    ``"approximate"`` is LangChain's ``count_tokens_approximately``.
+    """
+    if counter == "approximate":
+        from langchain_core.messages.utils import count_tokens_approximately
+
+        return CallableCounter(count_tokens_approximately, name="approximate")
     if counter is None:
         return TiktokenCounter(
             model, image_tokens=image_tokens, chars_per_token=chars_per_token
@@ -357,8 +368,9 @@ def make_counter(
     from .._errors import ConfigError
 
     raise ConfigError(
-        f"token_counter must be a TokenCounter, a callable or a chat model, got "
-        f"{type(counter).__name__}.",
+        f"token_counter must be a TokenCounter, a callable, a chat model or "
+        f'"approximate", got {counter!r}.',
         field="token_counter",
-        hint="pass e.g. token_counter=model or token_counter=len-like callable.",
+        hint='pass e.g. token_counter=model, token_counter="approximate" or a '
+        "callable over a message list.",
     )
