@@ -155,6 +155,13 @@ class GuardPolicy(BaseModel):
     )
     keep_recent_thinking: int = Field(1, ge=0, description="Newest N keep reasoning.")
     keep_first_user: bool = Field(True, description="Keep the first user message.")
+    bound_thinking: bool = Field(
+        True,
+        description="Drop signed reasoning (``thinking`` with a signature, "
+        "``redacted_thinking``) that follows an edit of ours: newer Claude models "
+        "bind each block to the exact conversation before it and reject a stale "
+        "one. Harmless elsewhere: Anthropic requires stale blocks gone anyway.",
+    )
     trim_step: float = Field(
         0.5,
         ge=0,

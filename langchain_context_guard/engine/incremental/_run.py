@@ -13,7 +13,7 @@ from functools import partial
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from .._events import EventKind
+from .._events import NO_EDITS, EventKind
 from ..passes._compress import (
     compress_floor,
     compress_old_tool_results,
@@ -26,9 +26,11 @@ from ..passes._trim_units import kind as kind_of
 from ._digest_step import digest_step
 from ._extends import extends
 from ._first_run import rewriters, rewrites
+from ._native_steps import bound_step, compaction_step
 from ._order import PASSES
 from ._record import Memo, Setting
 from ._steps import (
+    NONE,
     HeadForgotten,
     Step,
     compress_step,
@@ -122,6 +124,8 @@ class Run:
         """The passes, in the order of ``PASSES`` (the first ``until`` of them)."""
         steps: dict[EventKind, Callable[[], None]] = {
             "sanitize": self._sanitize,
+            "provider_compaction": self._provider_compaction,
+            "bound_thinking": self._bound_thinking,
             "repair": self._repair,
             "truncate": self._truncate,
             "compress": self._compress,
@@ -158,6 +162,18 @@ class Run:
     def _sanitize(self) -> None:
         count = self.setting.count
         self._add(map_step("sanitize", self.source, clean_message, count, self._prev()))
+
+    def _provider_compaction(self) -> None:
+        self._add(compaction_step(self.source, self.setting.count, self._prev()))
+
+    def _bound_thinking(self) -> None:
+        if not self.setting.policy.bound_thinking:
+            self._add(Step("bound_thinking", self.source, self.source, NO_EDITS, 0))
+            return
+        read = self.first("provider_compaction").result
+        after = self.steps.index(self.first("provider_compaction")) + 1
+        start = min((step.diff for step in self.steps[after:]), default=NONE)
+        self._add(bound_step(self.source, read, start, self.setting.count, self.stale))
 
     def _repair(self) -> None:
         prev, count = self._prev(), self.setting.count
