@@ -10,15 +10,15 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_context_guard import BudgetExceededError, ContextGuard, GuardPolicy
+from langchain_context_guard.engine.incremental._steps import opens_with_user
 from langchain_context_guard.engine.passes._bound_thinking import (
     drop_stale_thinking,
     is_signed,
 )
+from langchain_context_guard.engine.passes._hygiene import enforce_provider_hygiene
 from langchain_context_guard.engine.passes._provider_compaction import (
     drop_before_compaction,
 )
-from langchain_context_guard.engine.incremental._steps import opens_with_user
-from langchain_context_guard.engine.passes._hygiene import enforce_provider_hygiene
 from langchain_context_guard.engine.passes._repair import repair_tool_pairs
 from langchain_context_guard.engine.passes._sanitize import sanitize_messages
 from tests.engine._support import agent_history, call, result, snapshot, transcripts
