@@ -82,7 +82,7 @@ def test_no_compaction_block_is_altered_and_nothing_before_the_latest_is_sent(
         before = {id(m) for m in lived[:at] if not isinstance(m, SystemMessage)}
         latest = _compaction_blocks(lived[at : at + 1])
         sent_blocks = _compaction_blocks(sent)
-        assert sent_blocks in ([], latest)  # unchanged, or trimmed as a whole
+        assert sent_blocks == latest  # unchanged, never trimmed
         assert not before & {id(m) for m in sent}
 
 
@@ -108,3 +108,14 @@ def test_a_compaction_block_counts_as_its_summary():
         COUNTER.count_message(opaque)
         >= len(OPENAI_COMPACTION["encrypted_content"]) // 4
     )
+
+
+def test_the_trim_keeps_the_compaction_block_as_it_keeps_a_summary():
+    block = {"type": "compaction", "content": "summary line\n" * 400}
+    head = agent_history(2)
+    history = [*head, AIMessage([block], id="compacted"), *agent_history(150)[2:]]
+    policy = GuardPolicy(context_window=16_000, reserve_tokens=2_000)
+    result = ContextGuard(policy, token_counter=COUNTER).prepare(history)
+    sent = result.messages
+    assert "trim" in {e.kind for e in result.report.events}
+    assert _compaction_blocks(sent) == [block]
