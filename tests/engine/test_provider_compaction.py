@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from hypothesis import given
@@ -119,3 +120,11 @@ def test_the_trim_keeps_the_compaction_block_as_it_keeps_a_summary():
     sent = result.messages
     assert "trim" in {e.kind for e in result.report.events}
     assert _compaction_blocks(sent) == [block]
+
+
+@SETTINGS
+@given(transcripts(native=True), POLICIES)
+def test_native_histories_rebuilt_from_a_checkpoint_give_the_reference(history, policy):
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    for n in (len(history) // 2, len(history)):
+        assert_reference(guard, copy.deepcopy(history[:n]))  # equal, new objects
