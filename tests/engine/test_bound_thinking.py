@@ -124,3 +124,13 @@ def test_an_agent_whose_model_binds_thinking_never_gets_a_stale_block(stable):
         )
         history = [*history, reply, result(f"c{k}", "line\n" * 300, id=f"t{k}")]
     assert kept and dropped  # some blocks went with the edits, some stayed
+
+
+def test_a_warm_call_grows_the_steps_after_the_bound_thinking_check():
+    guard = ContextGuard(GuardPolicy(stable_prefix=False), token_counter=COUNTER)
+    history = agent_history(20, result_chars=200)
+    guard.prepare(history[:30])
+    guard.prepare(history)
+    assert guard._record is not None
+    steps = {s.kind: s for s in guard._record.steps}
+    assert steps["bound_thinking"].grown and steps["hygiene"].grown

@@ -9,6 +9,7 @@ grow in turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -167,13 +168,20 @@ class Run:
         self._add(compaction_step(self.source, self.setting.count, self._prev()))
 
     def _bound_thinking(self) -> None:
+        prev = self._prev()
+        # Grown: its input grows the last one's, and neither call changed a thing.
+        grown = prev is not None and prev.result is prev.source
         if not self.setting.policy.bound_thinking:
-            self._add(Step("bound_thinking", self.source, self.source, NO_EDITS, 0))
+            step = Step("bound_thinking", self.source, self.source, NO_EDITS, 0)
+            self._add(replace(step, grown=grown))
             return
-        read = self.first("provider_compaction").result
-        after = self.steps.index(self.first("provider_compaction")) + 1
+        compaction = self.first("provider_compaction")
+        after = self.steps.index(compaction) + 1
         start = min((step.diff for step in self.steps[after:]), default=NONE)
-        self._add(bound_step(self.source, read, start, self.setting.count, self.stale))
+        step = bound_step(
+            self.source, compaction.result, start, self.setting.count, self.stale
+        )
+        self._add(replace(step, grown=grown and step.result is step.source))
 
     def _repair(self) -> None:
         prev, count = self._prev(), self.setting.count
