@@ -73,6 +73,7 @@ from ._editing import EDIT_NAMES, read_editing
 from ._langgraph import rewrite
 from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
 from ._results import ResultArchive, archiving
+from ._thinking_binding import DropStaleThinking
 
 if TYPE_CHECKING:
     from ..engine import GuardPolicy, PrepareResult
@@ -88,6 +89,7 @@ _OWN = (
     "archive",
     "cache_breakpoints",
     *EDIT_NAMES,
+    "provider_drops_stale_thinking",
 )
 """``ContextGuardMiddleware``'s own keywords (the rest are ``GuardPolicy`` fields)."""
 
@@ -120,6 +122,11 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cache_breakpoints: Mark the stable prefix with Anthropic ``cache_control``
             breakpoints (``mark_cache_breakpoints``): True for five-minute
             entries, or the ``cache_control`` dict to use. For Anthropic models.
+        provider_drops_stale_thinking: Also ask Anthropic to drop any stale
+            signed thinking block itself rather than refuse the request (the
+            beta ``thinking.block_binding.prefix_mismatch_behavior =
+            "drop_block"``, on a copy of the agent's model). Only for an
+            Anthropic model with thinking on; others are called as they are.
         **settings: Any ``GuardPolicy`` field, e.g. ``context_window=200_000``
             or ``reserve_tokens=4_000``; or ``ContextEditingMiddleware``'s
             ``edits=[ClearToolUsesEdit(...)]`` or its names: ``keep`` (newest
@@ -143,6 +150,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         persist: bool = False,
         archive: ResultArchive | None = None,
         cache_breakpoints: bool | dict[str, Any] = False,
+        provider_drops_stale_thinking: bool = False,
         **settings: Any,
     ) -> None:
         super().__init__()
@@ -150,6 +158,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.persist = persist
         self.model = model
         self.cache_breakpoints = cache_breakpoints
+        self._drop_block = (
+            DropStaleThinking() if provider_drops_stale_thinking else None
+        )
         self._given = guard
         self._counter = token_counter
         self._editing = read_editing(settings, ready=isinstance(guard, ContextGuard))
@@ -280,9 +291,14 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 result.report.reused,
                 control=control if isinstance(control, dict) else None,
             )
-        return RequestInputs.apply(
+        applied = RequestInputs.apply(
             request, kept, split_system=bool(self.cache_breakpoints)
         )
+        if self._drop_block is not None:
+            model = self._drop_block.model(applied.model)
+            if model is not applied.model:
+                applied = applied.override(model=model)
+        return applied
 
     def wrap_model_call(
         self,

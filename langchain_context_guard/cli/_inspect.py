@@ -22,12 +22,14 @@ _CHANGED = {
     "truncate": "truncated",
     "compress": "compressed",
     "strip_thinking": "thinking stripped",
+    "bound_thinking": "stale thinking dropped",
     "trim": "truncated",
     "repair": "repaired",
     "hygiene": "placeholder",
 }
 _REMOVED = {
     "sanitize": "dropped (malformed)",
+    "provider_compaction": "dropped (before a compaction block)",
     "trim": "trimmed",
     "repair": "dropped (orphan)",
     "hygiene": "dropped (empty)",

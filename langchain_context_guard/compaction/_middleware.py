@@ -12,6 +12,7 @@ as it was and ``wrap_model_call`` fits that one call with the deterministic pass
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -40,7 +41,7 @@ from ..engine import ConfigError, ContextGuard, GuardPolicy
 from ._compactor import Compactor
 from ._graph import make_recall_tool
 from ._settings import CompactionSettings
-from ._summarizer import chat_model
+from ._summarizer import SENT_PREFIX, SentPrefix, chat_model
 
 # LangChain's names whose meaning differs here: why, and what to use instead.
 _DIFFERENT = {
@@ -54,6 +55,10 @@ _DIFFERENT = {
         "pass max_prompt_chars=... instead.",
     ),
 }
+
+
+_THREADS = 1_024
+"""Threads whose last call's system prompt and tools are remembered."""
 
 
 def _settings(base: CompactionSettings | None, given: dict[str, Any]) -> Any:
@@ -162,6 +167,23 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             [make_recall_tool(store, namespace_prefix=prefix)] if recall else []
         )
         self._request = RequestInputs()
+        self._sent: OrderedDict[str | None, SentPrefix] = OrderedDict()
+        """Each thread's last model call's system prompt and tools (``append``)."""
+
+    def _remember(self, request: ModelRequest[Any]) -> None:
+        if self.compactor.settings.summary_mode != "append":
+            return
+        info = getattr(request.runtime, "execution_info", None)
+        thread = info.thread_id if info is not None else None
+        sent = SentPrefix(request.system_message, tuple(self._request.tools(request)))
+        self._sent[thread] = sent
+        self._sent.move_to_end(thread)
+        while len(self._sent) > _THREADS:
+            self._sent.popitem(last=False)
+
+    def _prefix(self, args: dict[str, Any]) -> Any:
+        """Set ``SENT_PREFIX`` to this thread's last call (reset with the token)."""
+        return SENT_PREFIX.set(self._sent.get(args["thread_id"]))
 
     def _args(self, runtime: Runtime[Any]) -> dict[str, Any]:
         info = runtime.execution_info
@@ -176,14 +198,23 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Compact the state when due; ``None`` leaves it as it is."""
-        return self.compactor.update(list(state["messages"]), **self._args(runtime))
+        args = self._args(runtime)
+        token = self._prefix(args)
+        try:
+            return self.compactor.update(list(state["messages"]), **args)
+        finally:
+            SENT_PREFIX.reset(token)
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
         """Async ``before_model``."""
-        messages = list(state["messages"])
-        return await self.compactor.aupdate(messages, **self._args(runtime))
+        args = self._args(runtime)
+        token = self._prefix(args)
+        try:
+            return await self.compactor.aupdate(list(state["messages"]), **args)
+        finally:
+            SENT_PREFIX.reset(token)
 
     def _fit(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request within budget, counted as ``ContextGuardMiddleware`` counts.
@@ -206,6 +237,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Fit an over-budget call with the deterministic passes."""
+        self._remember(request)
         return handler(self._fit(request))
 
     async def awrap_model_call(
@@ -214,4 +246,5 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async ``wrap_model_call``."""
+        self._remember(request)
         return await handler(self._fit(request))

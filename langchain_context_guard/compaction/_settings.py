@@ -61,6 +61,14 @@ class CompactionSettings(BaseModel):
         description="Compactions (or failures) in a row that may end over the "
         "trigger before compaction pauses until the history grows by `keep` again.",
     )
+    summary_mode: Literal["serialize", "append"] = Field(
+        "serialize",
+        description="'serialize': the summarized messages as quoted text in a "
+        "prompt of their own. 'append': the conversation as the agent sends it "
+        "(its system prompt and tools too, under CompactionMiddleware) plus one "
+        "instruction, so the provider reads the input from its prompt cache; "
+        "plain text, parsed into the same sections.",
+    )
     structured: Literal["auto", "never"] = Field(
         "auto", description="Ask for structured output when the model supports it."
     )

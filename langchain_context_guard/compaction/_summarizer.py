@@ -19,7 +19,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.exceptions import ModelError
@@ -43,7 +43,7 @@ from ..engine import (
 )
 from ._plan import CompactionPlan
 from ._summary import Summary, SummarySections, parse_sections
-from ._summary_prompt import sections_prompt, turn_prefix_prompt
+from ._summary_prompt import append_prompt, sections_prompt, turn_prefix_prompt
 
 if TYPE_CHECKING:
     from ._settings import CompactionSettings
@@ -52,6 +52,20 @@ T = TypeVar("T")
 SUMMARIZER_TAGS = ("context_guard:summarizer", TAG_NOSTREAM)
 """Tags on every summarizer call; ``nostream`` keeps its tokens out of
 ``stream_mode="messages"``."""
+
+
+@dataclass(frozen=True)
+class SentPrefix:
+    """What the agent's model call sends besides the history: system prompt, tools."""
+
+    system: BaseMessage | None = None
+    tools: tuple[Any, ...] = ()
+
+
+SENT_PREFIX: contextvars.ContextVar[SentPrefix | None] = contextvars.ContextVar(
+    "context_guard_sent_prefix", default=None
+)
+"""Set by ``CompactionMiddleware`` around a compaction (``summary_mode="append"``)."""
 
 
 def chat_model(model: Any) -> Any:
@@ -163,6 +177,9 @@ class SummarizerClient:
             return turn_prefix_prompt(
                 plan, max_chars=s.max_input_chars, max_total=total
             )
+        if s.summary_mode == "append":
+            sent = SENT_PREFIX.get() or SentPrefix()
+            return append_prompt(plan, system=sent.system, instructions=s.instructions)
         return sections_prompt(
             plan,
             max_chars=s.max_input_chars,
@@ -237,6 +254,16 @@ class SummarizerClient:
                 },
             )
 
+        if sections and s.summary_mode == "append":
+            # Plain text, with the agent's tools: the request as the agent sends it.
+            tools = (SENT_PREFIX.get() or SentPrefix()).tools
+            runnable = self._runnable
+            if tools and isinstance(self.model, BaseChatModel):
+                try:
+                    runnable = self.model.bind_tools(list(tools))
+                except NotImplementedError:  # a model that takes no tools
+                    runnable = self._runnable
+            return attempt(runnable, s.retries + 1), made
         if sections and self._structured is not None:
             first = attempt(self._structured, 1)
             if s.retries == 0:

@@ -121,6 +121,16 @@ compaction; the conversation continues from it. Update it: keep everything still
 true, move finished items from remaining to completed, add what is new, drop what \
 no longer matters. Return the whole updated summary, not only the changes."""
 
+APPEND_PROMPT = """Stop the task here: call no tool and do not answer the user. \
+This conversation no longer fits the context window. Everything before its last \
+{kept} message(s) will be deleted and replaced by what you write now (a summary \
+written at an earlier compaction, if one is above, is deleted too: carry over \
+what is still true), so keep everything needed to continue the task and nothing \
+else.
+
+""" + SECTIONS_PROMPT[SECTIONS_PROMPT.index("Answer in exactly") :]
+"""The one user message ``append_prompt`` adds after the conversation as sent."""
+
 TURN_PREFIX_PROMPT = f"""You summarise the BEGINNING of an AI agent's current \
 turn, which is too large to keep; the END of the turn is kept verbatim after your \
 summary.
@@ -215,6 +225,27 @@ def sections_prompt(
     parts.append(_conversation(plan.history, max_chars, max_total))
     parts.append("Write the summary now, in the sections above.")
     return [SystemMessage(system), HumanMessage("\n\n".join(parts))]
+
+
+def append_prompt(
+    plan: CompactionPlan,
+    *,
+    system: BaseMessage | None = None,
+    instructions: str | None = None,
+) -> list[BaseMessage]:
+    """The conversation as the agent sends it, then one instruction.
+
+    The messages are the plan's own objects, in order, so the provider reads
+    them from its prompt cache; ``system``: the agent's system prompt where the
+    history holds none (``create_agent`` keeps it out of the state).
+    """
+    head = (plan.previous,) if plan.previous is not None else ()
+    lead = [system] if system is not None and not plan.system else []
+    ask = APPEND_PROMPT.format(kept=len(plan.turn_prefix) + len(plan.kept))
+    if instructions:
+        ask += f"\n\nAdditional focus: {instructions}"
+    body = [*head, *plan.history, *plan.turn_prefix, *plan.kept]
+    return [*lead, *plan.system, *body, HumanMessage(ask)]
 
 
 def turn_prefix_prompt(

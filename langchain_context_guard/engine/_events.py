@@ -16,6 +16,8 @@ logger = logging.getLogger("langchain_context_guard")
 
 EventKind = Literal[
     "sanitize",
+    "provider_compaction",
+    "bound_thinking",
     "truncate",
     "compress",
     "strip_thinking",
@@ -261,6 +263,10 @@ def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
         "truncate": f"truncated {changed} oversized message(s) to head + tail",
         "compress": f"compressed {changed} old tool result(s)",
         "strip_thinking": f"removed reasoning from {changed} older message(s)",
+        "provider_compaction": f"sent from the latest compaction block ({removed} "
+        "earlier message(s) the provider ignores left out)",
+        "bound_thinking": f"dropped signed reasoning an edit made stale from "
+        f"{changed} message(s)",
         "trim": f"dropped {removed} old message(s) to fit the budget",
         "digest": "noted the dropped turns' tool calls and names in their place",
         "repair": f"repaired tool pairing ({removed} dropped, {added} added, "

@@ -8,14 +8,10 @@ from typing import Annotated, Any
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
-from ._errors import ConfigError, unknown_setting
-from ._policy_checks import check_consistency
+from ._errors import ConfigError
+from ._policy_checks import check_consistency, config_error
 from ._settings import load_settings, policy_block
 from ._tool_policy import ToolPolicy
-
-_TURN_LIMIT_HINT = (
-    "use a number of user turns, at least 1; for no limit, leave the setting out."
-)
 
 
 class GuardPolicy(BaseModel):
@@ -164,6 +160,13 @@ class GuardPolicy(BaseModel):
     )
     keep_recent_thinking: int = Field(1, ge=0, description="Newest N keep reasoning.")
     keep_first_user: bool = Field(True, description="Keep the first user message.")
+    bound_thinking: bool = Field(
+        True,
+        description="Drop signed reasoning (``thinking`` with a signature, "
+        "``redacted_thinking``) that follows an edit of ours: newer Claude models "
+        "bind each block to the exact conversation before it and reject a stale "
+        "one. Harmless elsewhere: Anthropic requires stale blocks gone anyway.",
+    )
     trim_step: float = Field(
         0.5,
         ge=0,
@@ -300,7 +303,7 @@ class GuardPolicy(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise _config_error(exc) from None
+            raise config_error(exc, type(self).model_fields) from None
         check_consistency(self)
 
     @classmethod
@@ -371,21 +374,6 @@ class GuardPolicy(BaseModel):
         if session_kind is not None and session_kind in self.history_limits:
             return self.history_limits[session_kind]
         return self.history_limit
-
-
-def _config_error(exc: ValidationError) -> ConfigError:
-    err = exc.errors()[0]
-    field = ".".join(str(p) for p in err["loc"]) or "GuardPolicy"
-    if err["type"] == "extra_forbidden":
-        return unknown_setting("GuardPolicy", field, GuardPolicy.model_fields)
-    given = err.get("input")
-    shown = "" if isinstance(given, dict) else f" (got {given!r})"
-    hint = f"set {field} to a valid value; see GuardPolicy's field docs."
-    if field.startswith("history_limit"):
-        hint = _TURN_LIMIT_HINT
-    return ConfigError(
-        f"GuardPolicy.{field}: {err['msg']}{shown}.", field=field, hint=hint
-    )
 
 
 def default_reserve(window: int, cap: int = 8_192) -> int:

@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from collections.abc import Mapping
+from typing import Any, Protocol
 
-from ._errors import ConfigError
+from pydantic import ValidationError
 
+from ._errors import ConfigError, unknown_setting
+
+_TURN_LIMIT_HINT = (
+    "use a number of user turns, at least 1; for no limit, leave the setting out."
+)
 MIN_BUDGET_TOKENS = 64
 """Least budget (window minus reserve) a policy may leave: a minimal turn (the
 placeholder first turn, 22 tokens; a short user message; the reply priming)."""
@@ -71,3 +77,19 @@ def check_consistency(self: Checked) -> None:
             hint="lower truncate_head_chars/truncate_tail_chars or raise "
             "max_tool_result_chars.",
         )
+
+
+def config_error(exc: ValidationError, fields: Mapping[str, Any]) -> ConfigError:
+    """The first of pydantic's errors as a ``ConfigError`` naming the field."""
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err["loc"]) or "GuardPolicy"
+    if err["type"] == "extra_forbidden":
+        return unknown_setting("GuardPolicy", field, fields)
+    given = err.get("input")
+    shown = "" if isinstance(given, dict) else f" (got {given!r})"
+    hint = f"set {field} to a valid value; see GuardPolicy's field docs."
+    if field.startswith("history_limit"):
+        hint = _TURN_LIMIT_HINT
+    return ConfigError(
+        f"GuardPolicy.{field}: {err['msg']}{shown}.", field=field, hint=hint
+    )

@@ -25,12 +25,14 @@ from .incremental._digest_step import digest_step
 from .incremental._record import Setting
 from .incremental._steps import NONE, first_diff, opens_with_user
 from .incremental._trim_step import message_costs, trim_step
+from .passes._bound_thinking import drop_stale_thinking
 from .passes._compress import (
     compress_floor,
     compress_message,
     compress_old_tool_results,
 )
 from .passes._hygiene import enforce_provider_hygiene, history_start
+from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
 from .passes._thinking import strip_old_thinking
@@ -48,29 +50,35 @@ def reference_prune(
 
     1. ``sanitize_messages`` drops empty and malformed messages and invalid tool
        calls: they must go before anything counts them.
-    2. ``repair_tool_pairs``, so the passes below see the history's final shape
+    2. ``drop_before_compaction``: a provider compaction block stands for all
+       before it, which the provider ignores; from the latest one on is the
+       history (with the system messages before it).
+    3. ``repair_tool_pairs``, so the passes below see the history's final shape
        (their choices then come out the same when the output is prepared again:
        ``prepare`` is idempotent).
-    3. ``truncate_tool_results`` keeps the head and tail of huge tool outputs
+    4. ``truncate_tool_results`` keeps the head and tail of huge tool outputs
        (and of any message over ``max_chars_per_message``); cheap, one message
        at a time.
-    4. ``compress_old_tool_results`` shrinks old tool results (the newest stay
+    5. ``compress_old_tool_results`` shrinks old tool results (the newest stay
        whole), in batches, once the history is over ``compress_trigger`` of the
        budget: before trimming has to drop whole turns.
-    5. ``strip_old_thinking``: old reasoning is dead weight once answered.
-    6. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
+    6. ``strip_old_thinking``: old reasoning is dead weight once answered.
+    7. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message and the first user
-       message. It weighs each result at its compressed size, as step 8 will
-       leave it, and before it drops an answer it strips the reasoning step 5
+       message. It weighs each result at its compressed size, as step 9 will
+       leave it, and before it drops an answer it strips the reasoning step 6
        left on the answers it keeps.
-    7. The digest: where turns were trimmed, one marked user message notes the
+    8. The digest: where turns were trimmed, one marked user message notes the
        tool calls they made (room for it was left by the trim).
-    8. ``compress_old_tool_results`` again: its batches count results, so once
+    9. ``compress_old_tool_results`` again: its batches count results, so once
        the trim removed some, the count of what is sent decides.
-    9. ``repair_tool_pairs`` again: after every removal, no call or result is
-       orphaned.
-    10. ``enforce_provider_hygiene`` last, on the final shape (a user message
+    10. ``repair_tool_pairs`` again: after every removal, no call or result is
+        orphaned.
+    11. ``drop_stale_thinking`` (with ``bound_thinking``): signed reasoning
+        after the first edit is bound to a prefix no longer sent; it goes,
+        once every edit is known.
+    12. ``enforce_provider_hygiene`` last, on the final shape (a user message
         first, no empty tool results, alternating roles).
 
     Raises:
@@ -79,6 +87,8 @@ def reference_prune(
     policy, count = setting.policy, setting.count
     original = list(messages)
     history = sanitize_messages(original)
+    history = drop_before_compaction(history)
+    read = history
     history = repair_tool_pairs(history)
     opened = opens_with_user(history)
     truncated = truncate_tool_results(
@@ -99,6 +109,8 @@ def reference_prune(
     history = _digest(trim, original, setting)
     history = _compress(history, original, setting, opened)
     history = repair_tool_pairs(history)
+    if policy.bound_thinking:
+        history = drop_stale_thinking(history, read)
     return enforce_provider_hygiene(history, removed=opened)
 
 

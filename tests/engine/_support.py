@@ -106,6 +106,28 @@ IMAGE = {
 THINKING = {"type": "thinking", "thinking": "pondering " * 30, "signature": "c2ln"}
 
 
+REDACTED = {"type": "redacted_thinking", "data": "ZW5j" * 40}
+ANTHROPIC_COMPACTION = {
+    "type": "compaction",
+    "content": "Summary of the work so far: " + "done " * 80,
+}
+OPENAI_COMPACTION = {
+    "type": "compaction",
+    "id": "cmp_1",
+    "encrypted_content": "Z0FBQUFB" * 60,
+}
+NATIVE_BLOCKS: list[list[object]] = [
+    [],
+    [],
+    [],
+    [REDACTED],
+    [{"type": "thinking", "thinking": "weighing " * 20, "signature": "c2lnMg=="}],
+    [ANTHROPIC_COMPACTION],
+    [OPENAI_COMPACTION],
+]
+"""Blocks put first in an assistant message (none, most often)."""
+
+
 def _text(seed: int, words: int) -> str:
     """Deterministic filler text of ``words`` words."""
     return " ".join(f"w{(seed * 7 + i) % 997}" for i in range(words)) or "x"
@@ -113,12 +135,14 @@ def _text(seed: int, words: int) -> str:
 
 @st.composite
 def transcripts(  # noqa: C901
-    draw: Any, *, usage: bool = False, names: bool = False
+    draw: Any, *, usage: bool = False, names: bool = False, native: bool = False
 ) -> list[BaseMessage]:
     """Agent transcripts: parallel calls, thinking, images, misplaced results.
 
     ``names``: some results name their tool (``ToolMessage.name``), as tool
-    nodes set it, so per-tool policies apply to them.
+    nodes set it, so per-tool policies apply to them. ``native``: also signed
+    and redacted reasoning and provider compaction blocks (Anthropic's and
+    OpenAI's shapes) at random places.
     """
     out: list[BaseMessage] = []
     serial = 0
@@ -135,6 +159,8 @@ def transcripts(  # noqa: C901
             n_calls = draw(st.integers(0, 3))
             ids = [f"c{turn}-{step}-{j}" for j in range(n_calls)]
             blocks: list[object] = [THINKING] if draw(st.booleans()) else []
+            if native:
+                blocks = [*draw(st.sampled_from(NATIVE_BLOCKS)), *blocks]
             blocks.append(
                 {"type": "text", "text": _text(serial, draw(st.integers(0, 60)))}
             )

@@ -36,6 +36,7 @@ from langchain_context_guard import (
 from langchain_context_guard.engine import _guard, _messages
 from langchain_context_guard.engine.incremental import _prune as _prune
 from langchain_context_guard.engine.incremental import _release as _forget
+from langchain_context_guard.engine.incremental._order import PASSES
 from langchain_context_guard.replay._transcripts import (
     load_trajectories,
     shared_trajectory_dir,
@@ -44,6 +45,9 @@ from tests.engine._support import ai, call, lines, result, snapshot, transcripts
 from tests.engine.test_incremental import _agent, _chat
 
 COUNTER = TiktokenCounter()
+
+TRUNCATE = PASSES.index("truncate")
+"""Where the truncate pass's step is in a record."""
 
 
 def _forgetting(monkeypatch: pytest.MonkeyPatch, margin: float) -> Counter[str]:
@@ -215,7 +219,7 @@ def test_the_rewrites_of_messages_cut_long_before_are_let_go(
     guard.prepare(history[:20])
     early = history[4]
     assert isinstance(early, AIMessage)
-    rewrite = weakref.ref(guard._record.steps[2].result[4])  # the truncate pass
+    rewrite = weakref.ref(guard._record.steps[TRUNCATE].result[4])
     assert rewrite() is not early and rewrite() is not None  # deduplicated
     for n in range(22, len(history) + 1, 2):
         guard.prepare(history[:n])
@@ -224,7 +228,7 @@ def test_the_rewrites_of_messages_cut_long_before_are_let_go(
     assert record is not None and record.forgot > 100
     assert rewrite() is None
     assert id(early) not in _messages._rewrites
-    assert record.steps[2].result[4] is early
+    assert record.steps[TRUNCATE].result[4] is early
     assert all(step.stale <= len(step.result) for step in record.steps)
     # What is sent still has its repeated commands dropped.
     sent = guard.prepare(history).messages

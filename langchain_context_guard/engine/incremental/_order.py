@@ -14,6 +14,7 @@ from .._events import EventKind
 
 PASSES: tuple[EventKind, ...] = (
     "sanitize",
+    "provider_compaction",
     "repair",
     "truncate",
     "compress",
@@ -22,6 +23,7 @@ PASSES: tuple[EventKind, ...] = (
     "digest",
     "compress",
     "repair",
+    "bound_thinking",
     "hygiene",
 )
 """The order in which ``prepare`` applies the passes (see the module docstring)."""

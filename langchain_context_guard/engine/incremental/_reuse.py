@@ -26,6 +26,7 @@ from .._messages import is_user, label
 from .._policy import GuardPolicy
 from .._window import WindowInfo
 from ..passes._hygiene import tidy_message
+from ..passes._provider_compaction import latest_compaction
 from ..passes._sanitize import clean_message
 from ..passes._truncate import truncator
 from ..tokens._anchor import Gauge, Known
@@ -75,8 +76,8 @@ def reuse_prompt(
     gauge, budget, turn_limit = limits.gauge, limits.budget, limits.turn_limit
     info, now = limits.info, limits.now
     tail = stable.tail(original, limits.base)
-    if tail is None:
-        return None
+    if tail is None or latest_compaction(tail) is not None:
+        return None  # a compaction block: the history now starts there
     count = counter.count_message
     each: dict[EventKind, Each] = {
         "sanitize": clean_message,

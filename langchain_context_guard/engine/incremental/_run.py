@@ -9,11 +9,12 @@ grow in turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from .._events import EventKind
+from .._events import NO_EDITS, EventKind
 from .._tool_policy import whole_tools
 from ..passes._compress import (
     compress_floor,
@@ -27,9 +28,11 @@ from ..passes._trim_units import kind as kind_of
 from ._digest_step import digest_step
 from ._extends import extends
 from ._first_run import rewriters, rewrites
+from ._native_steps import bound_step, compaction_step
 from ._order import PASSES
 from ._record import Memo, Setting
 from ._steps import (
+    NONE,
     HeadForgotten,
     Step,
     compress_step,
@@ -123,6 +126,8 @@ class Run:
         """The passes, in the order of ``PASSES`` (the first ``until`` of them)."""
         steps: dict[EventKind, Callable[[], None]] = {
             "sanitize": self._sanitize,
+            "provider_compaction": self._provider_compaction,
+            "bound_thinking": self._bound_thinking,
             "repair": self._repair,
             "truncate": self._truncate,
             "compress": self._compress,
@@ -159,6 +164,25 @@ class Run:
     def _sanitize(self) -> None:
         count = self.setting.count
         self._add(map_step("sanitize", self.source, clean_message, count, self._prev()))
+
+    def _provider_compaction(self) -> None:
+        self._add(compaction_step(self.source, self.setting.count, self._prev()))
+
+    def _bound_thinking(self) -> None:
+        prev = self._prev()
+        # Grown: its input grows the last one's, and neither call changed a thing.
+        grown = prev is not None and prev.result is prev.source
+        if not self.setting.policy.bound_thinking:
+            step = Step("bound_thinking", self.source, self.source, NO_EDITS, 0)
+            self._add(replace(step, grown=grown))
+            return
+        compaction = self.first("provider_compaction")
+        after = self.steps.index(compaction) + 1
+        start = min((step.diff for step in self.steps[after:]), default=NONE)
+        step = bound_step(
+            self.source, compaction.result, start, self.setting.count, self.stale
+        )
+        self._add(replace(step, grown=grown and step.result is step.source))
 
     def _repair(self) -> None:
         prev, count = self._prev(), self.setting.count

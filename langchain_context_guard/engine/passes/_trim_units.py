@@ -28,6 +28,7 @@ from langchain_core.messages import (
 )
 
 from .._messages import MARKER_KEY, is_user
+from ._provider_compaction import holds_compaction
 from ._thinking import has_reasoning
 
 SYSTEM, USER, AI, TOOL, OTHER = "S", "U", "A", "T", "O"
@@ -50,6 +51,8 @@ _PLAIN = {
 def kind(message: BaseMessage) -> str:
     """One message's kind (``SYSTEM``, ``USER``, ``AI``, ``TOOL``, ``OTHER``)."""
     kwargs = message.additional_kwargs
+    if holds_compaction(message):  # the provider's summary: kept like ours
+        return SYSTEM
     if not kwargs or MARKER_KEY not in kwargs:
         plain = _PLAIN.get(type(message))
         if plain is not None:

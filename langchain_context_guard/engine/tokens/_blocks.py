@@ -49,6 +49,9 @@ def block_text(
         return str(block.get("thinking", "")), 0
     if kind == "redacted_thinking":
         return "", len(str(block.get("data", ""))) // 4
+    if kind == "compaction":  # its summary as text; an opaque one as encrypted data
+        opaque = len(str(block.get("encrypted_content") or "")) // 4
+        return str(block.get("content") or ""), opaque
     if kind == "reasoning":
         summary = block.get("summary") or []
         parts = [str(block.get("reasoning", ""))]

@@ -1,0 +1,107 @@
+"""``summary_mode="append"``: the summary call reads the agent's prompt as sent."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import Field
+
+from langchain_context_guard.compaction._middleware import CompactionMiddleware
+from langchain_context_guard.compaction._plan import CompactionPlan
+from langchain_context_guard.compaction._summary_prompt import append_prompt
+from langchain_context_guard.engine._messages import marker
+from tests.compaction._support import (
+    TASK,
+    ScriptedSummarizer,
+    agent_history,
+    read_file,
+    tool_calling_model,
+)
+
+WINDOW = 30_000
+SYSTEM = "You are a careful coding agent."
+
+
+class ToolAwareSummarizer(ScriptedSummarizer):
+    """Records the tools it is bound to, and every input (``received``)."""
+
+    bound: list[list[Any]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolAwareSummarizer:
+        self.bound.append(list(tools))
+        return self
+
+
+def _run(mode: str) -> tuple[Any, ToolAwareSummarizer, list[list[BaseMessage]]]:
+    summarizer = ToolAwareSummarizer()
+    mw = CompactionMiddleware(
+        summarizer=summarizer,
+        model=tool_calling_model(0),
+        trigger=("fraction", 0.8),
+        keep=("messages", 10),
+        retry_delay=0.0,
+        summary_mode=mode,
+    )
+    agent_model = tool_calling_model(steps=30)
+    agent_model.profile = {"max_input_tokens": WINDOW}
+    mw.model.profile = {"max_input_tokens": WINDOW}
+    agent = create_agent(
+        agent_model,
+        [read_file],
+        system_prompt=SYSTEM,
+        middleware=[mw],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 300}
+    states = [
+        s["messages"]
+        for s in agent.stream(
+            {"messages": [("user", TASK)]}, config, stream_mode="values"
+        )
+    ]
+    assert states[-1][-1].content == "All done."
+    return agent_model, summarizer, states
+
+
+def test_the_summary_call_is_the_last_prompt_plus_one_instruction():
+    agent_model, summarizer, states = _run("append")
+    assert summarizer.received, "the summarizer was never asked"
+    prompt = summarizer.received[0]
+    # The agent's last call before it, byte for byte (the provider's cached
+    # prefix), then the reply and the tool result since, then the instruction.
+    prefixes = [r for r in agent_model.received if prompt[: len(r)] == r]
+    assert prefixes and max(map(len, prefixes)) == len(prompt) - 3
+    assert isinstance(prompt[0], SystemMessage) and prompt[0].content == SYSTEM
+    assert isinstance(prompt[-1], HumanMessage) and "<completed>" in prompt[-1].text
+    assert [getattr(t, "name", None) for t in summarizer.bound[-1]] == ["read_file"]
+    summaries = [
+        m for s in states for m in s if (marker(m) or {}).get("kind") == "summary"
+    ]
+    assert summaries and "off-by-one" in summaries[0].text  # parsed into sections
+
+
+def test_the_serialized_mode_sends_a_prompt_of_its_own():
+    _, summarizer, _ = _run("serialize")
+    prompt = summarizer.received[0]
+    assert len(prompt) == 2 and "<conversation>" in prompt[1].text
+    assert all(
+        getattr(t, "name", None) != "read_file" for b in summarizer.bound for t in b
+    )
+
+
+def test_outside_an_agent_the_state_is_sent_as_it_is_then_the_instruction():
+    history = agent_history(6)
+    plan = CompactionPlan(
+        system=(history[0],),
+        previous=None,
+        history=tuple(history[1:8]),
+        turn_prefix=(),
+        kept=tuple(history[8:]),
+    )
+    prompt = append_prompt(plan, system=SystemMessage("ignored: the state has one"))
+    assert all(a is b for a, b in zip(prompt, history, strict=False))
+    assert len(prompt) == len(history) + 1
+    assert f"last {len(history) - 8} message(s)" in prompt[-1].text
