@@ -152,10 +152,36 @@ def early_fact(result: DemoResult) -> str:
     return f"{said}{status}; the answer {quoted} it"
 
 
+_EVENTS = {
+    "compaction": "the history summarised, the old messages archived",
+    "reuse": "the previous prompt re-sent unchanged plus the new messages: "
+    "the provider's prompt cache hits",
+    "truncate": "huge tool outputs cut to their head and tail",
+    "compress": "old tool results shrunk to a few lines",
+    "trim": "the oldest whole turns dropped",
+    "digest": "a note of the dropped turns' tool calls",
+    "strip_thinking": "old reasoning removed",
+    "repair": "tool calls and results paired again",
+    "compaction_failed": "a summary failed; the history was pruned instead",
+}
+"""What each event in the report means, in plain words."""
+_SOURCES = {
+    "override": "as set (--window)",
+    "model_profile": "from the model's profile",
+    "table": "from the built-in table of models",
+    "default": "the default (set --window)",
+    "learned": "learned from a provider's error",
+}
+"""Where the window came from, in plain words (``WindowInfo.source``)."""
+
+
 def report(result: DemoResult) -> str:
     """The end-of-run report."""
     n = len(result.calls)
-    events = ", ".join(f"{k} {v}" for k, v in result.events.items()) or "none"
+    events = "; ".join(
+        f"{k} {v} ({_EVENTS.get(k, 'a change the guard made')})"
+        for k, v in result.events.items()
+    )
     fits = (
         f"all {n} calls within budget"
         if result.over_budget == 0
@@ -164,9 +190,15 @@ def report(result: DemoResult) -> str:
     rows = [
         ("model calls", f"{n} ({result.model})"),
         (
+            "middlewares",
+            "CompactionMiddleware (summarises the history once it passes its "
+            "trigger), ContextGuardMiddleware (fits every prompt to the budget)",
+        ),
+        (
             "window / budget",
             f"{result.context_window:,} / {result.budget:,} tokens "
-            f"(reserve {result.reserve_tokens:,}; window from {result.window_source})",
+            f"(reserve {result.reserve_tokens:,}; window "
+            f"{_SOURCES.get(result.window_source, 'from ' + result.window_source)})",
         ),
         ("with the guard", fits),
         ("without it", f"{result.over_budget_without} of {n} calls over budget"),
@@ -186,7 +218,7 @@ def report(result: DemoResult) -> str:
             "without (agent calls, the prefix unchanged since the previous call "
             "at 10%)",
         ),
-        ("guard events", events),
+        ("guard events", events or "none"),
         ("early fact", early_fact(result)),
         ("answer", result.answer or "(none)"),
         ("checkpoints", f"{result.db} (SQLite), thread {result.thread_id}"),

@@ -18,6 +18,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from ..engine import count_messages, text_of
 from ._demo_repo import BUG_FILE, FACT, FACT_FILE
 
+_CALLS_MADE = re.compile(r"made (\d+) tool calls")
+"""What a previous summary says of the calls made before it."""
 _PATH = re.compile(r"\b(?:shopfront|logs|docs|tests)/[\w/.-]+\.\w+|\bREADME\.md\b")
 
 
@@ -135,15 +137,21 @@ def answer_from(messages: Sequence[BaseMessage]) -> str:
     )
 
 
-def scripted_summary(prompt: Sequence[BaseMessage]) -> str:
-    """A summarizer for compaction: extracts the files read and errors seen."""
-    text = "\n".join(text_of(m.content) for m in prompt)
-    convo = text.split("<conversation>")[-1]
-    files = sorted(set(_PATH.findall(convo)))
+def scripted_summary(messages: Sequence[BaseMessage]) -> str:
+    """A summarizer for compaction: the files read and errors seen, and the calls.
+
+    Given the messages to summarise (the previous summary first, if any), as
+    ``CompactionMiddleware`` gives a function. The tool calls they made are
+    counted, and added to those the previous summary counted, so the count is of
+    the whole run so far.
+    """
+    text = "\n".join(text_of(m.content) for m in messages)
+    files = sorted(set(_PATH.findall(text)))
     errors = list(
-        dict.fromkeys(ln.strip() for ln in convo.splitlines() if " ERROR " in ln)
+        dict.fromkeys(ln.strip() for ln in text.splitlines() if " ERROR " in ln)
     )
-    calls = convo.count("[assistant called ")
+    earlier = sum(int(n) for n in _CALLS_MADE.findall(text))
+    calls = earlier + sum(len(getattr(m, "tool_calls", None) or []) for m in messages)
     state = [f"seen in the logs: {e}" for e in errors[:3]] or ["no errors seen yet"]
     items = {
         "completed": [f"made {calls} tool calls exploring the repository"],

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import textwrap
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +28,57 @@ from ..replay import (
 )
 from ._args import OneLineParser, output_arg, positive_arg, window_arg
 
+_TERMS = {
+    "strategies": {
+        "none": "everything sent, nothing pruned: the baseline of every bill",
+        "trim_messages": "langchain-core's trim_messages to the budget, oldest "
+        "first, tool pairs kept",
+        "sticky_cut": "one cut point, moved forward only when the prompt no "
+        "longer fits (a cache-friendly trim, no compression)",
+        "summarization": "LangChain's SummarizationMiddleware, scripted summarizer",
+        "context_editing": "LangChain's ContextEditingMiddleware (ClearToolUsesEdit)",
+        "guard_no_stable": "this guard pruning afresh on every call "
+        "(stable_prefix=False)",
+        "guard": "this guard with its defaults",
+        "guard+compaction": "this guard with LLM compaction (scripted summarizer)",
+    },
+    "columns": {
+        "over budget": "calls sent over the budget (largest overshoot in brackets)",
+        "bad pairs": "calls with a result without its call or a call without its "
+        "result (a provider 400)",
+        "no task": "calls whose prompt no longer held the task (the first user "
+        "message)",
+        "input tok": "input tokens sent",
+        "billed tok": "the bill with prefix caching (a cached prefix at a tenth)",
+        "billed vs none": "that bill against sending everything; + summary out "
+        "adds the summary calls' replies",
+        "content ev.": "of the identifiers the agent's next action reuses from "
+        "earlier output, the share still sent, counting text from the history "
+        "only (never the guard's own notes)",
+        "line ev.": "the share of that evidence whose first line is still sent "
+        "verbatim",
+        "notes incl.": "content evidence counting the guard's own notes too",
+        "needles": "exact facts from early tool output asked back later: the "
+        "share still sent when asked",
+        "counter err": "median / p90 of the strategy's count against the provider's",
+        "overhead ms": "the strategy's own time per call",
+    },
+}
+"""What the replay's strategies and table columns are (``--help``, docs/cli.md)."""
+
+
+def _explained() -> str:
+    """``_TERMS`` as ``--help``'s epilog: a wrapped, indented list per group."""
+    out: list[str] = []
+    for group, terms in _TERMS.items():
+        out.append(f"{group}:")
+        for name, what in terms.items():
+            lines = textwrap.wrap(what, width=56) or [""]
+            out.append(f"  {name:<17} {lines[0]}")
+            out.extend(f"  {'':<17} {line}" for line in lines[1:])
+        out.append("")
+    return "\n".join(out)
+
 
 def _option(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
@@ -43,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="context-guard replay",
         description="Replay agent transcripts call by call under a context window "
         "and compare what each strategy sends.",
+        epilog=_explained(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument(
         "paths",

@@ -389,3 +389,18 @@ def test_demo_without_its_extras_says_what_to_install(
     assert "pip install 'langchain-context-guard[offline,agents,sqlite]'" in one_line(
         err
     )
+
+
+def test_replay_help_explains_every_strategy_and_column(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from langchain_context_guard.replay import STRATEGIES, ReplayResult, format_table
+
+    assert main(["replay", "--help"]) == 0
+    out = capsys.readouterr().out
+    empty = ReplayResult([], {}, {}, usage_feedback=True)
+    header = format_table(empty).splitlines()[0]
+    columns = [c.strip() for c in header.strip("|").split("|")]
+    for name in [*STRATEGIES, *columns]:
+        term = name.split(" med")[0].split(" out")[0]  # "counter err med/p90"
+        assert term in out, term
