@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
-from langgraph.store.sqlite import SqliteStore
 
 from langchain_context_guard import ConfigError
 from langchain_context_guard.adapters._namespace import MAX_LABEL, encode_label
@@ -39,16 +37,6 @@ HOSTILE_IDS = [
     "%_*?[]\\",
     "langgraph",
 ]
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest) -> Iterator[BaseStore]:
-    if request.param == "memory":
-        yield InMemoryStore()
-        return
-    with SqliteStore.from_conn_string(":memory:") as sqlite:
-        sqlite.setup()
-        yield sqlite
 
 
 def _history(text: str) -> tuple[list[BaseMessage], list[BaseMessage]]:

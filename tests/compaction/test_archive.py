@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from types import FrameType
 from typing import Any
 
@@ -11,7 +10,6 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
-from langgraph.store.sqlite import SqliteStore
 
 from langchain_context_guard import ConfigError
 from langchain_context_guard.compaction import (
@@ -40,16 +38,6 @@ from tests.compaction._support import (
 
 GUARD = make_guard()
 SECRET = "the launch code is 7731-ALPHA"
-
-
-@pytest.fixture(params=["memory", "sqlite"])
-def store(request: pytest.FixtureRequest) -> Iterator[BaseStore]:
-    if request.param == "memory":
-        yield InMemoryStore()
-        return
-    with SqliteStore.from_conn_string(":memory:") as sqlite:
-        sqlite.setup()
-        yield sqlite
 
 
 def _config(thread: str | None = None, **more: Any) -> dict[str, Any]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -14,6 +15,8 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+
+from langchain_context_guard import ContextGuard
 
 
 def call(call_id: str, name: str = "bash", **args: Any) -> dict[str, Any]:
@@ -207,3 +210,34 @@ def transcripts(  # noqa: C901
     if draw(st.booleans()):
         out.append(ToolMessage("stray", tool_call_id="nobody", id="orphan"))
     return out
+
+
+POLICY_KNOBS: dict[str, Any] = {
+    "context_window": st.sampled_from([16_000, 20_000, 40_000]),
+    "reserve_tokens": st.sampled_from([1_000, 4_000]),
+    "compress_batch": st.sampled_from([1, 3, 8]),
+    "keep_recent_tool_results": st.sampled_from([0, 2, 6]),
+    "keep_recent_thinking": st.sampled_from([0, 1]),
+    "trim_step": st.sampled_from([0.0, 0.15, 0.5]),
+    "compress_trigger": st.sampled_from([0.0, 0.5]),
+    "tool_policies": st.sampled_from(
+        [
+            {},
+            {"bash": {"max_result_chars": 1_000}},
+            {"bash": {"never_compress": True}},
+            {"bash": {"max_result_chars": 500, "never_compress": True}},
+        ]
+    ),
+    "exclude_tools": st.sampled_from([(), ("bash",)]),
+    # The order-free pipeline; test_stable.py: the stable prefix.
+    "stable_prefix": st.just(False),
+}
+"""Policies the incremental and reference property tests draw from."""
+
+
+def fresh_like(guard: ContextGuard) -> ContextGuard:
+    """A new guard with ``guard``'s calibration memory but no previous call."""
+    fresh = ContextGuard(guard.policy, token_counter=guard.counter)
+    fresh._sent = OrderedDict(guard._sent)
+    fresh._ratios = dict(guard._ratios)
+    return fresh

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -35,7 +34,16 @@ from langchain_context_guard.replay._transcripts import (
     load_trajectories,
     shared_trajectory_dir,
 )
-from tests.engine._support import ai, call, lines, result, snapshot, transcripts
+from tests.engine._support import (
+    POLICY_KNOBS,
+    ai,
+    call,
+    fresh_like,
+    lines,
+    result,
+    snapshot,
+    transcripts,
+)
 
 SETTINGS = settings(
     max_examples=60,
@@ -44,33 +52,9 @@ SETTINGS = settings(
 )
 POLICIES = st.builds(
     GuardPolicy,
-    context_window=st.sampled_from([16_000, 20_000, 40_000]),
-    reserve_tokens=st.sampled_from([1_000, 4_000]),
-    compress_batch=st.sampled_from([1, 3, 8]),
-    keep_recent_tool_results=st.sampled_from([0, 2, 6]),
-    keep_recent_thinking=st.sampled_from([0, 1]),
-    trim_step=st.sampled_from([0.0, 0.15, 0.5]),
-    compress_trigger=st.sampled_from([0.0, 0.5]),
-    tool_policies=st.sampled_from(
-        [
-            {},
-            {"bash": {"max_result_chars": 1_000}},
-            {"bash": {"never_compress": True}},
-            {"bash": {"max_result_chars": 500, "never_compress": True}},
-        ]
-    ),
-    exclude_tools=st.sampled_from([(), ("bash",)]),
-    stable_prefix=st.just(False),  # the order-free pipeline; test_stable.py: the rest
+    **POLICY_KNOBS,
 )
 COUNTER = TiktokenCounter()
-
-
-def _fresh_like(guard: ContextGuard) -> ContextGuard:
-    """A new guard with ``guard``'s calibration memory but no previous call."""
-    fresh = ContextGuard(guard.policy, token_counter=guard.counter)
-    fresh._sent = OrderedDict(guard._sent)
-    fresh._ratios = dict(guard._ratios)
-    return fresh
 
 
 def _outcome(guard: ContextGuard, history: list[BaseMessage]) -> Any:
@@ -85,7 +69,7 @@ def _outcome(guard: ContextGuard, history: list[BaseMessage]) -> Any:
 
 
 def _same_as_fresh(guard: ContextGuard, history: list[BaseMessage]) -> None:
-    fresh = _fresh_like(guard)
+    fresh = fresh_like(guard)
     assert _outcome(guard, history) == _outcome(fresh, history)
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 import copy
 import itertools
 import os
-from collections import OrderedDict
 from typing import Any
 
 import pytest
@@ -34,7 +33,13 @@ from langchain_context_guard import (
 )
 from langchain_context_guard.engine import reference_prepare
 from langchain_context_guard.replay import load_trajectories, shared_trajectory_dir
-from tests.engine._support import agent_history, snapshot, transcripts
+from tests.engine._support import (
+    POLICY_KNOBS,
+    agent_history,
+    fresh_like,
+    snapshot,
+    transcripts,
+)
 
 EXAMPLES = int(os.environ.get("CONTEXT_GUARD_REFERENCE_EXAMPLES", "40"))
 SETTINGS = settings(
@@ -44,36 +49,12 @@ SETTINGS = settings(
 )
 POLICIES = st.builds(
     GuardPolicy,
-    context_window=st.sampled_from([16_000, 20_000, 40_000]),
-    reserve_tokens=st.sampled_from([1_000, 4_000]),
-    compress_batch=st.sampled_from([1, 3, 8]),
-    keep_recent_tool_results=st.sampled_from([0, 2, 6]),
-    keep_recent_thinking=st.sampled_from([0, 1]),
-    trim_step=st.sampled_from([0.0, 0.15, 0.5]),
-    compress_trigger=st.sampled_from([0.0, 0.5]),
-    tool_policies=st.sampled_from(
-        [
-            {},
-            {"bash": {"max_result_chars": 1_000}},
-            {"bash": {"never_compress": True}},
-            {"bash": {"max_result_chars": 500, "never_compress": True}},
-        ]
-    ),
-    exclude_tools=st.sampled_from([(), ("bash",)]),
+    **POLICY_KNOBS,
     compress_assistant_text=st.booleans(),
     digest=st.booleans(),
     max_chars_per_message=st.sampled_from([None, 3_000]),
-    stable_prefix=st.just(False),
 )
 COUNTER = TiktokenCounter()
-
-
-def _reference_guard(guard: ContextGuard) -> ContextGuard:
-    """A guard with ``guard``'s policy and calibration memory, no previous call."""
-    fresh = ContextGuard(guard.policy, token_counter=guard.counter)
-    fresh._sent = OrderedDict(guard._sent)
-    fresh._ratios = dict(guard._ratios)
-    return fresh
 
 
 def _outcome(send: Any) -> Any:
@@ -85,7 +66,7 @@ def _outcome(send: Any) -> Any:
 
 def assert_reference(guard: ContextGuard, history: list[BaseMessage]) -> None:
     """``guard.prepare(history)`` sends exactly what the reference gives."""
-    reference = _reference_guard(guard)
+    reference = fresh_like(guard)
     expected = _outcome(lambda: reference_prepare(reference, history))
     assert _outcome(lambda: guard.prepare(history).messages) == expected
 
