@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
@@ -21,17 +21,7 @@ Category = Literal[
     "notes",
     "images",
 ]
-CATEGORIES: tuple[Category, ...] = (
-    "system",
-    "tools",
-    "user",
-    "assistant",
-    "tool_calls",
-    "tool_results",
-    "reasoning",
-    "notes",
-    "images",
-)
+CATEGORIES: tuple[Category, ...] = get_args(Category)
 """The categories, in the order they are reported."""
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage
@@ -28,8 +27,9 @@ from .incremental._trim_step import message_costs, trim_step
 from .passes._bound_thinking import drop_stale_thinking
 from .passes._compress import (
     compress_floor,
-    compress_message,
     compress_old_tool_results,
+    compressor,
+    squeezer,
 )
 from .passes._hygiene import enforce_provider_hygiene, history_start
 from .passes._provider_compaction import drop_before_compaction
@@ -193,18 +193,6 @@ def _tokens(
     )
 
 
-def _compressor(setting: Setting) -> Any:
-    policy = setting.policy
-    return partial(
-        compress_message,
-        min_chars=compress_floor(policy, setting.window),
-        head_lines=policy.compress_head_lines,
-        tail_lines=policy.compress_tail_lines,
-        name_source=policy.archived_results,
-        keep_whole=whole_tools(policy),
-    )
-
-
 def _hygiene_extra(
     history: Sequence[BaseMessage], setting: Setting, opened: bool
 ) -> int:
@@ -265,7 +253,7 @@ def _trim(
     s, p, count = setting, setting.policy, setting.count
     gauge = s.gauge
     cut_budget = s.budget - s.digest
-    compress = _compressor(setting)
+    compress = compressor(p, s.window)
     twins: dict[str, int] = {}
     costs = [
         message_costs(truncated, i, count, compress, p.compress_assistant_text, twins)
@@ -290,17 +278,7 @@ def _trim(
         window=s.window,
         measure=measure,
         cost=lambda m: gauge.cost(count(m)),
-        squeeze=partial(
-            compress_old_tool_results,
-            keep_recent=p.keep_recent_tool_results,
-            min_chars=compress_floor(p, s.window),
-            head_lines=p.compress_head_lines,
-            tail_lines=p.compress_tail_lines,
-            batch=1,
-            name_source=p.archived_results,
-            assistant=p.compress_assistant_text,
-            keep_whole=whole_tools(p),
-        ),
+        squeeze=squeezer(p, s.window),
         count=count,
         source_tokens=sum(map(count, history)),
         cut_room=gauge.room(cut_budget) if s.digest else None,

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from hypothesis import strategies as st
@@ -16,7 +17,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_guard import ContextGuard
+from langchain_context_guard import BudgetExceededError, ContextGuard
 
 
 def call(call_id: str, name: str = "bash", **args: Any) -> dict[str, Any]:
@@ -241,3 +242,29 @@ def fresh_like(guard: ContextGuard) -> ContextGuard:
     fresh._sent = OrderedDict(guard._sent)
     fresh._ratios = dict(guard._ratios)
     return fresh
+
+
+def live_usage(
+    history: list[BaseMessage],
+    guard: ContextGuard,
+    ratios: list[float],
+    check: Callable[[ContextGuard, list[BaseMessage]], None],
+) -> list[BaseMessage]:
+    """Grow ``history`` call by call as an agent records it: each reply carries the
+    usage of the prompt the guard sent before it (a ratio x the guard's count, the
+    ratios taken in turn); ``check(guard, history so far)`` runs before each call."""
+    lived: list[BaseMessage] = []
+    turns = itertools.cycle(ratios)
+    for message in history:
+        if isinstance(message, AIMessage):
+            check(guard, lived)
+            try:
+                sent = guard.prepare(lived).messages
+            except BudgetExceededError:
+                sent = lived
+            ours = sum(map(guard.counter.count_message, sent))
+            usage = {"input_tokens": int(ours * next(turns)), "output_tokens": 20}
+            usage["total_tokens"] = usage["input_tokens"] + 20
+            message = message.model_copy(update={"usage_metadata": usage})
+        lived.append(message)
+    return lived

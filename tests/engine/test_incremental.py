@@ -40,6 +40,7 @@ from tests.engine._support import (
     call,
     fresh_like,
     lines,
+    live_usage,
     result,
     snapshot,
     transcripts,
@@ -98,29 +99,6 @@ def _agent(steps: int, *, seed: int = 0) -> list[BaseMessage]:
     return history
 
 
-def _with_live_usage(
-    history: list[BaseMessage], guard: ContextGuard, ratios: list[float]
-) -> list[BaseMessage]:
-    """Grow ``history`` call by call as an agent records it: each reply carries the
-    usage of the prompt the guard sent before it (a ratio x our count, the ratios
-    taken in turn)."""
-    lived: list[BaseMessage] = []
-    turns = itertools.cycle(ratios)
-    for message in history:
-        if isinstance(message, AIMessage):
-            _same_as_fresh(guard, lived)
-            try:
-                sent = guard.prepare(lived).messages
-            except BudgetExceededError:
-                sent = lived
-            ours = sum(map(COUNTER.count_message, sent))
-            usage = {"input_tokens": int(ours * next(turns)), "output_tokens": 20}
-            usage["total_tokens"] = usage["input_tokens"] + 20
-            message = message.model_copy(update={"usage_metadata": usage})
-        lived.append(message)
-    return lived
-
-
 @pytest.mark.parametrize(
     "ratios",
     [[1.0], [1.15], [1.05, 1.3, 1.0, 1.2]],
@@ -140,7 +118,7 @@ def test_live_agent_with_usage_matches_a_fresh_guard_call_by_call(ratios, option
         stable_prefix=False, context_window=16_000, reserve_tokens=2_000, **options
     )
     guard = ContextGuard(policy, token_counter=COUNTER)
-    _with_live_usage(_agent(60), guard, ratios)
+    live_usage(_agent(60), guard, ratios, _same_as_fresh)
 
 
 THINK = {"type": "thinking", "thinking": "Let me think. " * 40, "signature": "c2ln"}

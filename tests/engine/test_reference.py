@@ -16,14 +16,13 @@ a smaller one).
 from __future__ import annotations
 
 import copy
-import itertools
 import os
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 
 from langchain_context_guard import (
     BudgetExceededError,
@@ -37,6 +36,7 @@ from tests.engine._support import (
     POLICY_KNOBS,
     agent_history,
     fresh_like,
+    live_usage,
     snapshot,
     transcripts,
 )
@@ -92,32 +92,11 @@ def test_prepare_is_the_reference_on_histories_rebuilt_from_a_checkpoint(
         assert_reference(guard, rebuilt)
 
 
-def _with_usage(
-    history: list[BaseMessage], guard: ContextGuard, ratios: list[float]
-) -> None:
-    """Grow ``history`` as an agent records it, each reply carrying the usage of
-    the prompt sent before it; check every call against the reference."""
-    lived: list[BaseMessage] = []
-    turns = itertools.cycle(ratios)
-    for message in history:
-        if isinstance(message, AIMessage):
-            assert_reference(guard, lived)
-            try:
-                sent = guard.prepare(lived).messages
-            except BudgetExceededError:
-                sent = lived
-            ours = sum(map(COUNTER.count_message, sent))
-            usage = {"input_tokens": int(ours * next(turns)), "output_tokens": 20}
-            usage["total_tokens"] = usage["input_tokens"] + 20
-            message = message.model_copy(update={"usage_metadata": usage})
-        lived.append(message)
-
-
 @pytest.mark.parametrize("ratios", [[1.0], [1.15], [1.05, 1.3, 1.0]])
 def test_prepare_is_the_reference_for_an_agent_with_live_usage(ratios):
     policy = GuardPolicy(stable_prefix=False, context_window=16_000)
     guard = ContextGuard(policy, token_counter=COUNTER)
-    _with_usage(agent_history(60), guard, ratios)
+    live_usage(agent_history(60), guard, ratios, assert_reference)
 
 
 def _trajectories() -> list[list[BaseMessage]]:

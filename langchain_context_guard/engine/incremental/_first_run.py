@@ -17,14 +17,12 @@ compress for all its runs (``rewriters``), their results by identity.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from functools import partial
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._policy import GuardPolicy
-from .._tool_policy import whole_tools
-from ..passes._compress import compress_floor, compress_message
+from ..passes._compress import compressor
 from ..passes._truncate import truncator
 
 Count = Callable[[BaseMessage], int]
@@ -76,14 +74,7 @@ def _once(rewrite: Callable[[BaseMessage], R]) -> Callable[[BaseMessage], R]:
 
 def _rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
     truncate = truncator(policy, policy.budget(window), count)
-    compress = partial(
-        compress_message,
-        min_chars=compress_floor(policy, window),
-        head_lines=policy.compress_head_lines,
-        tail_lines=policy.compress_tail_lines,
-        name_source=policy.archived_results,
-        keep_whole=whole_tools(policy),
-    )
+    compress = compressor(policy, window)
     return truncate, compress
 
 

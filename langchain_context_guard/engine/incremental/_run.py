@@ -15,11 +15,7 @@ from functools import partial
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
-from .._tool_policy import whole_tools
-from ..passes._compress import (
-    compress_floor,
-    compress_old_tool_results,
-)
+from ..passes._compress import squeezer
 from ..passes._hygiene import history_start, tidy_message
 from ..passes._sanitize import clean_message
 from ..passes._trim_sizes import Costs
@@ -307,17 +303,7 @@ class Run:
             window=s.window,
             measure=self.measure,
             cost=lambda m: gauge.cost(s.count(m)),
-            squeeze=partial(
-                compress_old_tool_results,
-                keep_recent=keep,
-                min_chars=compress_floor(p, s.window),
-                head_lines=p.compress_head_lines,
-                tail_lines=p.compress_tail_lines,
-                batch=1,
-                name_source=p.archived_results,
-                assistant=p.compress_assistant_text,
-                keep_whole=whole_tools(p),
-            ),
+            squeeze=squeezer(p, s.window),
             count=s.count,
             source_tokens=self.body,
             cut_room=cut_room,

@@ -8,14 +8,15 @@ most of the names an agent uses again, for a fraction of the tokens.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import marker, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
-from .._tool_policy import tool_name
+from .._tool_policy import tool_name, whole_tools
 from ._text import compress_lines
 
 
@@ -66,6 +67,41 @@ def compress_floor(policy: GuardPolicy, window: int) -> int:
     """Characters at or below which an old message stays whole, for a window."""
     share = policy.compress_min_share * policy.budget(window)
     return max(policy.compress_min_chars, round(share * policy.chars_per_token))
+
+
+def compressor(
+    policy: GuardPolicy, window: int
+) -> Callable[[BaseMessage], BaseMessage]:
+    """``compress_message`` with a policy's settings for a window."""
+    return partial(
+        compress_message,
+        min_chars=compress_floor(policy, window),
+        head_lines=policy.compress_head_lines,
+        tail_lines=policy.compress_tail_lines,
+        name_source=policy.archived_results,
+        keep_whole=whole_tools(policy),
+    )
+
+
+def squeezer(
+    policy: GuardPolicy, window: int
+) -> Callable[[list[BaseMessage]], list[BaseMessage]]:
+    """What a cut squeezes its kept messages with: every old result compressed.
+
+    ``compress_old_tool_results`` with a policy's settings and batches of one,
+    so the newest ``keep_recent_tool_results`` stay whole and nothing else does.
+    """
+    return partial(
+        compress_old_tool_results,
+        keep_recent=policy.keep_recent_tool_results,
+        min_chars=compress_floor(policy, window),
+        head_lines=policy.compress_head_lines,
+        tail_lines=policy.compress_tail_lines,
+        batch=1,
+        name_source=policy.archived_results,
+        assistant=policy.compress_assistant_text,
+        keep_whole=whole_tools(policy),
+    )
 
 
 def compress_boundary(results: int, keep_recent: int, batch: int) -> int:
