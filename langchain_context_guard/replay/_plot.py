@@ -5,7 +5,7 @@ matplotlib (the ``plot`` extra) is imported only when a plot is drawn.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,10 +14,14 @@ if TYPE_CHECKING:
 
 
 def plot_replay(result: ReplayResult, path: str | Path) -> Path:
-    """Plot context per call of the largest transcript and cumulative billed input.
+    """Plot, per window: context per call, cumulative billed input, the trade-off.
 
-    One row per window. Needs matplotlib (the ``plot`` extra); draws on an Agg
-    canvas without touching pyplot's global backend.
+    One row per window: the context each strategy sends per call on the
+    transcript where sending everything peaks (named in the title), the
+    cumulative billed input over all transcripts, and billed input against
+    content evidence (``plot_tradeoff``'s panel); one colour per strategy.
+    Needs matplotlib (the ``plot`` extra); draws on an Agg canvas without
+    touching pyplot's global backend.
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -32,29 +36,37 @@ def plot_replay(result: ReplayResult, path: str | Path) -> Path:
         key=lambda i: max(none[0].tokens[offsets[i] : offsets[i + 1]], default=0),
     )
     windows = list(dict.fromkeys(t.window for t in result.tallies))
-    fig = Figure(figsize=(13, 3.8 * len(windows)))
+    colours = _colours(t.strategy for t in result.tallies)
+    rows = result.rows()
+    fig = Figure(figsize=(19, 4.2 * len(windows)))
     FigureCanvasAgg(fig)
-    axes = fig.subplots(len(windows), 2, squeeze=False)
+    axes = fig.subplots(len(windows), 3, squeeze=False)
     for row, window in enumerate(windows):
-        left, right = axes[row]
+        left, middle, right = axes[row]
         for t in (t for t in result.tallies if t.window == window):
+            style = {"label": t.strategy, "color": colours[t.strategy]}
             series = t.tokens[offsets[peak] : offsets[peak + 1]]
-            left.plot(range(1, len(series) + 1), series, label=t.strategy)
+            left.plot(range(1, len(series) + 1), series, **style)
             cumulative, total = [], 0.0
             for b in t.billed:
                 total += b
                 cumulative.append(total / 1e6)
-            right.plot(cumulative, label=t.strategy)
+            middle.plot(cumulative, **style)
             budget = t.window - t.reserve
         left.axhline(budget, color="grey", linestyle="--", label="budget")
-        left.set_title(f"{window // 1000}k window: context per call ({names[peak]})")
+        left.set_title(
+            f"{window // 1000}k: context per call of {names[peak]}\n"
+            "(the transcript where sending everything peaks)",
+            fontsize=9,
+        )
         left.set_xlabel("model call")
         left.set_ylabel("prompt tokens")
-        right.set_title(f"{window // 1000}k window: cumulative billed input")
-        right.set_xlabel("model call (all transcripts)")
-        right.set_ylabel("million tokens")
+        middle.set_title(f"{window // 1000}k: cumulative billed input", fontsize=9)
+        middle.set_xlabel("model call (all transcripts)")
+        middle.set_ylabel("million tokens")
         left.legend(fontsize=7)
-        right.legend(fontsize=7)
+        middle.legend(fontsize=7)
+        _tradeoff_panel(right, rows, window, colours)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=100)
@@ -80,26 +92,49 @@ def plot_tradeoff(
     FigureCanvasAgg(fig)
     axes = fig.subplots(1, len(windows), squeeze=False)[0]
     for ax, window in zip(axes, windows, strict=True):
-        for r in rows:
-            if r["window"] != window or r["content_evidence_pct"] is None:
-                continue
-            x, y = r["billed_vs_none"], r["content_evidence_pct"]
-            name = str(r["strategy"])
-            ours = name.startswith("guard") or "=" in name or name == "compaction"
-            ax.scatter(
-                [x],
-                [y],
-                marker="o" if ours else "s",
-                facecolors="none" if r["over_budget"] else None,
-                edgecolors="C0" if ours else "C3",
-                color="C0" if ours else "C3",
-            )
-            ax.annotate(str(r["strategy"]), (x, y), fontsize=6, alpha=0.8)
-        ax.set_title(f"{window // 1000}k window: content evidence vs billed input")
-        ax.set_xlabel("billed input vs no guard")
-        ax.set_ylabel("content evidence kept (%)")
-        ax.grid(alpha=0.3)
+        _tradeoff_panel(ax, rows, window)
     fig.tight_layout()
     out = Path(path)
     fig.savefig(out, dpi=100)
     return out
+
+
+def _colours(strategies: Iterable[str]) -> dict[str, str]:
+    """One distinct colour per strategy, the same in every panel."""
+    names = list(dict.fromkeys(strategies))
+    return {name: f"C{i % 10}" for i, name in enumerate(names)}
+
+
+def _tradeoff_panel(
+    ax: Any,
+    rows: Sequence[Mapping[str, Any]],
+    window: int,
+    colours: Mapping[str, str] | None = None,
+) -> None:
+    """Billed input against content evidence at ``window``, a point per strategy.
+
+    Up and to the left is better. Ours (guard strategies and settings) are
+    circles, others squares; hollow markers went over budget on some call.
+    """
+    for r in rows:
+        if r["window"] != window or r["content_evidence_pct"] is None:
+            continue
+        x, y = r["billed_vs_none"], r["content_evidence_pct"]
+        name = str(r["strategy"])
+        ours = name.startswith("guard") or "=" in name or name == "compaction"
+        colour = (colours or {}).get(name, "C0" if ours else "C3")
+        ax.scatter(
+            [x],
+            [y],
+            marker="o" if ours else "s",
+            facecolors="none" if r["over_budget"] else colour,
+            edgecolors=colour,
+        )
+        ax.annotate(name, (x, y), fontsize=6, alpha=0.8)
+    ax.set_title(
+        f"{window // 1000}k: content evidence vs billed input (up-left is better)",
+        fontsize=9,
+    )
+    ax.set_xlabel("billed input vs no guard")
+    ax.set_ylabel("content evidence kept (%)")
+    ax.grid(alpha=0.3)
