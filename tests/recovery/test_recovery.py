@@ -193,8 +193,10 @@ def test_batch_recovers_each_input(msgs: list[BaseMessage]) -> None:
     replies = wrapped.batch([msgs, msgs[:4], msgs])
     assert [r.content for r in replies] == ["done"] * 3
     over = [tokens for tokens in model.calls if tokens > LIMIT]
-    assert len(over) == 2
-    assert len(model.calls) == 5
+    # The inputs run in threads on one guard: the second full input overflows
+    # too, unless the first has taught the guard the limit before it is sent.
+    assert 1 <= len(over) <= 2
+    assert len(model.calls) == 3 + len(over)  # each overflow retried once
 
 
 def test_stream_retries_before_the_first_chunk(msgs: list[BaseMessage]) -> None:
