@@ -19,12 +19,14 @@ from ..engine import ContextGuardError
 from ..replay import (
     STRATEGIES,
     WINDOWS,
+    GapModel,
     TranscriptError,
     available_strategies,
     format_table,
     load_paths,
     plot_replay,
     replay,
+    seconds,
 )
 from ._args import OneLineParser, output_arg, positive_arg, window_arg
 
@@ -90,6 +92,20 @@ def _option(text: str) -> tuple[str, Any]:
         return key.strip(), value
 
 
+def _duration(text: str) -> float:
+    try:
+        return seconds(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _gaps(text: str) -> GapModel:
+    try:
+        return GapModel.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _parser() -> argparse.ArgumentParser:
     p = OneLineParser(
         prog="context-guard replay",
@@ -133,6 +149,28 @@ def _parser() -> argparse.ArgumentParser:
         "--limit", type=positive_arg, help="replay only the first N transcripts"
     )
     p.add_argument(
+        "--cache-ttl",
+        type=_duration,
+        metavar="DURATION",
+        help="the provider's prompt-cache lifetime, e.g. 5m: a call coming later "
+        "than that after the previous one is billed uncached (default: never expires)",
+    )
+    p.add_argument(
+        "--gap-model",
+        type=_gaps,
+        default=GapModel(),
+        metavar="MODEL",
+        help="how calls are timed: 'real' (the transcripts' timestamps, else 10 s "
+        "apart) or 'pauses:SHARE:DURATION', which adds a pause before that share of "
+        "calls, seeded (default: real)",
+    )
+    p.add_argument(
+        "--halves",
+        action="store_true",
+        help="also replay the first and the last half of the transcripts (by "
+        "name) on their own and print a table for each",
+    )
+    p.add_argument(
         "--recorded-usage",
         action="store_true",
         help="keep the recorded reply usage instead of the usage of what was sent",
@@ -162,15 +200,8 @@ def main_replay(argv: list[str] | None = None) -> int:
             raise TranscriptError(
                 f"no transcripts found in {', '.join(map(str, paths))}"
             )
-        result = replay(
-            transcripts,
-            windows=args.window or WINDOWS,
-            strategies=args.strategy or available_strategies(),
-            reserve=args.reserve,
-            guard_variants={"guard": dict(args.guard_option)},
-            usage_feedback=not args.recorded_usage,
-            progress=not args.quiet and err.isatty(),
-        )
+        result = _run(args, transcripts)
+        halves = _halves(args, transcripts) if args.halves else []
     except (TranscriptError, ContextGuardError, ValueError) as exc:
         print(f"context-guard replay: error: {exc}", file=err)
         return 2
@@ -182,12 +213,57 @@ def main_replay(argv: list[str] | None = None) -> int:
         )
         return 2
     print(format_table(result))
+    _print_expired(result)
+    for title, half in halves:
+        print(f"\n{title}\n\n{format_table(half)}")
     try:
         _write(args, argv, result)
     except _WriteError as exc:
         print(f"context-guard replay: error: {exc}", file=err)
         return 2
     return 0
+
+
+def _run(args: argparse.Namespace, transcripts: dict[str, Any]) -> Any:
+    """The replay the flags ask for, over ``transcripts``."""
+    return replay(
+        transcripts,
+        windows=args.window or WINDOWS,
+        strategies=args.strategy or available_strategies(),
+        reserve=args.reserve,
+        guard_variants={"guard": dict(args.guard_option)},
+        usage_feedback=not args.recorded_usage,
+        progress=not args.quiet and sys.stderr.isatty(),
+        cache_ttl=args.cache_ttl,
+        gaps=args.gap_model,
+    )
+
+
+def _halves(args: argparse.Namespace, transcripts: dict[str, Any]) -> list[Any]:
+    """The first and the last half of the transcripts by name, each replayed."""
+    names = sorted(transcripts)
+    cut = len(names) // 2
+    parts = [("first", names[:cut]), ("last", names[cut:])]
+    return [
+        (
+            f"{which} {len(part)} transcripts ({part[0]} .. {part[-1]})",
+            _run(args, {n: transcripts[n] for n in part}),
+        )
+        for which, part in parts
+        if part
+    ]
+
+
+def _print_expired(result: Any) -> None:
+    """With a cache lifetime: how many calls found the cache expired."""
+    if result.cache_ttl is None or not result.tallies:
+        return
+    tally = result.tallies[0]
+    print(
+        f"\ncache ttl {result.cache_ttl:g} s, calls timed by {result.gaps}: "
+        f"{tally.expired:,} of {len(tally.tokens):,} calls came after the cache "
+        "expired (billed uncached, for every strategy)"
+    )
 
 
 class _WriteError(Exception):

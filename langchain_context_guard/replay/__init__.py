@@ -125,6 +125,12 @@ if TYPE_CHECKING:
     from ._strategies import (
         make_strategies as make_strategies,
     )
+    from ._timing import (
+        GapModel as GapModel,
+    )
+    from ._timing import (
+        seconds as seconds,
+    )
     from ._transcripts import (
         TRAJECTORIES_ENV_VAR,
         TranscriptError,
@@ -148,6 +154,7 @@ __getattr__ = lazy_getattr(
         "STRATEGIES": "._strategies",
         "WINDOWS": "._loop",
         "ContextEditing": "._strategies",
+        "GapModel": "._timing",
         "Guard": "._strategies",
         "GuardCompaction": "._strategies",
         "Needle": "._needles",
@@ -177,6 +184,7 @@ __getattr__ = lazy_getattr(
         "plot_replay": "._plot",
         "plot_tradeoff": "._plot",
         "replay": "._loop",
+        "seconds": "._timing",
         "strip_notes": "._metrics",
         "tool_pairing_errors": "._metrics",
         "TRAJECTORIES_ENV_VAR": "._transcripts",
@@ -198,6 +206,7 @@ __all__ = [
     "TRAJECTORIES_ENV_VAR",
     "WINDOWS",
     "ContextEditing",
+    "GapModel",
     "Guard",
     "GuardCompaction",
     "Needle",
@@ -231,6 +240,7 @@ __all__ = [
     "plot_tradeoff",
     "provider_prompt_tokens",
     "replay",
+    "seconds",
     "shared_trajectory_dir",
     "strip_notes",
     "tool_pairing_errors",

@@ -37,6 +37,7 @@ from ._strategies import (
     default_reserve,
     make_strategies,
 )
+from ._timing import GapModel, call_times, expired
 
 WINDOWS = (16_000, 32_000, 128_000)
 """Windows the benchmark replays at by default."""
@@ -134,6 +135,10 @@ class _Call:
     earlier: dict[str, str]
     """Identifiers of the action seen earlier, each with the line it first was in."""
     needles: tuple[Needle, ...]
+    at: float
+    """When the call is made, in seconds (``_timing``)."""
+    cold: bool
+    """It comes after the provider's cache expired: nothing is billed as cached."""
 
 
 def _first_lines(text: str) -> dict[str, str]:
@@ -145,18 +150,32 @@ def _first_lines(text: str) -> dict[str, str]:
     return out
 
 
+class _Clock(NamedTuple):
+    """How the replay times its calls: the cache's lifetime and the gaps."""
+
+    ttl: float | None
+    gaps: GapModel
+
+
 def _plan(
+    name: str,
     messages: list[BaseMessage],
     measure: _Measure,
     counter: TiktokenCounter,
     errors: dict[str, list[float]],
+    clock: _Clock,
 ) -> list[_Call]:
-    """Each call's provider scale, the earlier evidence its action used, needles."""
+    """Each call's provider scale, the earlier evidence its action used, needles.
+
+    And its time, and whether the provider's cache expired before it.
+    """
     seen: dict[str, str] = {}
     plan: list[_Call] = []
     upto, scale = 0, 1.0
     calls = [k for k, m in enumerate(messages) if isinstance(m, AIMessage)]
     asked = ask_plan(messages, calls)
+    times = call_times(name, messages, calls, clock.gaps)
+    cold = expired(times, clock.ttl)
     for n, k in enumerate(calls):
         reply = messages[k]
         for m in messages[upto:k]:
@@ -176,7 +195,7 @@ def _plan(
         assert isinstance(reply, AIMessage)
         action = " ".join(str(c["args"].get("command", "")) for c in reply.tool_calls)
         earlier = {n: seen[n] for n in identifiers(action) if n in seen}
-        plan.append(_Call(k, scale, earlier, tuple(asked[n])))
+        plan.append(_Call(k, scale, earlier, tuple(asked[n]), times[n], cold[n]))
     return plan
 
 
@@ -199,7 +218,7 @@ def _replay_one(
         start = time.perf_counter()
         failed = False
         try:
-            sent, extra, output = strategy.prompt(history)
+            sent, extra, output = strategy.prompt(history, call.at)
         except Exception:  # the agent's call fails: count it, send the history
             sent, extra, output, failed = history, 0, 0, True
         tally.errors += failed
@@ -208,13 +227,14 @@ def _replay_one(
         tokens = [float(i.tokens) for i in infos] + [float(REPLY_OVERHEAD)]
         keys = [i.key for i in infos]
         size = call.scale * sum(tokens)
-        cached = cached_prefix(previous, keys)
+        cached = 0 if call.cold else cached_prefix(previous, keys)
         previous = keys
         tally.tokens.append(size)
         tally.spent.append(call.scale * extra)
         tally.output.append(call.scale * output)
         tally.billed.append(call.scale * (billed_input(tokens, cached) + extra))
         tally.over_budget += failed or size > budget
+        tally.expired += call.cold
         tally.bad_pairing += bool(tool_pairing_errors(sent))
         tally.task_missing += task is not None and not _has_task(task, keys, sent)
         _score(tally, call, sent, infos, history_ids)
@@ -302,8 +322,18 @@ def replay(
     guard_variants: dict[str, dict[str, Any]] | None = None,
     usage_feedback: bool = True,
     progress: bool = False,
+    cache_ttl: float | None = None,
+    gaps: GapModel | None = None,
 ) -> ReplayResult:
-    """Replay every transcript call by call under each window and strategy."""
+    """Replay every transcript call by call under each window and strategy.
+
+    ``cache_ttl``: the provider's cache lifetime in seconds; a call coming later
+    than that after the previous one is billed with no cached prefix, for every
+    strategy. The calls are timed by the transcripts' timestamps, else by
+    ``gaps`` (``_timing.GapModel``), which may also add long pauses. Each call's
+    time is passed to the guards as ``prepare(now=...)``.
+    """
+    clock = _Clock(cache_ttl, gaps or GapModel())
     counter = TiktokenCounter()
     measure = _Measure(counter)
     setups = []
@@ -322,11 +352,18 @@ def replay(
     with _quiet_guard_log():
         for name, raw in transcripts.items():
             messages = _with_provider(raw)
-            plan = _plan(messages, measure, counter, errors)
+            plan = _plan(name, messages, measure, counter, errors, clock)
             calls[name] = len(plan)
             for strategy, tally in setups:
                 _replay_one(strategy, tally, messages, plan, measure, usage_feedback)
                 bar.update(len(plan))
             measure.by_id.clear()
     bar.close()
-    return ReplayResult([t for _, t in setups], errors, calls, usage_feedback)
+    return ReplayResult(
+        [t for _, t in setups],
+        errors,
+        calls,
+        usage_feedback,
+        cache_ttl=cache_ttl,
+        gaps=clock.gaps.name,
+    )

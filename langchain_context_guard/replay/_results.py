@@ -30,6 +30,8 @@ class Tally:
     """... whose first line in the history is still sent verbatim from it."""
     needles_asked: int = 0
     needles_found: int = 0
+    expired: int = 0
+    """Calls that came after the provider's cache expired (billed uncached)."""
     tokens: list[float] = field(default_factory=list)
     billed: list[float] = field(default_factory=list)
     spent: list[float] = field(default_factory=list)
@@ -76,6 +78,7 @@ class Tally:
             "needles_asked": self.needles_asked,
             "needles_found": self.needles_found,
             "needle_pct": _share(self.needles_found, self.needles_asked),
+            "expired_calls": self.expired,
             "overhead_ms_median": round(statistics.median(self.overhead_ms or [0]), 3),
             "counter": self.counter or None,
             "counter_median_error_pct": _pct(percentile(errs, 0.5)) if errs else None,
@@ -99,6 +102,10 @@ class ReplayResult:
     counter_errors: dict[str, list[float]]
     calls_per_transcript: dict[str, int]
     usage_feedback: bool
+    cache_ttl: float | None = None
+    """The provider's cache lifetime the bills assumed (None: never expires)."""
+    gaps: str = "real"
+    """How the calls were timed (``_timing.GapModel.name``)."""
 
     def rows(self) -> list[dict[str, Any]]:
         """One summary dict per (window, strategy), in replay order."""
@@ -115,6 +122,8 @@ class ReplayResult:
             "cache_rate": CACHE_RATE,
             "output_rate": OUTPUT_RATE,
             "usage_feedback": self.usage_feedback,
+            "cache_ttl": self.cache_ttl,
+            "gaps": self.gaps,
             "results": self.rows(),
             "counters": [
                 {

@@ -115,8 +115,8 @@ class Strategy:
     def start(self) -> None:
         """Forget the previous transcript."""
 
-    def prompt(self, history: list[BaseMessage]) -> Prompt:
-        """The messages sent for a call whose history is ``history``."""
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        """The messages sent for a call on ``history``, made at ``now`` (seconds)."""
         return history, 0, 0
 
 
@@ -128,7 +128,7 @@ class TrimMessages(Strategy):
     def __init__(self, budget: int) -> None:
         self.budget = budget
 
-    def prompt(self, history: list[BaseMessage]) -> Prompt:
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         """Keep the last ``budget`` tokens, starting on a human message."""
         sent = trim_messages(
             history,
@@ -165,7 +165,7 @@ class StickyCut(Strategy):
         """Forget the cut."""
         self.cut, self.ratio, self.last = 0, 1.0, 0
 
-    def prompt(self, history: list[BaseMessage]) -> Prompt:
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         """The head plus ``history[cut:]``, the cut moved forward if over budget."""
         head = [m for m in history[:2] if not isinstance(m, (AIMessage, ToolMessage))]
         usage = next(
@@ -214,7 +214,7 @@ class Summarization(Strategy):
         self.state: list[Any] = []
         self.seen = 0
 
-    def prompt(self, history: list[BaseMessage]) -> Prompt:
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         """Append the new messages to the state, run ``before_model``, send state."""
         from langgraph.graph.message import add_messages
 
@@ -246,7 +246,7 @@ class ContextEditing(Strategy):
         edit = ClearToolUsesEdit(trigger=window // 2, keep=3)
         self.middleware: Any = ContextEditingMiddleware(edits=[edit])
 
-    def prompt(self, history: list[BaseMessage]) -> Prompt:
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         """Run ``wrap_model_call`` and capture the request it hands the model."""
         from langchain.agents.middleware.types import ModelRequest, ModelResponse
 
@@ -277,9 +277,9 @@ class Guard(Strategy):
         self.name = name
         self.counter = "tiktoken+usage" if policy.usage_anchoring else "tiktoken"
 
-    def prompt(self, history: list[BaseMessage]) -> Prompt:
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         """Send what the guard prepares."""
-        return self.guard.prepare(history).messages, 0, 0
+        return self.guard.prepare(history, now=now).messages, 0, 0
 
 
 class GuardCompaction(Strategy):
@@ -310,7 +310,7 @@ class GuardCompaction(Strategy):
         self.state: list[BaseMessage] = []
         self.seen = 0
 
-    def prompt(self, history: list[BaseMessage]) -> Prompt:
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         """Append the new messages, compact if due, and prepare the state."""
         self.state = [*self.state, *history[self.seen :]]
         self.seen = len(history)
@@ -318,7 +318,7 @@ class GuardCompaction(Strategy):
             with contextlib.suppress(ContextGuardError):
                 self.state = self.compactor.compact(self.state).messages
         spent = self.model.take_spent(self._text_tokens)
-        return self.compactor.guard.prepare(self.state).messages, *spent
+        return self.compactor.guard.prepare(self.state, now=now).messages, *spent
 
 
 def _split_system(

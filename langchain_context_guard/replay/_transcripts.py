@@ -91,10 +91,16 @@ def _assistant(k: int, content: str, extra: object) -> AIMessage:
     response = extra.get("response") if isinstance(extra, Mapping) else None
     usage = response.get("usage") if isinstance(response, Mapping) else None
     kwargs: dict[str, Any] = {}
+    meta: dict[str, Any] = {}
     if isinstance(usage, Mapping):
         kwargs["usage_metadata"] = _usage(usage)
         if usage.get("prompt_tokens") is not None:
-            kwargs["response_metadata"] = {"prompt_tokens": int(usage["prompt_tokens"])}
+            meta["prompt_tokens"] = int(usage["prompt_tokens"])
+    created = response.get("created") if isinstance(response, Mapping) else None
+    if type(created) in (int, float):
+        meta["created"] = created  # when the call was answered (the replay's clock)
+    if meta:
+        kwargs["response_metadata"] = meta
     command = _bash_command(content)
     if command is not None:
         call = {"name": "bash", "args": {"command": command}, "id": f"call_{k}"}

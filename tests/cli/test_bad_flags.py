@@ -42,6 +42,11 @@ def chat(tmp_path: Path) -> Path:
         ),
         ([*REPLAY, "--plot", "/proc/p.png", "{chat}"], ["--plot", "another path"]),
         (["inspect", "--window", "32x", "{chat}"], ["--window", "32k"]),
+        ([*REPLAY, "--cache-ttl", "5 min", "{chat}"], ["--cache-ttl", "5m or 1h"]),
+        (
+            [*REPLAY, "--gap-model", "pauses:0.1", "{chat}"],
+            ["--gap-model", "pauses:SHARE:DURATION"],
+        ),
     ],
     ids=[
         "inspect-folder",
@@ -55,6 +60,8 @@ def chat(tmp_path: Path) -> Path:
         "replay-json-unwritable",
         "replay-plot-unwritable",
         "inspect-window",
+        "replay-cache-ttl",
+        "replay-gap-model",
     ],
 )
 def test_bad_input_is_one_named_line_with_exit_2(

@@ -360,6 +360,20 @@ def test_replay_runs_for_real(
     assert "bad.json line 2" in one_line(err)
 
 
+def test_replay_times_calls_and_splits_the_transcripts_in_halves(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = [write_json(tmp_path / f"{n}.json", openai_history(6)) for n in "abc"]
+    args = ("replay", *files, "-w", "16k", "-s", "none", "--no-plot", "-q")
+    timed = ("--cache-ttl", "5m", "--gap-model", "pauses:1:10m", "--halves")
+    code, out, _ = run(capsys, *args, *timed)
+    assert code == 0
+    assert "calls timed by pauses:1:600:" in out
+    assert "first 1 transcripts (a .. a)" in out
+    assert "last 2 transcripts (b .. c)" in out
+    assert out.count("| 16k | none |") == 3
+
+
 def test_python_dash_m_entry_point(tmp_path: Path) -> None:
     proc = subprocess.run(
         [

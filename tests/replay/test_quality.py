@@ -101,7 +101,7 @@ class _DigestOnly(Strategy):
 
     name = "digest_only"
 
-    def prompt(self, history: list[BaseMessage]) -> Prompt:
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         names = " ".join(str(m.content) for m in history)
         note = HumanMessage(
             names, id="note", additional_kwargs={MARKER_KEY: {"kind": "digest"}}
