@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import pytest
@@ -27,7 +28,7 @@ def test_the_transcript_keeps_each_reply_s_timestamp() -> None:
     messages = trajectory_to_messages(_timed([5.0, 700.0]))
     calls = [k for k, m in enumerate(messages) if m.type == "ai"]
     times = call_times("t", messages, calls, GapModel())
-    assert [b - a for a, b in zip(times, times[1:], strict=False)] == [5.0, 700.0]
+    assert [b - a for a, b in itertools.pairwise(times)] == [5.0, 700.0]
     assert expired(times, 300) == [False, False, True]
     assert expired(times, None) == [False] * 3
 
