@@ -38,3 +38,15 @@ class CacheClock:
             last = self._at.get(conversation)
             self._at[conversation] = now
         return last is not None and now - last > self.ttl
+
+    def last(self, conversation: Hashable) -> float | None:
+        """When ``conversation`` was last sent, if known."""
+        with self._lock:
+            return self._at.get(conversation)
+
+    def heard(self, conversation: Hashable, at: float) -> None:
+        """Another process sent ``conversation`` at ``at`` (a handover record)."""
+        with self._lock:
+            last = self._at.get(conversation)
+            if last is None or at > last:
+                self._at[conversation] = at

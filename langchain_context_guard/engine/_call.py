@@ -150,11 +150,13 @@ def read_call(
     model: Any,
     session_kind: str | None,
     sent_at: float | None = None,
+    cold: bool = False,
 ) -> Call:
     """The history, counted where new, and what this call is pruned at.
 
     Keeps the history read as the guard's last (``_read_history``), and
-    ``sent_at`` as its conversation's last call time (``_cache_clock``).
+    ``sent_at`` as its conversation's last call time (``_cache_clock``);
+    ``cold``: taken as coming after the cache expired, whatever the time.
     """
     original, known, rebuilt, kept_in = guard._read(messages)
     info, policy = guard.window(model), guard.policy
@@ -192,5 +194,5 @@ def read_call(
         prime=prime,
         counts=counts,
         events=events,
-        cold=_cold(guard._clock, original, sent_at),
+        cold=_cold(guard._clock, original, sent_at) or cold,
     )

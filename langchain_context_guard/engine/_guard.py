@@ -286,9 +286,10 @@ class ContextGuard:
         model: Any,
         session_kind: str | None,
         now: float | None = None,
+        cold: bool = False,
     ) -> PrepareResult:
-        """Read the history; re-send the last prompt while it fits, else prune."""
-        call = read_call(self, messages, tools, model, session_kind, now)
+        """Re-send the last prompt while it fits, else prune (``cold``: expired)."""
+        call = read_call(self, messages, tools, model, session_kind, now, cold)
         if call.stable is not None and call.stable.key == call.key and not call.cold:
             reused = self._reuse(call)
             if reused is not None:
@@ -351,7 +352,8 @@ class ContextGuard:
         if closing:  # sent, not kept: the real results will follow
             del kept[-closing:]
         body = run.body - sum(map(call.count, current[len(kept) :]))
-        self._keep_sent(Sent.of(key, call.kept_in, kept, body, size=len(original)))
+        size, cold = len(original), call.cold
+        self._keep_sent(Sent.of(key, call.kept_in, kept, body, size=size, cold=cold))
         if call.counts is not None:
             call.counts.close()
         if policy.stable_prefix:

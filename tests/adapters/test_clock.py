@@ -6,10 +6,14 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import create_react_agent
 
 from langchain_context_guard import ContextGuard, GuardPolicy
-from langchain_context_guard.adapters import _clock, as_runnable
+from langchain_context_guard.adapters import _clock, as_runnable, guarded_model
+from tests.adapters._support import SYSTEM, make_guard, read_note
 from tests.engine._support import agent_history, snapshot
+from tests.fakes import ScriptedToolModel
 
 FULL = agent_history(30, result_chars=1_500)
 FIRST, LATER = FULL[:42], FULL[:46]
@@ -57,3 +61,58 @@ def test_no_clock_is_read_without_a_lifetime(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(_clock, "time", SimpleNamespace(time=no_clock))
     assert as_runnable(ContextGuard(_policy(None))).invoke(FIRST)
+
+
+def _turns(
+    monkeypatch: pytest.MonkeyPatch, plan: list[tuple[str, float]]
+) -> list[list[str]]:
+    """Each turn of one thread, served by worker ``who`` after ``gap`` seconds.
+
+    Workers are fresh guards sharing one checkpointer, as processes of a pool;
+    the prompts each turn's first call sent, as text.
+    """
+    clock = [1_000.0]
+    monkeypatch.setattr(_clock, "time", SimpleNamespace(time=lambda: clock[0]))
+    saver, workers = InMemorySaver(), {}
+    config: Any = {"configurable": {"thread_id": "t"}, "recursion_limit": 200}
+    sent = []
+    for n, (who, gap) in enumerate(plan):
+        clock[0] += gap
+        guard = workers.setdefault(who, make_guard(cache_ttl_seconds=300))
+        model = ScriptedToolModel(steps=2, tool_name="read_note")
+        bound = guarded_model(guard, model, tools=[read_note])
+        agent = create_react_agent(
+            bound, [read_note], prompt=SYSTEM, checkpointer=saver
+        )
+        agent.invoke({"messages": [("user", f"Read the notes, part {n}.")]}, config)
+        sent.append([m.text for m in model.received[0]])
+    return sent
+
+
+WARM = [("a", 0.0)] * 6 + [("a", 60.0)]
+COLD = [("a", 0.0)] * 6 + [("a", 900.0)]
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        [*WARM[:6], ("b", 60.0)],
+        [*COLD[:6], ("b", 900.0)],
+        [*COLD, ("b", 30.0)],
+        [*COLD, ("a", 30.0)],
+    ],
+    ids=["warm-handover", "cold-handover", "after-a-cold-prune", "same-worker"],
+)
+def test_a_guard_rebuilt_from_the_checkpoint_times_the_cache_alike(
+    monkeypatch: pytest.MonkeyPatch, plan: list[tuple[str, float]]
+) -> None:
+    one_worker = [("a", gap) for _, gap in plan]
+    assert _turns(monkeypatch, plan) == _turns(monkeypatch, one_worker)
+
+
+def test_the_handover_cases_differ_warm_and_cold(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    warm, cold = _turns(monkeypatch, WARM), _turns(monkeypatch, COLD)
+    assert warm[:6] == cold[:6]
+    assert sum(map(len, cold[6])) < 0.7 * sum(map(len, warm[6]))  # pruned afresh

@@ -17,6 +17,7 @@ from langchain_core.messages import (
 )
 
 from langchain_context_guard import ContextGuard, GuardPolicy
+from tests.engine._support import agent_history
 
 POLICY = GuardPolicy(
     context_window=20_000,
@@ -157,10 +158,12 @@ JUNK = st.one_of(
 """Values an edited, truncated or foreign record may hold."""
 JUNK_RECORDS = st.one_of(
     JUNK,
-    st.dictionaries(st.sampled_from(["v", "sent", "base", "ratio", "x"]), JUNK),
+    st.dictionaries(
+        st.sampled_from(["v", "sent", "base", "ratio", "at", "cold", "x"]), JUNK
+    ),
 )
 BAD_FIELDS = {
-    "v": st.one_of(st.integers(min_value=2), st.just(0), st.text(max_size=3)),
+    "v": st.one_of(st.integers(min_value=3), st.just(0), st.text(max_size=3)),
     "sent": st.one_of(
         st.lists(st.integers(min_value=1, max_value=5), max_size=1),
         st.tuples(st.integers(max_value=0), st.booleans()),
@@ -183,6 +186,13 @@ BAD_FIELDS = {
         st.text(max_size=3),
         st.lists(st.floats(), max_size=2),
     ),
+    "at": st.one_of(
+        st.just(float("nan")),
+        st.just(float("inf")),
+        st.booleans(),
+        st.text(max_size=3),
+    ),
+    "cold": st.one_of(st.integers(), st.text(max_size=3), st.none()),
 }
 
 
@@ -248,8 +258,8 @@ def test_records_carry_their_version_and_other_versions_are_ignored(
     assert kept.messages != FRESH.messages  # the record was used
     future = ContextGuard(POLICY)
     with caplog.at_level(logging.DEBUG, logger="langchain_context_guard"):
-        future.restore_state(STEP, {at: {**GOOD[at], "v": 2}})
-    assert "handover record ignored (version 2" in caplog.text
+        future.restore_state(STEP, {at: {**GOOD[at], "v": 3}})
+    assert "handover record ignored (version 3" in caplog.text
     assert future.prepare(STEP).messages == FRESH.messages
 
 
@@ -268,4 +278,69 @@ def test_records_carry_their_version_and_other_versions_are_ignored(
 def test_records_that_used_to_break_every_later_call(record: dict[str, Any]) -> None:
     guard = ContextGuard(POLICY)
     guard.restore_state(STEP, {max(GOOD): record})
+    assert guard.prepare(STEP).messages == FRESH.messages
+
+
+TIMED = GuardPolicy(
+    context_window=20_000,
+    reserve_tokens=2_000,
+    compress_trigger=0.9,  # a fresh prune under the budget keeps all: only a
+    cache_ttl_seconds=300,  # cold one, cut to the cost model's depth, cuts
+)
+LONG = agent_history(30, result_chars=3_000)
+
+
+def _timed(guard: ContextGuard, upto: int, cold_at: int) -> dict[int, Any]:
+    """``LONG``'s steps up to ``upto`` through ``guard``, the cache expiring before
+    step ``cold_at``; the records by reply index."""
+    records: dict[int, Any] = {}
+    for n in range(4, upto + 1, 2):
+        guard.prepare(LONG[:n], now=900.0 * (n >= cold_at) + n)
+        records[n] = guard.export_state(LONG[:n])
+    return records
+
+
+def test_records_say_when_the_prompt_was_sent_and_if_the_cache_was_cold() -> None:
+    records = _timed(ContextGuard(TIMED), 40, 38)
+    assert records[36] == {**records[36], "v": 2, "at": 36.0}
+    assert "cold" not in records[36]
+    assert records[38]["cold"] is True and records[40]["cold"] is True
+    assert records[40]["base"] == 38 and records[40]["at"] == 940.0
+    plain = _serve(ContextGuard(POLICY), _history(4))
+    assert all(r["v"] == 1 and "at" not in r for r in plain.values())
+
+
+def test_a_guard_taking_over_knows_when_the_cache_went_cold() -> None:
+    one = ContextGuard(TIMED)
+    records = _timed(one, 36, 38)
+    other = ContextGuard(TIMED)
+    other.restore_state(LONG[:38], records)
+    cold = other.prepare(LONG[:38], now=938.0)
+    assert cold.messages == one.prepare(LONG[:38], now=938.0).messages
+    warm = ContextGuard(TIMED)
+    warm.restore_state(LONG[:38], records)
+    assert warm.prepare(LONG[:38], now=38.0).report.tokens_after > (
+        cold.report.tokens_after * 2
+    )
+
+
+def test_a_guard_taking_over_rebuilds_a_cold_prune_as_deep() -> None:
+    one = ContextGuard(TIMED)
+    records = _timed(one, 40, 38)
+    other = ContextGuard(TIMED)
+    other.restore_state(LONG[:42], records)
+    sent = other.prepare(LONG[:42], now=942.0)
+    assert sent.messages == one.prepare(LONG[:42], now=942.0).messages
+    assert sent.report.tokens_after < sent.report.tokens_before / 2  # the cold cut
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{"at": 5.0}, {"cold": True}],
+    ids=["at", "cold"],
+)
+def test_version_1_records_with_call_times_are_ignored(extra: dict[str, Any]) -> None:
+    at = max(GOOD)
+    guard = ContextGuard(POLICY)
+    guard.restore_state(STEP, {at: {**GOOD[at], "v": 1, **extra}})
     assert guard.prepare(STEP).messages == FRESH.messages

@@ -11,7 +11,11 @@ prompt (``sent``, for usage anchoring). The adapters store it in the reply's
 ``response_metadata``; ``ContextGuard.restore_state`` takes the records back and,
 when the guard does not hold that prompt, rebuilds it by pruning the history
 up to ``base`` again: the passes are deterministic and the anchors' counts are
-restored first, so the rebuilt prompt is byte-identical.
+restored first, so the rebuilt prompt is byte-identical. With
+``cache_ttl_seconds`` the record also says when the prompt was sent (``at``) and
+whether the prune at ``base`` was taken because the cache had expired
+(``cold``): the guard that takes the thread over knows when its cache was last
+warmed, and rebuilds a cold prune as deep.
 
 Records come back from checkpoints and replies that anyone may have edited,
 truncated or written with another version: they are untrusted input. Each is
@@ -30,6 +34,7 @@ from typing import Any, Protocol
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from .._cache_clock import CacheClock
 from .._policy import GuardPolicy
 from ..tokens._anchor import CALIBRATION_RANGE, anchor_tokens, sent_key
 from ..tokens._counters import TokenCounter
@@ -37,20 +42,29 @@ from ._stable_prefix import Sent, conversation
 
 STATE_KEY = "context_guard"
 """Where the adapters keep the record in a reply's ``response_metadata``."""
-VERSION = 1
-"""The record's schema: ``{"v": 1, "sent": [tokens, whole], "base": index,
-"ratio": provider/our count}``, every key but ``v`` optional (a record without
-``v`` is read as version 1, as written before the key existed)."""
+VERSION = 2
+"""The record's schema: ``{"v": 2, "sent": [tokens, whole], "base": index,
+"ratio": provider/our count, "at": seconds, "cold": bool}``, every key but
+``v`` optional. Version 1 has no ``at`` and ``cold``; a record without them is
+written as version 1, read by every release (a record without ``v`` is read as
+version 1, as written before the key existed)."""
 MAX_TOKENS = 100_000_000
 """No prompt's count is larger: ten times the largest context window."""
 
-_KEYS = frozenset({"v", "sent", "base", "ratio"})
+_KEYS = {
+    1: frozenset({"v", "sent", "base", "ratio"}),
+    2: frozenset({"v", "sent", "base", "ratio", "at", "cold"}),
+}
 
 logger = logging.getLogger("langchain_context_guard")
 
 
 def record(
-    sent: tuple[int, bool] | None, base: int | None, ratio: float | None
+    sent: tuple[int, bool] | None,
+    base: int | None,
+    ratio: float | None,
+    at: float | None = None,
+    cold: bool = False,
 ) -> dict[str, Any]:
     """The JSON record of one prepared prompt (keys only for what is known).
 
@@ -58,6 +72,8 @@ def record(
 
     ``ratio`` is the provider/our count ratio the guard carries after it: it
     decides between readings of the next reply's usage (``_anchor.make_gauge``).
+    ``at``: when the prompt was sent; ``cold``: the prune at ``base`` was taken
+    because the cache had expired.
     """
     state: dict[str, Any] = {}
     if sent is not None:
@@ -66,7 +82,12 @@ def record(
         state["base"] = base
     if ratio is not None:
         state["ratio"] = ratio
-    return {"v": VERSION, **state} if state else state
+    if at is not None:
+        state["at"] = at
+    if cold and base is not None:
+        state["cold"] = True
+    version = VERSION if {"at", "cold"} & state.keys() else 1
+    return {"v": version, **state} if state else state
 
 
 Records = dict[int, Mapping[str, Any]]
@@ -81,10 +102,12 @@ def problem(state: object, at: int) -> str | None:
     """What is wrong with the record of the prompt before index ``at``, if anything."""
     if not isinstance(state, Mapping):
         return f"a {type(state).__name__}, not a dict"
-    if state.get("v", VERSION) != VERSION:
-        return f"version {state.get('v')!r}, not {VERSION}"
-    if not set(state) <= _KEYS:
-        return f"unknown keys {sorted(map(str, set(state) - _KEYS))}"
+    version = state.get("v", 1)
+    keys = _KEYS.get(version) if type(version) is int else None
+    if keys is None:
+        return f"version {version!r}, not one of {sorted(_KEYS)}"
+    if not set(state) <= keys:
+        return f"unknown keys {sorted(map(str, set(state) - keys))}"
     sent = state.get("sent")
     if sent is not None and not (
         isinstance(sent, list | tuple)
@@ -102,6 +125,14 @@ def problem(state: object, at: int) -> str | None:
         type(ratio) in {int, float} and math.isfinite(ratio) and low <= ratio <= high
     ):
         return f"'ratio' is not a number from {low} to {high}"
+    sent_at = state.get("at")
+    if sent_at is not None and not (
+        type(sent_at) in {int, float} and math.isfinite(sent_at)
+    ):
+        return "'at' is not a time in seconds"
+    cold = state.get("cold")
+    if cold is not None and (type(cold) is not bool or base is None):
+        return "'cold' is not a bool beside a 'base'"
     return None
 
 
@@ -254,13 +285,24 @@ class _Guard(Protocol):
     def _stables(self) -> MutableMapping[tuple[Any, ...], Sent]: ...
     @property
     def _ratios(self) -> MutableMapping[str, float]: ...
+    @property
+    def _clock(self) -> CacheClock: ...
 
     def _name(self, model: Any) -> str: ...
 
     def _last_sent(self, original: list[BaseMessage]) -> Sent | None: ...
 
-    def prepare(
-        self, messages: Any, *, tools: Sequence[Any] | None = ..., model: Any = ...
+    @property
+    def _calls(self) -> threading.RLock: ...
+
+    def _prepare(
+        self,
+        messages: Any,
+        tools: Sequence[Any] | None,
+        model: Any,
+        session_kind: str | None,
+        now: float | None = None,
+        cold: bool = False,
     ) -> Any: ...
 
 
@@ -273,7 +315,9 @@ def export_state(
         hit = original and guard._sent.get(sent_key(original[-1], guard.counter, at))
         sent = original and guard._stables.get(conversation(original))
     base = sent.base if sent and sent.size == len(original) else None
-    return record(hit or None, base, guard._ratios.get(guard._name(model)))
+    sent_at = guard._clock.last(conversation(original)) if original else None
+    ratio = guard._ratios.get(guard._name(model))
+    return record(hit or None, base, ratio, sent_at, bool(sent and sent.cold))
 
 
 def restore_state(
@@ -295,6 +339,11 @@ def restore_state(
         with guard._lock:
             guard._stables.pop(conversation(original), None)
         set_ratio(guard._ratios, name, ratio_before(states, latest[1]))
-        guard.prepare(original[: latest[1]], tools=tools, model=model)
+        cold = bool(states[latest[0]].get("cold"))
+        with guard._calls:  # as ``prepare``, cold as the call that pruned
+            guard._prepare(original[: latest[1]], tools, model, None, None, cold)
     if last:
         set_ratio(guard._ratios, name, states[last].get("ratio"))
+        sent_at = states[last].get("at")
+        if sent_at is not None:
+            guard._clock.heard(conversation(original), float(sent_at))

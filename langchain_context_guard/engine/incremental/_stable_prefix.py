@@ -66,6 +66,9 @@ class Sent:
     size: int = 0
     """How many messages the history held: ``source[:size]`` (the guard's own
     list, which may have grown since: ``_anchor.Known``)."""
+    cold: bool = False
+    """The prune at ``base`` was taken because the provider's cache had expired
+    (``cache_ttl_seconds``): a rebuild must cut as deep."""
 
     @classmethod
     def of(
@@ -79,12 +82,13 @@ class Sent:
         *,
         base: int | None = None,
         size: int | None = None,
+        cold: bool = False,
     ) -> Sent:
         """The record of one call.
 
         ``intact`` and ``contents`` are found when not given; ``base`` defaults to
         a fresh prune's. ``size``: the history is ``source[:size]`` (default:
-        all of it).
+        all of it). ``cold``: the prune at ``base`` was timed by the cache.
         """
         size = len(source) if size is None else size
         history = source if len(source) == size else source[:size]
@@ -94,7 +98,7 @@ class Sent:
             contents = recent_contents(history)
         at = size if base is None else base
         pending = pending_calls(output)
-        return cls(key, source, contents, output, body, pending, intact, at, size)
+        return cls(key, source, contents, output, body, pending, intact, at, size, cold)
 
     def tail(
         self, history: list[BaseMessage], base: Known | None = None
