@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import _speed  # noqa: E402  (the speed table's own renderer and targets)
 
 OURS = {"guard", "guard_no_stable", "guard+compaction"}
+SWEEP_WINDOWS = (16_000, 32_000)
 CONTENT_TARGET = {16_000: 97.5, 32_000: 99.7}
 """Content evidence the default policy must keep, by window (percent)."""
 BILLED_TARGET = {16_000: 0.75, 32_000: 0.88}
@@ -212,6 +213,118 @@ def sweep_section() -> str:
             "Each row changes the default policy only where named; compare with the "
             "**guard** rows above. `compaction`: our `Compactor` in front of "
             "`prepare`.",
+            command(doc),
+            table(head, rows),
+        ]
+    )
+
+
+def _delta(row: dict[str, Any], base: dict[str, Any]) -> tuple[float, float, float]:
+    """Content evidence and needle points, and billed vs none, against ``base``."""
+    return (
+        row["content_evidence_pct"] - base["content_evidence_pct"],
+        row["needle_pct"] - base["needle_pct"],
+        row["billed_vs_none"] - base["billed_vs_none"],
+    )
+
+
+def _wins(change: tuple[float, float, float]) -> bool:
+    """No worse on content, needles and bill, and better on one."""
+    content, needles, billed = change
+    return content >= 0 and needles >= 0 and billed <= 0 and change != (0, 0, 0)
+
+
+def halves_section() -> str:
+    """Each sweep setting against the default, on each half of the transcripts."""
+    doc = load("replay_halves.json")
+    halves = doc["halves"]
+    rows = []
+    for window in SWEEP_WINDOWS:
+        by_half = {
+            half: {r["strategy"]: r for r in part["results"] if r["window"] == window}
+            for half, part in halves.items()
+        }
+        base = {half: found["guard"] for half, found in by_half.items()}
+        rows.append(
+            (
+                k(window),
+                "**default**",
+                *(
+                    f"{b['content_evidence_pct']:.2f}% / {b['needle_pct']:.1f}% / "
+                    f"{b['billed_vs_none']:.3f}x"
+                    for b in base.values()
+                ),
+                "",
+            )
+        )
+        for setting in doc["variants"]:
+            changes = [_delta(by_half[h][setting], base[h]) for h in by_half]
+            cells = [f"{c:+.2f} / {n:+.1f} / {b:+.3f}" for c, n, b in changes]
+            both = "yes" if all(map(_wins, changes)) else ""
+            rows.append((k(window), f"`{setting}`", *cells, both))
+    first, last = halves["first"]["transcripts"], halves["last"]["transcripts"]
+    head = (
+        "window",
+        "setting",
+        f"first {len(first)}: content / needles / billed",
+        f"last {len(last)}: content / needles / billed",
+        "wins on both",
+    )
+    return "\n\n".join(
+        [
+            "## Settings sweep per half of the transcripts",
+            f"The first {len(first)} transcripts by file name and the last "
+            f"{len(last)}, each replayed on its own. The default row gives its "
+            "content evidence, needle share and billed input against sending "
+            "everything; each setting row its change (points, points, billed). "
+            '"Wins on both": no worse on any of the three and better on one, on '
+            "both halves. A default changes only where a setting wins on both.",
+            command(doc),
+            table(head, rows),
+        ]
+    )
+
+
+def cache_section() -> str:
+    """The default guard and one timed to the cache, with a cache lifetime."""
+    doc = load("replay_cache.json")
+    rows = []
+    for gaps, results in doc["gaps"].items():
+        for r in results:
+            if r["strategy"] == "none":
+                continue
+            timed = r["strategy"] != "guard"
+            rows.append(
+                (
+                    f"`{gaps}`" + ("" if gaps == "real" else " (synthetic)"),
+                    k(r["window"]),
+                    f"`{r['strategy']}`" if timed else "**guard** (default)",
+                    f"{r['expired_calls']:,}",
+                    f"{r['billed_input'] / 1e6:.2f}M",
+                    f"{r['billed_vs_none']:.3f}x",
+                    f"{r['content_evidence_pct']:.2f}%",
+                    f"{r['needle_pct']:.1f}%",
+                )
+            )
+    head = (
+        "calls timed by",
+        "window",
+        "guard",
+        "calls after the cache expired",
+        "billed input",
+        "billed vs none",
+        "content evidence",
+        "needle share",
+    )
+    return "\n\n".join(
+        [
+            "## Pruning timed to the cache",
+            f"Billed with a {doc['cache_ttl']:g}-second provider cache: a call more "
+            "than that after the previous one pays for its whole prompt, for every "
+            "strategy. `real`: the transcripts' own call times; `pauses:S:D` adds a "
+            "pause of D before a share S of the calls (synthetic, seeded by each "
+            "transcript's name). The default guard against one timed to the cache "
+            "(`cache_ttl_seconds=300`, given each call's time).",
             command(doc),
             table(head, rows),
         ]
@@ -446,6 +559,8 @@ def render() -> str:
         replay_section(),
         targets_section(),
         sweep_section(),
+        halves_section(),
+        cache_section(),
         counter_section(),
         pricing_section(),
         speed_section(),

@@ -13,9 +13,17 @@ instead replays every strategy plus our guard under a list of ``GuardPolicy``
 settings at 16k and 32k, with live usage feedback (``--recorded``: also with the
 recorded usage), and writes ``replay_sweep.json`` and ``replay_tradeoff.png``
 (billed input against content evidence, one point per strategy and setting).
+With ``--halves`` it replays the default guard and each sweep setting on the first
+and on the last half of the transcripts (by file name) on their own and writes
+``replay_halves.json``: a default should change only where a setting wins on both.
+With ``--cache`` it bills with a five-minute provider cache (``cache_ttl``):
+the transcripts' own call times, then seeded synthetic pauses (``CACHE_GAPS``),
+the default guard against one timed to the cache (``cache_ttl_seconds=300``),
+and writes ``replay_cache.json``.
 Windows run in parallel processes (``--jobs``, default 2). A benchmark, not a test.
 
-Run:  python benchmarks/replay_benchmark.py [--sweep [--recorded]] [--jobs N]
+Run:  python benchmarks/replay_benchmark.py [--sweep [--recorded] | --halves | --cache]
+      [--jobs N]
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ os.environ.setdefault("CONTEXT_GUARD_OFFLINE", "1")
 
 from langchain_context_guard.replay import (
     WINDOWS,
+    GapModel,
     ReplayResult,
     available_strategies,
     default_reserve,
@@ -72,6 +81,13 @@ guard's budget is that share of the benchmark's, ``compaction`` adds our
 SWEEP_WINDOWS = (16_000, 32_000)
 """Windows the sweep replays (128k prunes almost nothing)."""
 
+CACHE_TTL = 300.0
+"""The provider cache lifetime ``--cache`` bills with (Anthropic's default)."""
+CACHE_GAPS = ("real", "pauses:0.05:10m", "pauses:0.2:10m")
+"""How ``--cache`` times the calls: the transcripts' timestamps, then a ten-minute
+pause before 5% and 20% of the calls (seeded by each transcript's name)."""
+TIMED = {"cache_ttl_seconds=300": {"cache_ttl_seconds": CACHE_TTL}}
+
 
 def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:
     options = dict(options)
@@ -84,6 +100,8 @@ def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:
 
 def _one_window(job: dict[str, Any]) -> ReplayResult:
     transcripts = load_paths([job["data"]])
+    if job["names"] is not None:
+        transcripts = {n: transcripts[n] for n in job["names"]}
     window = job["window"]
     variants = {k: _for_window(v, window) for k, v in (job["variants"] or {}).items()}
     return replay(
@@ -92,6 +110,8 @@ def _one_window(job: dict[str, Any]) -> ReplayResult:
         strategies=job["strategies"],
         guard_variants=variants,
         usage_feedback=job["feedback"],
+        cache_ttl=job["cache_ttl"],
+        gaps=GapModel.parse(job["gaps"]),
     )
 
 
@@ -103,8 +123,14 @@ def run(
     jobs: int,
     variants: dict[str, dict[str, Any]] | None = None,
     windows: tuple[int, ...] = WINDOWS,
+    names: list[str] | None = None,
+    cache_ttl: float | None = None,
+    gaps: str = "real",
 ) -> ReplayResult:
-    """Replay every window (in parallel) and merge the results in window order."""
+    """Replay every window (in parallel) and merge the results in window order.
+
+    ``names``: only these transcripts; ``cache_ttl`` and ``gaps``: as ``replay``'s.
+    """
     work = [
         {
             "data": str(data),
@@ -112,6 +138,9 @@ def run(
             "strategies": strategies,
             "variants": variants,
             "feedback": feedback,
+            "names": names,
+            "cache_ttl": cache_ttl,
+            "gaps": gaps,
         }
         for w in windows
     ]
@@ -122,6 +151,8 @@ def run(
         parts[0].counter_errors,
         parts[0].calls_per_transcript,
         feedback,
+        cache_ttl=cache_ttl,
+        gaps=parts[0].gaps,
     )
 
 
@@ -133,12 +164,57 @@ def _machine() -> dict[str, Any]:
     }
 
 
+def _halves(data: Path, jobs: int) -> dict[str, Any]:
+    """The default guard and each sweep setting on each half of the transcripts."""
+    names = sorted(load_paths([data]))
+    cut = len(names) // 2
+    out: dict[str, Any] = {"variants": SWEEP, "halves": {}}
+    for half, part in (("first", names[:cut]), ("last", names[cut:])):
+        result = run(
+            data,
+            ["none", "guard", *SWEEP],
+            feedback=True,
+            jobs=jobs,
+            variants=SWEEP,
+            windows=SWEEP_WINDOWS,
+            names=part,
+        )
+        out["halves"][half] = {"transcripts": part, "results": result.rows()}
+        print(f"\n## {half} half: {part[0]} .. {part[-1]}\n\n{format_table(result)}")
+    return out
+
+
+def _cache(data: Path, jobs: int) -> dict[str, Any]:
+    """The default guard and one timed to the cache, billed with a cache lifetime."""
+    out: dict[str, Any] = {"cache_ttl": CACHE_TTL, "variants": TIMED, "gaps": {}}
+    for gaps in CACHE_GAPS:
+        result = run(
+            data,
+            ["none", "guard", *TIMED],
+            feedback=True,
+            jobs=jobs,
+            variants=TIMED,
+            windows=SWEEP_WINDOWS,
+            cache_ttl=CACHE_TTL,
+            gaps=gaps,
+        )
+        out["gaps"][gaps] = result.rows()
+        print(f"\n## calls timed by {gaps}\n\n{format_table(result)}")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="GuardPolicy sweep")
     parser.add_argument("--jobs", type=int, default=2, help="parallel windows")
     parser.add_argument(
         "--recorded", action="store_true", help="sweep also with recorded usage"
+    )
+    parser.add_argument(
+        "--halves", action="store_true", help="the sweep per half of the transcripts"
+    )
+    parser.add_argument(
+        "--cache", action="store_true", help="bills with a 5-minute provider cache"
     )
     args = parser.parse_args()
     data = shared_trajectory_dir()
@@ -150,9 +226,17 @@ def main() -> int:
         "python benchmarks/replay_benchmark.py"
         + (" --sweep" if args.sweep else "")
         + (" --recorded" if args.recorded else "")
+        + (" --halves" if args.halves else "")
+        + (" --cache" if args.cache else "")
     )
     start = time.perf_counter()
-    if not args.sweep:
+    if args.halves:
+        out, name = _halves(data, args.jobs), "replay_halves.json"
+        out = {"command": command, "machine": _machine(), **out}
+    elif args.cache:
+        out, name = _cache(data, args.jobs), "replay_cache.json"
+        out = {"command": command, "machine": _machine(), **out}
+    elif not args.sweep:
         result = run(data, list(available_strategies()), feedback=True, jobs=args.jobs)
         table = format_table(result)
         out = {"command": command, "machine": _machine(), **result.to_dict()}
