@@ -10,7 +10,13 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
 from langchain_context_guard import ContextGuard, GuardPolicy
-from langchain_context_guard.adapters import _clock, as_runnable, guarded_model
+from langchain_context_guard.adapters import (
+    GuardedAgentState,
+    _clock,
+    as_runnable,
+    guarded_model,
+    pre_model_hook,
+)
 from tests.adapters._support import SYSTEM, make_guard, read_note
 from tests.engine._support import agent_history, snapshot
 from tests.fakes import ScriptedToolModel
@@ -63,8 +69,26 @@ def test_no_clock_is_read_without_a_lifetime(monkeypatch: pytest.MonkeyPatch) ->
     assert as_runnable(ContextGuard(_policy(None))).invoke(FIRST)
 
 
+def _agent(adapter: str, guard: ContextGuard, model: Any, saver: Any) -> Any:
+    """A react agent guarded by ``guarded_model`` or by the ``pre_model_hook``."""
+    if adapter == "model":
+        bound = guarded_model(guard, model, tools=[read_note])
+        return create_react_agent(bound, [read_note], prompt=SYSTEM, checkpointer=saver)
+    hook = pre_model_hook(guard, tools=[read_note], system_prompt=SYSTEM)
+    return create_react_agent(
+        model,
+        [read_note],
+        prompt=SYSTEM,
+        pre_model_hook=hook,
+        checkpointer=saver,
+        state_schema=GuardedAgentState,
+    )
+
+
 def _turns(
-    monkeypatch: pytest.MonkeyPatch, plan: list[tuple[str, float]]
+    monkeypatch: pytest.MonkeyPatch,
+    plan: list[tuple[str, float]],
+    adapter: str = "model",
 ) -> list[list[str]]:
     """Each turn of one thread, served by worker ``who`` after ``gap`` seconds.
 
@@ -80,10 +104,7 @@ def _turns(
         clock[0] += gap
         guard = workers.setdefault(who, make_guard(cache_ttl_seconds=300))
         model = ScriptedToolModel(steps=2, tool_name="read_note")
-        bound = guarded_model(guard, model, tools=[read_note])
-        agent = create_react_agent(
-            bound, [read_note], prompt=SYSTEM, checkpointer=saver
-        )
+        agent = _agent(adapter, guard, model, saver)
         agent.invoke({"messages": [("user", f"Read the notes, part {n}.")]}, config)
         sent.append([m.text for m in model.received[0]])
     return sent
@@ -93,6 +114,7 @@ WARM = [("a", 0.0)] * 6 + [("a", 60.0)]
 COLD = [("a", 0.0)] * 6 + [("a", 900.0)]
 
 
+@pytest.mark.parametrize("adapter", ["model", "hook"])
 @pytest.mark.parametrize(
     "plan",
     [
@@ -104,15 +126,18 @@ COLD = [("a", 0.0)] * 6 + [("a", 900.0)]
     ids=["warm-handover", "cold-handover", "after-a-cold-prune", "same-worker"],
 )
 def test_a_guard_rebuilt_from_the_checkpoint_times_the_cache_alike(
-    monkeypatch: pytest.MonkeyPatch, plan: list[tuple[str, float]]
+    monkeypatch: pytest.MonkeyPatch, plan: list[tuple[str, float]], adapter: str
 ) -> None:
     one_worker = [("a", gap) for _, gap in plan]
-    assert _turns(monkeypatch, plan) == _turns(monkeypatch, one_worker)
+    sent = _turns(monkeypatch, plan, adapter)
+    assert sent == _turns(monkeypatch, one_worker, adapter)
 
 
+@pytest.mark.parametrize("adapter", ["model", "hook"])
 def test_the_handover_cases_differ_warm_and_cold(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, adapter: str
 ) -> None:
-    warm, cold = _turns(monkeypatch, WARM), _turns(monkeypatch, COLD)
+    warm = _turns(monkeypatch, WARM, adapter)
+    cold = _turns(monkeypatch, COLD, adapter)
     assert warm[:6] == cold[:6]
     assert sum(map(len, cold[6])) < 0.7 * sum(map(len, warm[6]))  # pruned afresh

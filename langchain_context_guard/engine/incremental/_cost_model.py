@@ -5,6 +5,12 @@ grows by appending, billed at the cache rate. A shallow cut keeps more context b
 prunes more often; ``prune_share`` picks the share where one more kept token would
 bill as much as an uncached one (``GuardPolicy.prune_to`` says the figures), and
 ``cycle_cost`` weighs two cuts that whole turns leave on either side of it.
+
+The model assumes the cache stays warm between calls. A call after it expired
+(``GuardPolicy.cache_ttl_seconds``) pays full price whatever it sends, so the
+pruning's re-send, the cost weighed here, is free then: the guard prunes afresh
+at that call, to this same depth, since the cycles after it cost what any cycle
+costs.
 """
 
 from __future__ import annotations
