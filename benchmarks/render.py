@@ -259,7 +259,9 @@ def halves_section() -> str:
         )
         for setting in doc["variants"]:
             changes = [_delta(by_half[h][setting], base[h]) for h in by_half]
-            cells = [f"{c:+.2f} / {n:+.1f} / {b:+.3f}" for c, n, b in changes]
+            cells = [
+                f"{c:+.2f} / {n:+.1f} / {round(b, 3) + 0.0:+.3f}" for c, n, b in changes
+            ]
             both = "yes" if all(map(_wins, changes)) else ""
             rows.append((k(window), f"`{setting}`", *cells, both))
     first, last = halves["first"]["transcripts"], halves["last"]["transcripts"]
