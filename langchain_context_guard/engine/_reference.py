@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage
 from ._call import digest_room
 from ._errors import BudgetExceededError
 from ._input import to_messages
-from ._tool_policy import result_caps, whole_tools
+from ._tool_policy import result_caps, supersede_keys, whole_tools
 from .incremental._digest_step import digest_step
 from .incremental._record import Setting
 from .incremental._steps import NONE, first_diff, opens_with_user
@@ -29,12 +29,14 @@ from .passes._compress import (
     compress_floor,
     compress_old_tool_results,
     compressor,
+    rules,
     squeezer,
 )
 from .passes._hygiene import enforce_provider_hygiene, history_start
 from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
+from .passes._supersede import superseded_reads
 from .passes._thinking import strip_old_thinking
 from .passes._trim_units import kind as kind_of
 from .passes._truncate import truncate_tool_results
@@ -238,7 +240,7 @@ def _compress(
         batch=policy.compress_batch,
         name_source=policy.archived_results,
         assistant=policy.compress_assistant_text,
-        keep_whole=whole_tools(policy),
+        **rules(policy),
     )
 
 
@@ -255,8 +257,10 @@ def _trim(
     cut_budget = s.budget - s.digest
     compress = compressor(p, s.window)
     twins: dict[str, int] = {}
+    newer = superseded_reads(truncated, supersede_keys(p), whole_tools(p))
+    assistant = p.compress_assistant_text
     costs = [
-        message_costs(truncated, i, count, compress, p.compress_assistant_text, twins)
+        message_costs(truncated, i, count, compress, assistant, twins, newer)
         for i in range(len(truncated))
     ]
 
