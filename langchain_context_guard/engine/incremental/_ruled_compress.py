@@ -56,8 +56,7 @@ def ruled_compress_step(
     results = new if state is None else [*state.results, *new]
     newer = superseded_reads(source, supersede, keep_whole) if active else {}
     due = due_results(source, results, keep, batch, tool_keep, newer) if active else []
-    picked = sorted({*due, *newer}) if newer else due
-    touched = frozenset(with_callers(source, picked) if assistant else picked)
+    touched = frozenset([*(with_callers(source, due) if assistant else due), *newer])
     ruled = Ruled(active, results, touched, newer)
 
     def rewrite(i: int) -> BaseMessage:

@@ -155,19 +155,20 @@ def message_costs(
     ``compress_assistant_text``): the two go together. Its twin is the
     synthetic result it is sent as while not in yet (by tool name, counted once
     into ``twins``). A superseded result (in ``newer``, ``_supersede``) costs
-    its pointer, and counts in no compression batch: no result to the plan.
+    its pointer alone, and counts in no compression batch: no result to the
+    plan.
     """
     m = messages[i]
     if not isinstance(m, ToolMessage):
         return _plain(count(cut_cost_view(m)))
     m = tidy_message(m) or m
     later = newer.get(i) if newer else None
-    good = count(compress(m) if later is None else supersede_message(m, later))
+    if later is not None:
+        return _plain(count(supersede_message(m, later)))
+    good = count(compress(m))
     if assistant:
         for j in callers(messages, i):
             good -= count(messages[j]) - count(compress(messages[j]))
-    if later is not None:
-        return _plain(max(good, 0))
     name = call_name(messages, i)
     twin = twins.get(name)
     if twin is None:

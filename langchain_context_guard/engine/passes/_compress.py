@@ -50,15 +50,16 @@ def compress_old_tool_results(
     batches. ``tool_keep``: per tool name, its own count of newest results kept
     whole (``_tool_policy.tool_keeps``). ``supersede``: per tool name, the
     argument whose repeat supersedes an older result (``_supersede``); a
-    superseded result becomes a pointer and counts in no batch.
+    superseded result becomes a pointer and counts in no batch (the assistant
+    message that made its call is left as the batches leave it).
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
     newer = superseded_reads(messages, supersede or {}, keep_whole)
     old = due_results(messages, results, keep_recent, batch, tool_keep, newer)
-    if newer:
-        old = sorted({*old, *newer})
     if assistant:
         old = with_callers(messages, old)
+    if newer:
+        old = sorted({*old, *newer})
     out = list(messages)
     changed = False
     for i in old:
