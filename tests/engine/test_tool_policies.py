@@ -114,3 +114,47 @@ def test_a_bad_tool_policy_names_the_setting() -> None:
         GuardPolicy(tool_policies={"bash": {"max_result_chars": 0}})
     with pytest.raises(ConfigError, match="tool_policies"):
         GuardPolicy(tool_policies={"bash": {"max_chars": 10}})
+
+
+def test_a_tool_keep_counts_among_its_own_results() -> None:
+    history = _history(8, 3_000)  # read_file at even steps, bash at odd ones
+    out = compress_old_tool_results(
+        history, keep_recent=1, batch=1, tool_keep={"read_file": 3}
+    )
+    whole = [m.id for m in out if m.type == "tool" and _kind(m) is None]
+    # the three newest reads, and the newest result of all (a bash one)
+    assert whole == ["t2", "t4", "t6", "t7"]
+    plain = compress_old_tool_results(history, keep_recent=1, batch=1)
+    assert [m.id for m in plain if m.type == "tool" and _kind(m) is None] == ["t7"]
+
+
+def test_a_tool_keep_compresses_in_batches_of_its_own() -> None:
+    history = _history(8, 3_000)
+    out = compress_old_tool_results(
+        history, keep_recent=8, batch=2, tool_keep={"bash": 0}
+    )
+    kinds = [(m.id, _kind(m)) for m in out if m.type == "tool"]
+    bash = [kind for mid, kind in kinds if int(mid[1:]) % 2]
+    assert bash == ["compressed"] * 4  # four bash results: two batches of two
+    assert all(kind is None for mid, kind in kinds if not int(mid[1:]) % 2)
+
+
+def test_the_guard_keeps_a_tools_own_newest_results_whole() -> None:
+    policy = GuardPolicy(
+        context_window=16_000,
+        reserve_tokens=1_000,
+        stable_prefix=False,
+        compress_trigger=0.0,
+        compress_batch=1,
+        keep_recent_tool_results=1,
+        tool_policies={"read_file": ToolPolicy(keep_recent=2)},
+    )
+    history = _history(6, 1_500)
+    sent = ContextGuard(policy).prepare(history).messages
+    whole = [m.id for m in sent if m.type == "tool" and _kind(m) is None]
+    assert whole == ["t2", "t4", "t5"]
+
+
+def test_a_tool_keep_below_zero_is_refused() -> None:
+    with pytest.raises(ConfigError, match="tool_policies"):
+        GuardPolicy(tool_policies={"bash": {"keep_recent": -1}})
