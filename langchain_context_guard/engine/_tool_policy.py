@@ -6,8 +6,8 @@ tools whose results are never truncated or compressed (LangChain's
 which LangChain's tool nodes and ``tool.invoke(tool_call)`` set; a result with
 no name follows the policy's general settings (a superseded read is matched by
 its tool call's name, which holds the key argument). The passes read these
-through ``result_caps``, ``whole_tools``, ``tool_keeps`` and ``supersede_keys``,
-so each rule is written once.
+through ``result_caps``, ``whole_tools``, ``tool_keeps``, ``supersede_keys``
+and ``last_tools``, so each rule is written once.
 """
 
 from __future__ import annotations
@@ -53,6 +53,13 @@ class ToolPolicy(BaseModel):
         "replaced by a pointer to the newer call, when results are compressed, "
         "and no longer counts among the newest kept whole. Unset: never.",
     )
+    drop_last: bool = Field(
+        False,
+        description="Its calls and their results are dropped last: when the "
+        "trim must drop history, every other droppable message goes first "
+        "(history_limit too leaves them), and these only when what is left "
+        "still does not fit, oldest first like the rest.",
+    )
 
 
 class _HasToolRules(Protocol):
@@ -95,6 +102,11 @@ def supersede_keys(policy: _HasToolRules) -> dict[str, str]:
         for name, rule in policy.tool_policies.items()
         if rule.supersede_key is not None
     }
+
+
+def last_tools(policy: _HasToolRules) -> frozenset[str]:
+    """Names of the tools whose calls the trim drops last."""
+    return frozenset(n for n, rule in policy.tool_policies.items() if rule.drop_last)
 
 
 def tool_name(message: BaseMessage) -> str | None:

@@ -238,6 +238,8 @@ POLICY_KNOBS: dict[str, Any] = {
             {"bash": {"keep_recent": 4}},
             {"bash": {"supersede_key": "cmd"}},
             {"bash": {"keep_recent": 0, "supersede_key": "cmd"}},
+            {"bash": {"drop_last": True}},
+            {"bash": {"drop_last": True, "supersede_key": "cmd"}},
         ]
     ),
     "exclude_tools": st.sampled_from([(), ("bash",)]),

@@ -12,16 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
-from .._tool_policy import supersede_keys, tool_keeps, whole_tools
+from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
 from ..passes._compress import squeezer
 from ..passes._hygiene import history_start, tidy_message
 from ..passes._sanitize import clean_message
 from ..passes._supersede import superseded_reads
 from ..passes._trim_sizes import Costs
-from ..passes._trim_units import carried, carried_at, reasoning_kind
+from ..passes._trim_units import carried, carried_at, hold_calls, reasoning_kind
 from ..passes._trim_units import kind as kind_of
 from ._digest_step import digest_step
 from ._extends import extends
@@ -81,6 +81,7 @@ class Run:
         self._keep_whole = whole_tools(p)
         self._tool_keep, self._supersede = tool_keeps(p), supersede_keys(p)
         self._newer: dict[int, str] | None = None  # superseded reads of ``_truncated``
+        self._held = last_tools(p) if setting.hold else frozenset()
 
     @property
     def now(self) -> int:
@@ -296,7 +297,7 @@ class Run:
         keep, batch = p.keep_recent_tool_results, p.compress_batch
         prev = self._prev()
         moved = self._moved_reads()
-        if prev is not None and not moved:
+        if prev is not None and not moved and not self._holds(prev):
             start = len(prev.source)
             new = range(start, len(truncated))
             sizes = prev.state.sizes.grow(self._costs(truncated, i) for i in new)
@@ -336,7 +337,7 @@ class Run:
             source_tokens=self.body,
             cut_room=cut_room,
             cut_budget=cut_budget,
-            codes="".join(codes),
+            codes=hold_calls(self.source, "".join(codes), self._held),
             lead=0 if self._opened() else s.count(history_start(False)),
             memo=self.memo,
         )
@@ -347,6 +348,14 @@ class Run:
         ):
             raise HeadForgotten  # the cut reaches back into emptied places
         self._add(step)
+
+    def _holds(self, prev: Step) -> bool:
+        """Whether new messages call a ``drop_last`` tool: the units change."""
+        tools = self._held
+        return bool(tools) and any(
+            isinstance(m, AIMessage) and any(c["name"] in tools for c in m.tool_calls)
+            for m in self.source[len(prev.source) :]
+        )
 
     def _moved_reads(self) -> list[int]:
         """Results whose superseded pointer changed since the held costs.
