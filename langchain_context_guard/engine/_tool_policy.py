@@ -51,7 +51,8 @@ class ToolPolicy(BaseModel):
         "read_file; 'command' for a shell: the same command run again). Once a "
         "later call of this tool has the same value, the older result is "
         "replaced by a pointer to the newer call, when results are compressed, "
-        "and no longer counts among the newest kept whole. Unset: never.",
+        "and no longer counts among the newest kept whole. Unset: never (nor "
+        "with never_compress or exclude_tools).",
     )
     drop_last: bool = Field(
         False,
