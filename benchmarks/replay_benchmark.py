@@ -66,6 +66,11 @@ SWEEP: dict[str, dict[str, Any]] = {
     "digest=true": {"digest": True},
     "dedupe_call_text=false": {"dedupe_call_text": False},
     "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
+    "bash supersede_key=command": {
+        "tool_policies": {"bash": {"supersede_key": "command"}}
+    },
+    "bash keep_recent=2": {"tool_policies": {"bash": {"keep_recent": 2}}},
+    "bash keep_recent=5": {"tool_policies": {"bash": {"keep_recent": 5}}},
     "max_tool_result_share=0.05": {"max_tool_result_share": 0.05},
     "max_tool_result_share=0.2": {"max_tool_result_share": 0.2},
     "max_tool_result_share=0.5": {"max_tool_result_share": 0.5},

@@ -143,7 +143,9 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="GuardPolicy setting for our guard, e.g. compress_trigger=0.5",
+        help="GuardPolicy setting for our guard, e.g. compress_trigger=0.5; "
+        "VALUE is JSON when it parses, e.g. "
+        'tool_policies=\'{"bash": {"keep_recent": 2}}\'',
     )
     p.add_argument(
         "--limit", type=positive_arg, help="replay only the first N transcripts"

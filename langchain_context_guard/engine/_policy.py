@@ -101,7 +101,9 @@ class GuardPolicy(BaseModel):
     tool_policies: dict[str, ToolPolicy] = Field(
         default_factory=dict,
         description="Per tool name (a result's ToolMessage.name), its own "
-        "truncation cap and whether it is never compressed (ToolPolicy).",
+        "truncation cap, whether it is never compressed, how many of its newest "
+        "results stay whole, the argument whose repeat supersedes an older "
+        "result, and whether its calls are dropped last (ToolPolicy).",
     )
     exclude_tools: tuple[str, ...] = Field(
         (), description="Tools whose results are never truncated or compressed."

@@ -19,7 +19,7 @@ from langchain_core.messages import BaseMessage
 from ._call import digest_room
 from ._errors import BudgetExceededError
 from ._input import to_messages
-from ._tool_policy import result_caps, whole_tools
+from ._tool_policy import last_tools, result_caps, supersede_keys, whole_tools
 from .incremental._digest_step import digest_step
 from .incremental._record import Setting
 from .incremental._steps import NONE, first_diff, opens_with_user
@@ -29,13 +29,16 @@ from .passes._compress import (
     compress_floor,
     compress_old_tool_results,
     compressor,
+    rules,
     squeezer,
 )
 from .passes._hygiene import enforce_provider_hygiene, history_start
 from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
+from .passes._supersede import superseded_reads
 from .passes._thinking import strip_old_thinking
+from .passes._trim_units import hold_calls
 from .passes._trim_units import kind as kind_of
 from .passes._truncate import truncate_tool_results
 
@@ -65,10 +68,11 @@ def reference_prune(
     6. ``strip_old_thinking``: old reasoning is dead weight once answered.
     7. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
-       call from its results and keeps the system message and the first user
-       message. It weighs each result at its compressed size, as step 9 will
-       leave it, and before it drops an answer it strips the reasoning step 6
-       left on the answers it keeps.
+       call from its results and keeps the system message, the first user
+       message and (while ``setting.hold``) the calls of ``drop_last`` tools.
+       It weighs each result at its compressed size, as step 9 will leave it,
+       and before it drops an answer it strips the reasoning step 6 left on
+       the answers it keeps.
     8. The digest: where turns were trimmed, one marked user message notes the
        tool calls they made (room for it was left by the trim).
     9. ``compress_old_tool_results`` again: its batches count results, so once
@@ -136,7 +140,8 @@ def reference_prepare(
     fits the budget now. A pruning then cuts to the cost model's depth below the
     budget (``_cost_model``), not to the budget: ``reference_prepare`` describes the
     ``stable_prefix=False`` policy exactly, and a pruning's depth with
-    ``budget`` replaced by that depth.
+    ``budget`` replaced by that depth. The last try, when the calls of
+    ``drop_last`` tools do not all fit, drops them like the rest.
     """
     setting = guard_setting(
         guard, messages, tools=tools, model=model, session_kind=session_kind
@@ -144,12 +149,17 @@ def reference_prepare(
     original = to_messages(messages)
     if not guard.policy.enabled:
         return list(original)
-    try:
-        return reference_prune(original, setting)
-    except BudgetExceededError:
-        if not setting.digest:
-            raise
-    return reference_prune(original, replace(setting, digest=0))
+    tries = [setting]
+    if setting.digest:
+        tries.append(replace(setting, digest=0))
+    if last_tools(setting.policy):
+        tries.append(replace(tries[-1], hold=False))
+    for attempt in tries[:-1]:
+        try:
+            return reference_prune(original, attempt)
+        except BudgetExceededError:
+            pass
+    return reference_prune(original, tries[-1])
 
 
 def guard_setting(
@@ -238,7 +248,7 @@ def _compress(
         batch=policy.compress_batch,
         name_source=policy.archived_results,
         assistant=policy.compress_assistant_text,
-        keep_whole=whole_tools(policy),
+        **rules(policy),
     )
 
 
@@ -255,8 +265,10 @@ def _trim(
     cut_budget = s.budget - s.digest
     compress = compressor(p, s.window)
     twins: dict[str, int] = {}
+    newer = superseded_reads(truncated, supersede_keys(p), whole_tools(p))
+    assistant = p.compress_assistant_text
     costs = [
-        message_costs(truncated, i, count, compress, p.compress_assistant_text, twins)
+        message_costs(truncated, i, count, compress, assistant, twins, newer)
         for i in range(len(truncated))
     ]
 
@@ -283,7 +295,11 @@ def _trim(
         source_tokens=sum(map(count, history)),
         cut_room=gauge.room(cut_budget) if s.digest else None,
         cut_budget=cut_budget,
-        codes="".join(map(kind_of, history)),
+        codes=hold_calls(
+            history,
+            "".join(map(kind_of, history)),
+            last_tools(p) if s.hold else (),
+        ),
         lead=0 if opened else count(history_start(False)),
     )
 

@@ -176,11 +176,18 @@ def transcripts(  # noqa: C901
                     "output_tokens": 50,
                     "total_tokens": n + 50,
                 }
+            # With names, some calls run a command again (superseded reads).
+            again = ["make test", "cat a.py"] if names else []
             out.append(
                 AIMessage(
                     blocks,
                     tool_calls=[
-                        {"id": i, "name": "bash", "args": {"cmd": i}} for i in ids
+                        {
+                            "id": i,
+                            "name": "bash",
+                            "args": {"cmd": draw(st.sampled_from([i, i, *again]))},
+                        }
+                        for i in ids
                     ],
                     id=f"a{turn}-{step}",
                     **kwargs,
@@ -227,6 +234,12 @@ POLICY_KNOBS: dict[str, Any] = {
             {"bash": {"max_result_chars": 1_000}},
             {"bash": {"never_compress": True}},
             {"bash": {"max_result_chars": 500, "never_compress": True}},
+            {"bash": {"keep_recent": 1}},
+            {"bash": {"keep_recent": 4}},
+            {"bash": {"supersede_key": "cmd"}},
+            {"bash": {"keep_recent": 0, "supersede_key": "cmd"}},
+            {"bash": {"drop_last": True}},
+            {"bash": {"drop_last": True, "supersede_key": "cmd"}},
         ]
     ),
     "exclude_tools": st.sampled_from([(), ("bash",)]),

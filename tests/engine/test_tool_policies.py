@@ -14,7 +14,7 @@ from langchain_context_guard import (
     compress_old_tool_results,
     truncate_tool_results,
 )
-from tests.engine._support import ai, call, lines, result
+from tests.engine._support import ai, assert_paired, call, lines, result
 
 
 def _kind(message: BaseMessage) -> str | None:
@@ -114,3 +114,77 @@ def test_a_bad_tool_policy_names_the_setting() -> None:
         GuardPolicy(tool_policies={"bash": {"max_result_chars": 0}})
     with pytest.raises(ConfigError, match="tool_policies"):
         GuardPolicy(tool_policies={"bash": {"max_chars": 10}})
+
+
+def test_a_tool_keep_counts_among_its_own_results() -> None:
+    history = _history(8, 3_000)  # read_file at even steps, bash at odd ones
+    out = compress_old_tool_results(
+        history, keep_recent=1, batch=1, tool_keep={"read_file": 3}
+    )
+    whole = [m.id for m in out if m.type == "tool" and _kind(m) is None]
+    # the three newest reads, and the newest result of all (a bash one)
+    assert whole == ["t2", "t4", "t6", "t7"]
+    plain = compress_old_tool_results(history, keep_recent=1, batch=1)
+    assert [m.id for m in plain if m.type == "tool" and _kind(m) is None] == ["t7"]
+
+
+def test_a_tool_keep_compresses_in_batches_of_its_own() -> None:
+    history = _history(8, 3_000)
+    out = compress_old_tool_results(
+        history, keep_recent=8, batch=2, tool_keep={"bash": 0}
+    )
+    kinds = [(m.id, _kind(m)) for m in out if m.type == "tool"]
+    bash = [kind for mid, kind in kinds if int(mid[1:]) % 2]
+    assert bash == ["compressed"] * 4  # four bash results: two batches of two
+    assert all(kind is None for mid, kind in kinds if not int(mid[1:]) % 2)
+
+
+def test_the_guard_keeps_a_tools_own_newest_results_whole() -> None:
+    policy = GuardPolicy(
+        context_window=16_000,
+        reserve_tokens=1_000,
+        stable_prefix=False,
+        compress_trigger=0.0,
+        compress_batch=1,
+        keep_recent_tool_results=1,
+        tool_policies={"read_file": ToolPolicy(keep_recent=2)},
+    )
+    history = _history(6, 1_500)
+    sent = ContextGuard(policy).prepare(history).messages
+    whole = [m.id for m in sent if m.type == "tool" and _kind(m) is None]
+    assert whole == ["t2", "t4", "t5"]
+
+
+def test_a_tool_keep_below_zero_is_refused() -> None:
+    with pytest.raises(ConfigError, match="tool_policies"):
+        GuardPolicy(tool_policies={"bash": {"keep_recent": -1}})
+
+
+def _dropping(window: int, **rule: object) -> GuardPolicy:
+    """A policy that trims a long ``_history`` (its results are not compressed)."""
+    return GuardPolicy(
+        context_window=window,
+        reserve_tokens=1_000,
+        stable_prefix=False,
+        compress_min_chars=100_000,
+        tool_policies={"read_file": ToolPolicy(**rule)},  # type: ignore[arg-type]
+    )
+
+
+def test_a_drop_last_tools_calls_outlive_the_others() -> None:
+    history = _history(40, 1_500)
+    plain = ContextGuard(_dropping(16_000)).prepare(history).messages
+    held = ContextGuard(_dropping(16_000, drop_last=True)).prepare(history).messages
+    assert_paired(held)
+    reads = [m.id for m in history if m.type == "tool" and m.name == "read_file"]
+    assert [m.id for m in held if m.id in reads] == reads  # every read kept
+    assert sum(m.id in reads for m in plain) < len(reads)  # the plain trim drops some
+    assert sum(m.name == "bash" for m in held) < sum(m.name == "bash" for m in plain)
+
+
+def test_drop_last_calls_go_too_when_nothing_else_is_left() -> None:
+    history = _history(60, 3_000)  # the reads alone are over the budget
+    sent = ContextGuard(_dropping(16_000, drop_last=True)).prepare(history).messages
+    assert_paired(sent)
+    reads = [m.id for m in sent if m.type == "tool" and m.name == "read_file"]
+    assert 0 < len(reads) < 30 and reads[-1] == "t58"  # the oldest went first

@@ -3,7 +3,8 @@
 ``ContextGuard.prepare`` calls ``prune`` when the stable prefix cannot be reused:
 it runs the passes (``_run.Run``, growing the previous call's steps from
 ``record`` when the history only grew) at the target (``_cost_model``), then at the
-full budget, then without room for the digest; the last try's ``BudgetExceededError``
+full budget, then without room for the digest, then dropping the calls of
+``drop_last`` tools like the rest; the last try's ``BudgetExceededError``
 propagates. A pruning that falls well short of its target is weighed against
 the cut just above it (``_nearer``).
 """
@@ -16,6 +17,7 @@ from dataclasses import replace
 from langchain_core.messages import BaseMessage
 
 from .._errors import BudgetExceededError
+from .._tool_policy import last_tools
 from ..tokens._anchor import Scan
 from ._cost_model import cycle_cost, growth, prune_share
 from ._extends import recent_contents
@@ -66,6 +68,8 @@ def _prune(
         tries.append(replace(setting, budget=key.budget, exact=False))
     if setting.digest:
         tries.append(replace(tries[-1], digest=0))
+    if last_tools(setting.policy):
+        tries.append(replace(tries[-1], hold=False))
     for n, attempt in enumerate(tries, start=1):
         last = n == len(tries)
         done = _run(original, scan, attempt, record, key, last, enabled, None, before)
@@ -163,7 +167,7 @@ def _run(
     (they do not depend on the budget, but for compression's trigger: ``Run``
     takes them as they are where they apply), else the record's.
     """
-    run_key = RunKey(key, setting.budget, setting.digest, setting.exact)
+    run_key = RunKey(key, setting.budget, setting.digest, setting.exact, setting.hold)
     # Per-message results depend on the policy and the counter, not the budget.
     if memo is None and record is not None and record.key.call.counts_alike(key):
         memo = record.memo

@@ -40,6 +40,9 @@ class Setting:
     and a first run's rewrites are not counted yet (``_first_run.first_batch``)."""
     growth: float | None = None
     """A pruning's recent growth per model call (``_cost_model.growth``), if known."""
+    hold: bool = True
+    """The trim keeps the calls of ``drop_last`` tools while anything else can go
+    (False: the last try, when keeping them all does not fit)."""
 
 
 class CallKey(NamedTuple):
@@ -69,6 +72,7 @@ class RunKey(NamedTuple):
     budget: int
     digest: int
     exact: bool
+    hold: bool = True
 
 
 Memo = dict[str, Any]

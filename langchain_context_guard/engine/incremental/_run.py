@@ -12,14 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
+from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
 from ..passes._compress import squeezer
 from ..passes._hygiene import history_start, tidy_message
 from ..passes._sanitize import clean_message
+from ..passes._supersede import superseded_reads
 from ..passes._trim_sizes import Costs
-from ..passes._trim_units import carried, carried_at, reasoning_kind
+from ..passes._trim_units import carried, carried_at, hold_calls, reasoning_kind
 from ..passes._trim_units import kind as kind_of
 from ._digest_step import digest_step
 from ._extends import extends
@@ -27,6 +29,7 @@ from ._first_run import rewriters, rewrites
 from ._native_steps import bound_step, compaction_step
 from ._order import PASSES
 from ._record import Memo, Setting
+from ._ruled_compress import ruled_compress_step
 from ._steps import (
     NONE,
     HeadForgotten,
@@ -75,6 +78,10 @@ class Run:
         self._twins: dict[str, int] = {}  # synthetic results' tokens, by tool name
         p = setting.policy
         self._truncator, self._compressor = rewriters(p, setting.window, setting.count)
+        self._keep_whole = whole_tools(p)
+        self._tool_keep, self._supersede = tool_keeps(p), supersede_keys(p)
+        self._newer: dict[int, str] | None = None  # superseded reads of ``_truncated``
+        self._held = last_tools(p) if setting.hold else frozenset()
 
     @property
     def now(self) -> int:
@@ -254,6 +261,14 @@ class Run:
             count=self.setting.count,
             assistant=p.compress_assistant_text,
         )
+        if self._tool_keep or self._supersede:
+            run = partial(
+                ruled_compress_step,
+                **run.keywords,
+                keep_whole=self._keep_whole,
+                tool_keep=self._tool_keep,
+                supersede=self._supersede,
+            )
         prev = self._prev()
         step = run(self.source, prev=prev) if prev is not None else None
         self._add(step or _full(run(self.source)))
@@ -261,8 +276,16 @@ class Run:
     def _costs(self, messages: list[BaseMessage], i: int) -> Costs:
         """``_trim_step.message_costs`` with this run's counter and compression."""
         assistant = self.setting.policy.compress_assistant_text
-        count, compress = self.setting.count, self._compressor
-        return message_costs(messages, i, count, compress, assistant, self._twins)
+        count, compress, twins = self.setting.count, self._compressor, self._twins
+        newer = self._superseded() if self._supersede else None
+        return message_costs(messages, i, count, compress, assistant, twins, newer)
+
+    def _superseded(self) -> dict[int, str]:
+        """``superseded_reads`` of the truncated history (read once per run)."""
+        if self._newer is None:
+            keys, whole = self._supersede, self._keep_whole
+            self._newer = superseded_reads(self._truncated, keys, whole)
+        return self._newer
 
     def _trim(self) -> None:
         truncated = self._truncated
@@ -273,7 +296,8 @@ class Run:
         cut_room = gauge.room(cut_budget) if s.digest else None
         keep, batch = p.keep_recent_tool_results, p.compress_batch
         prev = self._prev()
-        if prev is not None:
+        moved = self._moved_reads()
+        if prev is not None and not moved and not self._holds(prev):
             start = len(prev.source)
             new = range(start, len(truncated))
             sizes = prev.state.sizes.grow(self._costs(truncated, i) for i in new)
@@ -287,6 +311,11 @@ class Run:
                     self._add(step)
                     return
         costs: list[Costs] = carried_at(truncated, self.memo.get("costs"), self._costs)
+        if moved:
+            costs = list(costs)
+            for i in moved:
+                if i < len(costs):
+                    costs[i] = self._costs(truncated, i)
         codes = carried(self.source, self.memo.get("kinds"), kind_of)
         self.memo["costs"] = (truncated, costs)
         self.memo["kinds"] = (self.source, codes)
@@ -308,7 +337,7 @@ class Run:
             source_tokens=self.body,
             cut_room=cut_room,
             cut_budget=cut_budget,
-            codes="".join(codes),
+            codes=hold_calls(self.source, "".join(codes), self._held),
             lead=0 if self._opened() else s.count(history_start(False)),
             memo=self.memo,
         )
@@ -319,6 +348,27 @@ class Run:
         ):
             raise HeadForgotten  # the cut reaches back into emptied places
         self._add(step)
+
+    def _holds(self, prev: Step) -> bool:
+        """Whether new messages call a ``drop_last`` tool: the units change."""
+        tools = self._held
+        return bool(tools) and any(
+            isinstance(m, AIMessage) and any(c["name"] in tools for c in m.tool_calls)
+            for m in self.source[len(prev.source) :]
+        )
+
+    def _moved_reads(self) -> list[int]:
+        """Results whose superseded pointer changed since the held costs.
+
+        Their costs change while the message does not: a later call read the
+        same thing again (``_supersede``).
+        """
+        if not self._supersede:
+            return []
+        newer = self._superseded()
+        held = self.memo.get("superseded", {})
+        self.memo["superseded"] = newer
+        return sorted(i for i in {*newer, *held} if newer.get(i) != held.get(i))
 
     def _digest(self) -> None:
         s, p = self.setting, self.setting.policy

@@ -7,7 +7,7 @@ messages do not move between calls.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -24,6 +24,7 @@ from .._messages import label
 from ..passes._compress import callers
 from ..passes._hygiene import tidy_message
 from ..passes._repair import call_name, stand_in_named
+from ..passes._supersede import supersede_message
 from ..passes._thinking import cut_cost_view
 from ..passes._trim import (
     Counter,
@@ -145,6 +146,7 @@ def message_costs(
     compress: Callable[[BaseMessage], BaseMessage],
     assistant: bool,
     twins: dict[str, int],
+    newer: Mapping[int, str] | None = None,
 ) -> Costs:
     """``_trim_sizes.Costs`` of ``messages[i]``: raw, for good, is a result, twin.
 
@@ -152,12 +154,17 @@ def message_costs(
     also takes off what compressing its ``callers`` saves (with ``assistant``,
     ``compress_assistant_text``): the two go together. Its twin is the
     synthetic result it is sent as while not in yet (by tool name, counted once
-    into ``twins``).
+    into ``twins``). A superseded result (in ``newer``, ``_supersede``) costs
+    its pointer alone, and counts in no compression batch: no result to the
+    plan.
     """
     m = messages[i]
     if not isinstance(m, ToolMessage):
         return _plain(count(cut_cost_view(m)))
     m = tidy_message(m) or m
+    later = newer.get(i) if newer else None
+    if later is not None:
+        return _plain(count(supersede_message(m, later)))
     good = count(compress(m))
     if assistant:
         for j in callers(messages, i):

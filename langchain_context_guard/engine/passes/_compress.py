@@ -8,7 +8,7 @@ most of the names an agent uses again, for a fraction of the tokens.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -16,7 +16,8 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import marker, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
-from .._tool_policy import tool_name, whole_tools
+from .._tool_policy import supersede_keys, tool_keeps, tool_name, whole_tools
+from ._supersede import SUPERSEDED, supersede_message, superseded_reads
 from ._text import compress_lines
 
 
@@ -31,6 +32,8 @@ def compress_old_tool_results(
     name_source: bool = False,
     assistant: bool = False,
     keep_whole: Collection[str] = frozenset(),
+    tool_keep: Mapping[str, int] | None = None,
+    supersede: Mapping[str, str] | None = None,
 ) -> list[BaseMessage]:
     """Shrink tool results older than the newest ``keep_recent`` to a few lines.
 
@@ -44,23 +47,64 @@ def compress_old_tool_results(
     ``name_source``: the marker names the result's tool call id, to read the full
     text back (it is archived). ``keep_whole``: tool names whose results are
     never compressed (``_tool_policy.whole_tools``); they still count in the
-    batches.
+    batches. ``tool_keep``: per tool name, its own count of newest results kept
+    whole (``_tool_policy.tool_keeps``). ``supersede``: per tool name, the
+    argument whose repeat supersedes an older result (``_supersede``); a
+    superseded result becomes a pointer and counts in no batch (the assistant
+    message that made its call is left as the batches leave it).
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
-    upto = compress_boundary(len(results), keep_recent, batch)
-    due = with_callers(messages, results[:upto]) if assistant else results[:upto]
+    newer = superseded_reads(messages, supersede or {}, keep_whole)
+    old = due_results(messages, results, keep_recent, batch, tool_keep, newer)
+    if assistant:
+        old = with_callers(messages, old)
+    if newer:
+        old = sorted({*old, *newer})
     out = list(messages)
     changed = False
-    for i in due:
-        new = compress_message(
-            out[i], min_chars, head_lines, tail_lines, name_source, keep_whole
-        )
+    for i in old:
+        if i in newer:
+            new = supersede_message(out[i], newer[i])
+        else:
+            new = compress_message(
+                out[i], min_chars, head_lines, tail_lines, name_source, keep_whole
+            )
         if new is not out[i]:
             out[i] = new
             changed = True
     if changed:
         return out
     return messages if isinstance(messages, list) else out
+
+
+def due_results(
+    messages: Sequence[BaseMessage],
+    results: Sequence[int],
+    keep: int,
+    batch: int,
+    tool_keep: Mapping[str, int] | None = None,
+    newer: Collection[int] = (),
+) -> list[int]:
+    """The results (indices, in order) due for compression.
+
+    The oldest of ``results`` past the newest ``keep``, in batches of ``batch``;
+    a result of a tool in ``tool_keep`` is counted among its tool's results
+    instead, against that tool's own number. Superseded results (``newer``)
+    count in neither: they are pointers already.
+    """
+    counted = [i for i in results if i not in newer] if newer else results
+    if not tool_keep:
+        return list(counted[: compress_boundary(len(counted), keep, batch)])
+    general = set(counted[: compress_boundary(len(counted), keep, batch)])
+    own: dict[str, list[int]] = {}
+    for i in counted:
+        name = tool_name(messages[i])
+        if name is not None and name in tool_keep:
+            general.discard(i)
+            own.setdefault(name, []).append(i)
+    for name, found in own.items():
+        general.update(found[: compress_boundary(len(found), tool_keep[name], batch)])
+    return sorted(general)
 
 
 def compress_floor(policy: GuardPolicy, window: int) -> int:
@@ -83,6 +127,15 @@ def compressor(
     )
 
 
+def rules(policy: GuardPolicy) -> dict[str, Any]:
+    """A policy's per-tool compression rules, as ``compress_old_tool_results`` takes."""
+    return {
+        "keep_whole": whole_tools(policy),
+        "tool_keep": tool_keeps(policy),
+        "supersede": supersede_keys(policy),
+    }
+
+
 def squeezer(
     policy: GuardPolicy, window: int
 ) -> Callable[[list[BaseMessage]], list[BaseMessage]]:
@@ -100,7 +153,7 @@ def squeezer(
         batch=1,
         name_source=policy.archived_results,
         assistant=policy.compress_assistant_text,
-        keep_whole=whole_tools(policy),
+        **rules(policy),
     )
 
 
@@ -157,6 +210,7 @@ def compress_message(
     mark = marker(message)
     if mark is not None and mark.get("kind") in {
         "compressed",
+        SUPERSEDED,
         "synthetic_result",
         "merged",
         "kept_whole",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from itertools import accumulate, chain, compress
 from operator import is_not, itemgetter
 from typing import Any
@@ -75,6 +75,31 @@ def kind(message: BaseMessage) -> str:
 def kinds(messages: Sequence[BaseMessage]) -> str:
     """Every message's kind, in order."""
     return "".join(map(kind, messages))
+
+
+def hold_calls(
+    messages: Sequence[BaseMessage], codes: str, tools: Collection[str]
+) -> str:
+    """``codes`` with the calls to ``tools`` and their results kept like ``SYSTEM``.
+
+    An assistant message calling one of ``tools`` (``ToolPolicy.drop_last``) and
+    the results that follow it are then in no droppable unit: the trim drops
+    everything else first. The pair stays whole (all the message's results).
+    """
+    if not tools:
+        return codes
+    out = list(codes)
+    n = len(messages)
+    for i in positions(codes, AI):
+        calls = messages[i].tool_calls  # type: ignore[attr-defined]
+        if not any(c["name"] in tools for c in calls):
+            continue
+        out[i] = SYSTEM
+        j = i + 1
+        while j < n and codes[j] == TOOL:
+            out[j] = SYSTEM
+            j += 1
+    return "".join(out)
 
 
 def positions(codes: str, code: str) -> list[int]:

@@ -1,0 +1,110 @@
+"""Superseded reads: an older result of a call made again, replaced by a pointer.
+
+An agent reads the same file, or runs the same test script, again after a
+change; the older result then only tells what the newer one says better. With
+``ToolPolicy.supersede_key`` set for a tool, two of its calls with the same value
+of that argument read the same resource, and the older result becomes a short
+pointer to the newer call (with the size it had). The compression pass makes the
+change, so it comes at pruning time only and never breaks a pair: the result
+keeps its tool call id. The newest read of a resource always stays.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from .._messages import kept_whole, marker, memo_rewrite, original_size, text_of
+from .._messages import with_marker as _with_marker
+from .._tool_policy import tool_name
+
+SUPERSEDED = "superseded"
+"""The marker kind of a result replaced by a pointer to a newer read."""
+
+
+def superseded_reads(
+    messages: Sequence[BaseMessage],
+    keys: Mapping[str, str],
+    keep_whole: Collection[str] = frozenset(),
+) -> dict[int, str]:
+    """Index of each superseded result -> the tool call id of the next same read.
+
+    ``keys``: per tool name, the argument that names what a call reads
+    (``_tool_policy.supersede_keys``). A result is superseded when a later
+    result answers a call of the same tool with the same value of that argument;
+    it points to the next such call (a pointer never changes as more reads
+    come). Results already marked superseded keep their pointer; results of
+    ``keep_whole`` tools and results marked ``kept_whole`` never are, and a
+    synthetic result (a call not answered yet) reads nothing.
+    """
+    out: dict[int, str] = {}
+    if not keys:
+        return out
+    reads: dict[str, tuple[str, str]] = {}  # call id -> (tool, key value)
+    last: dict[tuple[str, str], int] = {}  # resource -> its latest result
+    for i, m in enumerate(messages):
+        if isinstance(m, AIMessage):
+            for call in m.tool_calls:
+                key = keys.get(call["name"])
+                if key is not None and key in call["args"] and call["id"]:
+                    reads[call["id"]] = (call["name"], _value(call["args"][key]))
+            continue
+        if not isinstance(m, ToolMessage):
+            continue
+        mark = marker(m)
+        kind = None if mark is None else mark.get("kind")
+        if kind == SUPERSEDED:
+            out[i] = str(mark.get("newer", "")) if mark is not None else ""
+            continue
+        if kind == "synthetic_result":
+            continue  # its call is not answered yet: nothing read again
+        read = reads.get(m.tool_call_id)
+        if read is None or kept_whole(m) or tool_name(m) in keep_whole:
+            continue
+        older = last.get(read)
+        if older is not None:
+            out[older] = m.tool_call_id
+        last[read] = i
+    return out
+
+
+def _value(value: object) -> str:
+    """An argument's value as text, equal for equal values."""
+    if isinstance(value, str):
+        return value.strip()
+    return json.dumps(value, sort_keys=True, default=repr)
+
+
+def supersede_message(message: BaseMessage, newer: str) -> BaseMessage:
+    """``message`` as a pointer to the tool call ``newer`` (memoised).
+
+    Unchanged when it is marked already, or the pointer would not be shorter.
+    """
+    mark = marker(message)
+    if mark is not None and mark.get("kind") in {SUPERSEDED, "kept_whole"}:
+        return message
+    return memo_rewrite(message, (SUPERSEDED, newer), lambda m: _pointer(m, newer))
+
+
+def _pointer(message: BaseMessage, newer: str) -> BaseMessage:
+    text = text_of(message.content)
+    chars, lines = original_size(message, text)
+    name = message.name if isinstance(message, ToolMessage) and message.name else None
+    what = f"{name} result" if name else "tool result"
+    short = (
+        f"[superseded {what}: the same call was made again later (tool call "
+        f"{newer} holds the fresh result); {chars:,} characters, {lines:,} lines "
+        "omitted by context guard]"
+    )
+    if len(short) >= len(text) and isinstance(message.content, str):
+        return message
+    return _with_marker(
+        message,
+        SUPERSEDED,
+        content=short,
+        original_chars=chars,
+        original_lines=lines,
+        newer=newer,
+    )
