@@ -60,6 +60,8 @@ class SentPrefix:
 
     system: BaseMessage | None = None
     tools: tuple[Any, ...] = ()
+    prepared: bool = True
+    """Whether it sent the guard's prepared history (False: the state as it is)."""
 
 
 SENT_PREFIX: contextvars.ContextVar[SentPrefix | None] = contextvars.ContextVar(

@@ -84,9 +84,6 @@ if TYPE_CHECKING:
         format_table as format_table,
     )
     from ._strategies import (
-        PROVIDER as PROVIDER,
-    )
-    from ._strategies import (
         STRATEGIES as STRATEGIES,
     )
     from ._strategies import (
@@ -100,9 +97,6 @@ if TYPE_CHECKING:
     )
     from ._strategies import (
         Prompt as Prompt,
-    )
-    from ._strategies import (
-        ScriptedSummarizer as ScriptedSummarizer,
     )
     from ._strategies import (
         StickyCut as StickyCut,
@@ -125,6 +119,15 @@ if TYPE_CHECKING:
     from ._strategies import (
         make_strategies as make_strategies,
     )
+    from ._summarizer import (
+        PROVIDER as PROVIDER,
+    )
+    from ._summarizer import (
+        ScriptedSummarizer as ScriptedSummarizer,
+    )
+    from ._summarizer import (
+        SummaryCall as SummaryCall,
+    )
     from ._transcripts import (
         TRAJECTORIES_ENV_VAR,
         TranscriptError,
@@ -144,7 +147,7 @@ __getattr__ = lazy_getattr(
         "CACHE_RATE": "._metrics",
         "COUNTERS": "._metrics",
         "DISTANCES": "._needles",
-        "PROVIDER": "._strategies",
+        "PROVIDER": "._summarizer",
         "STRATEGIES": "._strategies",
         "WINDOWS": "._loop",
         "ContextEditing": "._strategies",
@@ -153,10 +156,11 @@ __getattr__ = lazy_getattr(
         "Needle": "._needles",
         "Prompt": "._strategies",
         "ReplayResult": "._results",
-        "ScriptedSummarizer": "._strategies",
+        "ScriptedSummarizer": "._summarizer",
         "StickyCut": "._strategies",
         "Strategy": "._strategies",
         "Summarization": "._strategies",
+        "SummaryCall": "._summarizer",
         "Tally": "._results",
         "TrimMessages": "._strategies",
         "ask_plan": "._needles",
@@ -207,6 +211,7 @@ __all__ = [
     "StickyCut",
     "Strategy",
     "Summarization",
+    "SummaryCall",
     "Tally",
     "TranscriptError",
     "TrimMessages",
