@@ -139,3 +139,24 @@ def test_an_agent_that_sent_the_state_unchanged_is_asked_from_the_state():
     finally:
         SENT_PREFIX.reset(token)
     assert summarizer.received[0][:-1] == history
+
+
+class SmallWindowSummarizer(ScriptedSummarizer):
+    """Refuses, as Anthropic words it, any prompt of more than 20,000 characters."""
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> Any:
+        size = sum(len(m.text) for m in messages)
+        if size > 20_000:
+            raise ValueError(f"prompt is too long: {size} tokens > 20000 maximum")
+        return super().reply(messages, **kwargs)
+
+
+def test_an_appended_prompt_that_overflows_is_retried_serialised_and_cut():
+    history = agent_history(8, chars=6_000)
+    summarizer = SmallWindowSummarizer()
+    settings_ = settings(summary_mode="append", retries=0)
+    Compactor(summarizer, settings_, guard=make_guard()).compact(history)
+    first, second = summarizer.received
+    assert "<completed>" in first[-1].text and len(first) > 2  # appended
+    assert len(second) == 2 and "<conversation>" in second[1].text  # serialised
+    assert "characters truncated" in second[1].text
