@@ -2,7 +2,8 @@
 
 ``_transcripts`` reads agent transcripts (mini-swe-agent trajectories, LangChain
 message dumps, OpenAI chat JSONL); ``_strategies`` are the strategies compared
-(the guard, ``trim_messages``, LangChain's summarisation and context editing);
+(the guard, ``trim_messages``, LangChain's summarisation and context editing),
+``_summarizer`` the scripted summary model whose calls the loop bills;
 ``_loop`` replays each call; ``_metrics`` and ``_results`` measure and tabulate;
 ``_plot`` draws (needs the ``plot`` extra). Names load on first use. A library:
 its command line (``context-guard replay``) is the CLI's. Imports the engine and
