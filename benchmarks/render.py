@@ -26,7 +26,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 import _speed  # noqa: E402  (the speed table's own renderer and targets)
 
-OURS = {"guard", "guard_no_stable", "guard+compaction"}
+OURS = {"guard", "guard_no_stable", "guard+compaction", "guard+compaction_append"}
 SWEEP_WINDOWS = (16_000, 32_000)
 CONTENT_TARGET = {16_000: 97.5, 32_000: 99.7}
 """Content evidence the default policy must keep, by window (percent)."""

@@ -5,7 +5,9 @@
 pruned inside the agent node), ``ContextGuardMiddleware`` (LangChain v1
 ``create_agent``; needs the ``agents`` extra and loads on first use), and the
 callback helpers that forward the guard's events; ``mark_cache_breakpoints``
-puts Anthropic prompt-cache breakpoints on the stable prefix. Imports the engine only.
+puts Anthropic prompt-cache breakpoints on the stable prefix; ``_provider_compaction``
+asks the provider to compact (``ProviderCompactionWarning`` where it cannot).
+Imports the engine only.
 """
 
 from typing import TYPE_CHECKING
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from ._namespace import resolve_prefix as resolve_prefix
     from ._namespace import scoped as scoped
     from ._namespace import why_unscoped as why_unscoped
+    from ._provider_compaction import ProviderCompactionWarning
     from ._requests import RequestInputs as RequestInputs
     from ._results import ResultArchive, make_result_reader, read_result
     from ._runnable import GuardRunnable, as_runnable
@@ -47,6 +50,7 @@ __getattr__ = lazy_getattr(
         "aemit": "._callbacks",
         "emit": "._callbacks",
         "note_silent_overflow": "._silent",
+        "ProviderCompactionWarning": "._provider_compaction",
         "ContextGuardMiddleware": "._middleware",
         "GuardedAgentState": "._langgraph",
         "GuardRunnable": "._runnable",
@@ -65,6 +69,7 @@ __all__ = [
     "ContextGuardMiddleware",
     "GuardRunnable",
     "GuardedAgentState",
+    "ProviderCompactionWarning",
     "ResultArchive",
     "as_runnable",
     "guard_node",

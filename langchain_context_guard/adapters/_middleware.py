@@ -54,12 +54,11 @@ except ImportError as exc:  # pragma: no cover - exercised by a test
         'Install it with: pip install "langchain-context-guard[agents]"'
     ) from exc
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
 from ..engine import (
-    STATE_KEY,
     ContextGuard,
     ContextUsage,
     needed_records,
@@ -67,11 +66,18 @@ from ..engine import (
     usage_notice,
 )
 from ._cache_control import mark_cache_breakpoints
-from ._callbacks import Usage, aemit, emit, usage_of
+from ._callbacks import aemit, emit, usage_of
 from ._clock import call_time
 from ._editing import EDIT_NAMES, read_editing
 from ._langgraph import rewrite
-from ._requests import RequestInputs, Result, build_guard, warn_silent_overflow
+from ._provider_compaction import ProviderCompaction, check_trigger
+from ._requests import (
+    RequestInputs,
+    Result,
+    build_guard,
+    stamp_reply,
+    warn_silent_overflow,
+)
 from ._results import ResultArchive, archiving
 from ._thinking_binding import DropStaleThinking
 
@@ -79,8 +85,6 @@ if TYPE_CHECKING:
     from ..engine import GuardPolicy, PrepareResult
 
 
-USAGE_KEY = "context_guard_usage"
-"""``response_metadata`` key of the prompt's usage by category."""
 _OWN = (
     "guard",
     "model",
@@ -90,6 +94,7 @@ _OWN = (
     "cache_breakpoints",
     *EDIT_NAMES,
     "provider_drops_stale_thinking",
+    "provider_compaction",
 )
 """``ContextGuardMiddleware``'s own keywords (the rest are ``GuardPolicy`` fields)."""
 
@@ -127,6 +132,12 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             beta ``thinking.block_binding.prefix_mismatch_behavior =
             "drop_block"``, on a copy of the agent's model). Only for an
             Anthropic model with thinking on; others are called as they are.
+        provider_compaction: Also ask the provider to compact the conversation
+            once its input reaches this many tokens (True: 0.8 of the budget):
+            Anthropic's server-side compaction, OpenAI's Responses compaction
+            (``_provider_compaction``). The reply's compaction block is kept in
+            state and later calls are sent from it; other models are called as
+            they are, with a ``ProviderCompactionWarning``.
         **settings: Any ``GuardPolicy`` field, e.g. ``context_window=200_000``
             or ``reserve_tokens=4_000``; or ``ContextEditingMiddleware``'s
             ``edits=[ClearToolUsesEdit(...)]`` or its names: ``keep`` (newest
@@ -151,6 +162,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         archive: ResultArchive | None = None,
         cache_breakpoints: bool | dict[str, Any] = False,
         provider_drops_stale_thinking: bool = False,
+        provider_compaction: bool | int = False,
         **settings: Any,
     ) -> None:
         super().__init__()
@@ -158,9 +170,14 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.persist = persist
         self.model = model
         self.cache_breakpoints = cache_breakpoints
-        self._drop_block = (
-            DropStaleThinking() if provider_drops_stale_thinking else None
-        )
+        self._options: list[Any] = []
+        """Copies of the agent's model with request options, in order."""
+        if provider_drops_stale_thinking:
+            self._options.append(DropStaleThinking())
+        if provider_compaction is not False:
+            trigger = check_trigger(provider_compaction)
+            budget = self._budget
+            self._options.append(ProviderCompaction(trigger, budget))
         self._given = guard
         self._counter = token_counter
         self._editing = read_editing(settings, ready=isinstance(guard, ContextGuard))
@@ -217,6 +234,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     self._guard = self._build(model)
                 guard = self._guard
         return guard
+
+    def _budget(self, model: Any) -> int:
+        return self._guard_for(model).budget(self.model or model)
 
     def _model(self, request: ModelRequest[Any]) -> Any:
         return self.model if self.model is not None else request.model
@@ -294,11 +314,10 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         applied = RequestInputs.apply(
             request, kept, split_system=bool(self.cache_breakpoints)
         )
-        if self._drop_block is not None:
-            model = self._drop_block.model(applied.model)
-            if model is not applied.model:
-                applied = applied.override(model=model)
-        return applied
+        model = applied.model
+        for option in self._options:
+            model = option.model(model)
+        return applied if model is applied.model else applied.override(model=model)
 
     def wrap_model_call(
         self,
@@ -313,7 +332,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         checked = warn_silent_overflow(
             response, result.report, self._guard_for(None), self._model(request)
         )
-        return _stamp(checked, state, self._reported(usage))
+        return stamp_reply(checked, state, self._reported(usage))
 
     async def awrap_model_call(
         self,
@@ -328,7 +347,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         checked = warn_silent_overflow(
             response, result.report, self._guard_for(None), self._model(request)
         )
-        return _stamp(checked, state, self._reported(usage))
+        return stamp_reply(checked, state, self._reported(usage))
 
     def _reported(
         self, usage: ContextUsage | None
@@ -337,25 +356,6 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if usage is None or not self._guard_for(None).policy.report_usage:
             return None
         return lambda: usage
-
-
-def _stamp(
-    response: Result,
-    state: dict[str, Any] | None,
-    usage: Usage = None,
-) -> Result:
-    """Keep the handover record (and the prompt's usage) in ``response_metadata``."""
-    if not state and usage is None:
-        return response
-    messages = response.result if isinstance(response, ModelResponse) else [response]
-    for message in messages:
-        if isinstance(message, AIMessage):
-            if state:
-                message.response_metadata[STATE_KEY] = state
-            if usage is not None:
-                message.response_metadata[USAGE_KEY] = usage().to_dict()
-            break
-    return response
 
 
 class _PersistingMiddleware(ContextGuardMiddleware):

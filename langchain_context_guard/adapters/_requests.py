@@ -3,7 +3,8 @@
 ``RequestInputs`` gives the messages (system first) and the tools a request binds
 (``request.tools`` plus the structured-output tools of ``response_format``);
 ``build_guard`` makes a ``ContextGuard`` from what a middleware was given;
-``warn_silent_overflow`` warns when a reply reports more input than the window.
+``warn_silent_overflow`` warns when a reply reports more input than the window;
+``stamp_reply`` keeps the handover record and usage in the reply's metadata.
 Used by ``ContextGuardMiddleware``, the compaction fallback and overflow recovery.
 """
 
@@ -22,6 +23,7 @@ from langchain.agents.structured_output import (
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 
 from ..engine import (
+    STATE_KEY,
     ConfigError,
     ContextGuard,
     GuardPolicy,
@@ -29,13 +31,15 @@ from ..engine import (
     silent_overflow,
     unknown_setting,
 )
-from ._callbacks import logger
+from ._callbacks import Usage, logger
 from ._silent import note_silent_overflow
 
 if TYPE_CHECKING:
     from ..engine import GuardReport
 
 Result = ModelResponse[Any] | AIMessage
+USAGE_KEY = "context_guard_usage"
+"""``response_metadata`` key of the prompt's usage by category."""
 
 
 def _structured_output_tools(response_format: Any) -> list[Any]:
@@ -196,3 +200,22 @@ class RequestInputs:
         return request.override(
             messages=cast("list[AnyMessage]", kept), system_message=system
         )
+
+
+def stamp_reply(
+    response: Result,
+    state: dict[str, Any] | None,
+    usage: Usage = None,
+) -> Result:
+    """Keep the handover record (and the prompt's usage) in ``response_metadata``."""
+    if not state and usage is None:
+        return response
+    messages = response.result if isinstance(response, ModelResponse) else [response]
+    for message in messages:
+        if isinstance(message, AIMessage):
+            if state:
+                message.response_metadata[STATE_KEY] = state
+            if usage is not None:
+                message.response_metadata[USAGE_KEY] = usage().to_dict()
+            break
+    return response

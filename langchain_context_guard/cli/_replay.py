@@ -42,7 +42,12 @@ _TERMS = {
         "guard_no_stable": "this guard pruning afresh on every call "
         "(stable_prefix=False)",
         "guard": "this guard with its defaults",
-        "guard+compaction": "this guard with LLM compaction (scripted summarizer)",
+        "guard+compaction": "this guard with LLM compaction (scripted "
+        "summarizer), the history serialised into a summary prompt of its own "
+        "(summary_mode='serialize')",
+        "guard+compaction_append": "the same, the summary asked by appending one "
+        "instruction to the prompt as sent, so its input reads the provider's "
+        "cache (summary_mode='append')",
     },
     "columns": {
         "over budget": "calls sent over the budget (largest overshoot in brackets)",
@@ -51,7 +56,9 @@ _TERMS = {
         "no task": "calls whose prompt no longer held the task (the first user "
         "message)",
         "input tok": "input tokens sent",
-        "billed tok": "the bill with prefix caching (a cached prefix at a tenth)",
+        "billed tok": "the bill with prefix caching (a cached prefix at a "
+        "tenth), summary calls included: their prefix that matches the prompt "
+        "sent last at a tenth, the rest at full price",
         "billed vs none": "that bill against sending everything; + summary out "
         "adds the summary calls' replies",
         "content ev.": "of the identifiers the agent's next action reuses from "

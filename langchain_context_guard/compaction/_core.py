@@ -28,7 +28,7 @@ from ..engine import (
 from ._archive import aarchive, archive, archive_ops, archive_scope
 from ._plan import CompactionPlan, plan_compaction, rebuild
 from ._settings import CompactionSettings
-from ._summarizer import SummarizerClient
+from ._summarizer import SENT_PREFIX, SummarizerClient
 from ._summary import Summary, summary_message
 from ._trigger import Limits, next_streak, resolve_limits
 
@@ -167,7 +167,28 @@ class CompactorBase:
                 reason="nothing_to_compact",
                 hint="lower `keep`, or let the deterministic passes trim instead.",
             )
+        if self.settings.summary_mode == "append":
+            plan = replace(plan, sent=self._as_sent(msgs, plan, model))
         return msgs, plan
+
+    def _as_sent(
+        self, messages: list[BaseMessage], plan: CompactionPlan, model: Any
+    ) -> tuple[BaseMessage, ...]:
+        """The history as the agent's call sends it, if not the state as it is.
+
+        That is the guard's prepared prompt, unless ``CompactionMiddleware`` saw
+        the agent send the state unchanged; the state too when the prepared
+        prompt does not end with the kept messages (the instruction counts them).
+        """
+        last = SENT_PREFIX.get()
+        if last is not None and not last.prepared:
+            return ()
+        sent = self.guard.prepare(messages, model=model).messages
+        tail = (*plan.turn_prefix, *plan.kept)
+        ids = [m.id for m in sent[len(sent) - len(tail) :]] if tail else []
+        if len(sent) < len(tail) or ids != [m.id for m in tail]:
+            return ()
+        return tuple(sent)
 
     def _finish(
         self,

@@ -170,12 +170,13 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._sent: OrderedDict[str | None, SentPrefix] = OrderedDict()
         """Each thread's last model call's system prompt and tools (``append``)."""
 
-    def _remember(self, request: ModelRequest[Any]) -> None:
+    def _remember(self, request: ModelRequest[Any], prepared: bool) -> None:
         if self.compactor.settings.summary_mode != "append":
             return
         info = getattr(request.runtime, "execution_info", None)
         thread = info.thread_id if info is not None else None
-        sent = SentPrefix(request.system_message, tuple(self._request.tools(request)))
+        tools = tuple(self._request.tools(request))
+        sent = SentPrefix(request.system_message, tools, prepared)
         self._sent[thread] = sent
         self._sent.move_to_end(thread)
         while len(self._sent) > _THREADS:
@@ -237,8 +238,9 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Fit an over-budget call with the deterministic passes."""
-        self._remember(request)
-        return handler(self._fit(request))
+        fitted = self._fit(request)
+        self._remember(request, fitted is not request)
+        return handler(fitted)
 
     async def awrap_model_call(
         self,
@@ -246,5 +248,6 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async ``wrap_model_call``."""
-        self._remember(request)
-        return await handler(self._fit(request))
+        fitted = self._fit(request)
+        self._remember(request, fitted is not request)
+        return await handler(fitted)

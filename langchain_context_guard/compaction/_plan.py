@@ -70,6 +70,9 @@ class CompactionPlan:
     original_request: str = ""
     turn_request: str = ""
     touched: tuple[str, ...] = field(default_factory=tuple)
+    sent: tuple[BaseMessage, ...] = field(default_factory=tuple)
+    """The history as the agent's model call sends it, when that differs from the
+    state (``summary_mode="append"`` asks from it; empty: the state as it is)."""
 
     @property
     def split(self) -> bool:

@@ -5,9 +5,9 @@ Each call is retried with a doubling delay through ``Runnable.with_retry``
 structured-output call falls back to plain text. A chat model gets the sectioned
 prompt; a function or other runnable gets the messages to summarise (as with
 LangChain's ``summarizer=``). A prompt that overflows the summarizer's window is
-retried once with the middle of its conversation cut out. The sync deadline runs
-the calls on a worker thread (which stops before its next attempt once the
-deadline passed); the async one cancels the call. A model given by name
+retried once serialised, with the middle of its conversation cut out. The sync
+deadline runs the calls on a worker thread (which stops before its next attempt
+once the deadline passed); the async one cancels the call. A model given by name
 (``"openai:gpt-4.1-mini"``) is built with LangChain's ``init_chat_model``.
 """
 
@@ -60,6 +60,8 @@ class SentPrefix:
 
     system: BaseMessage | None = None
     tools: tuple[Any, ...] = ()
+    prepared: bool = True
+    """Whether it sent the guard's prepared history (False: the state as it is)."""
 
 
 SENT_PREFIX: contextvars.ContextVar[SentPrefix | None] = contextvars.ContextVar(
@@ -177,7 +179,7 @@ class SummarizerClient:
             return turn_prefix_prompt(
                 plan, max_chars=s.max_input_chars, max_total=total
             )
-        if s.summary_mode == "append":
+        if s.summary_mode == "append" and max_total is None:
             sent = SENT_PREFIX.get() or SentPrefix()
             return append_prompt(plan, system=sent.system, instructions=s.instructions)
         return sections_prompt(
@@ -190,10 +192,13 @@ class SummarizerClient:
     def _shorter(
         self, plan: CompactionPlan, sections: bool, error: Exception
     ) -> list[BaseMessage] | None:
-        """The prompt once more with half its conversation, after an overflow."""
+        """The serialised prompt with half its conversation, after an overflow.
+
+        Also in the ``append`` mode: the conversation as sent did not fit.
+        """
         if not self.prompted or classify_overflow(error) is None:
             return None
-        prompt = self._input(plan, sections)
+        prompt = self._input(plan, sections, self.settings.max_prompt_chars)
         return self._input(plan, sections, len(text_of(prompt[-1].content)) // 2)
 
     def _config(self, part: str, plan: CompactionPlan) -> RunnableConfig:

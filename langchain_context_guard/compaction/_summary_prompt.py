@@ -235,17 +235,20 @@ def append_prompt(
 ) -> list[BaseMessage]:
     """The conversation as the agent sends it, then one instruction.
 
-    The messages are the plan's own objects, in order, so the provider reads
-    them from its prompt cache; ``system``: the agent's system prompt where the
-    history holds none (``create_agent`` keeps it out of the state).
+    The messages are the ones the agent's call sends (``plan.sent``: the guard's
+    prepared prompt; else the plan's own objects), in order, so the provider
+    reads them from its prompt cache; ``system``: the agent's system prompt where
+    the history holds none (``create_agent`` keeps it out of the state).
     """
     head = (plan.previous,) if plan.previous is not None else ()
-    lead = [system] if system is not None and not plan.system else []
+    state = (*plan.system, *head, *plan.history, *plan.turn_prefix, *plan.kept)
+    body = plan.sent or state
+    has_system = any(isinstance(m, SystemMessage) for m in body[:1])
+    lead = [system] if system is not None and not has_system else []
     ask = APPEND_PROMPT.format(kept=len(plan.turn_prefix) + len(plan.kept))
     if instructions:
         ask += f"\n\nAdditional focus: {instructions}"
-    body = [*head, *plan.history, *plan.turn_prefix, *plan.kept]
-    return [*lead, *plan.system, *body, HumanMessage(ask)]
+    return [*lead, *body, HumanMessage(ask)]
 
 
 def turn_prefix_prompt(

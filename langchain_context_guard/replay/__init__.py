@@ -2,7 +2,8 @@
 
 ``_transcripts`` reads agent transcripts (mini-swe-agent trajectories, LangChain
 message dumps, OpenAI chat JSONL); ``_strategies`` are the strategies compared
-(the guard, ``trim_messages``, LangChain's summarisation and context editing);
+(the guard, ``trim_messages``, LangChain's summarisation and context editing),
+``_summarizer`` the scripted summary model whose calls the loop bills;
 ``_loop`` replays each call; ``_metrics`` and ``_results`` measure and tabulate;
 ``_plot`` draws (needs the ``plot`` extra). Names load on first use. A library:
 its command line (``context-guard replay``) is the CLI's. Imports the engine and
@@ -84,9 +85,6 @@ if TYPE_CHECKING:
         format_table as format_table,
     )
     from ._strategies import (
-        PROVIDER as PROVIDER,
-    )
-    from ._strategies import (
         STRATEGIES as STRATEGIES,
     )
     from ._strategies import (
@@ -100,9 +98,6 @@ if TYPE_CHECKING:
     )
     from ._strategies import (
         Prompt as Prompt,
-    )
-    from ._strategies import (
-        ScriptedSummarizer as ScriptedSummarizer,
     )
     from ._strategies import (
         StickyCut as StickyCut,
@@ -124,6 +119,15 @@ if TYPE_CHECKING:
     )
     from ._strategies import (
         make_strategies as make_strategies,
+    )
+    from ._summarizer import (
+        PROVIDER as PROVIDER,
+    )
+    from ._summarizer import (
+        ScriptedSummarizer as ScriptedSummarizer,
+    )
+    from ._summarizer import (
+        SummaryCall as SummaryCall,
     )
     from ._timing import (
         GapModel as GapModel,
@@ -150,7 +154,7 @@ __getattr__ = lazy_getattr(
         "CACHE_RATE": "._metrics",
         "COUNTERS": "._metrics",
         "DISTANCES": "._needles",
-        "PROVIDER": "._strategies",
+        "PROVIDER": "._summarizer",
         "STRATEGIES": "._strategies",
         "WINDOWS": "._loop",
         "ContextEditing": "._strategies",
@@ -160,10 +164,11 @@ __getattr__ = lazy_getattr(
         "Needle": "._needles",
         "Prompt": "._strategies",
         "ReplayResult": "._results",
-        "ScriptedSummarizer": "._strategies",
+        "ScriptedSummarizer": "._summarizer",
         "StickyCut": "._strategies",
         "Strategy": "._strategies",
         "Summarization": "._strategies",
+        "SummaryCall": "._summarizer",
         "Tally": "._results",
         "TrimMessages": "._strategies",
         "ask_plan": "._needles",
@@ -216,6 +221,7 @@ __all__ = [
     "StickyCut",
     "Strategy",
     "Summarization",
+    "SummaryCall",
     "Tally",
     "TranscriptError",
     "TrimMessages",

@@ -30,13 +30,8 @@ from ._metrics import (
 )
 from ._needles import Needle, ask_plan
 from ._results import ReplayResult, Tally
-from ._strategies import (
-    PROVIDER,
-    STRATEGIES,
-    Strategy,
-    default_reserve,
-    make_strategies,
-)
+from ._strategies import STRATEGIES, Prompt, Strategy, default_reserve, make_strategies
+from ._summarizer import PROVIDER
 from ._timing import GapModel, call_times, expired
 
 WINDOWS = (16_000, 32_000, 128_000)
@@ -218,11 +213,13 @@ def _replay_one(
         start = time.perf_counter()
         failed = False
         try:
-            sent, extra, output = strategy.prompt(history, call.at)
+            prompt = strategy.prompt(history, call.at)
         except Exception:  # the agent's call fails: count it, send the history
-            sent, extra, output, failed = history, 0, 0, True
+            prompt, failed = Prompt(history), True
         tally.errors += failed
         tally.overhead_ms.append(1000 * (time.perf_counter() - start))
+        summaries = _bill_summaries(prompt, previous, measure)
+        sent = prompt.sent
         infos = [measure(m) for m in sent]
         tokens = [float(i.tokens) for i in infos] + [float(REPLY_OVERHEAD)]
         keys = [i.key for i in infos]
@@ -230,15 +227,48 @@ def _replay_one(
         cached = 0 if call.cold else cached_prefix(previous, keys)
         previous = keys
         tally.tokens.append(size)
-        tally.spent.append(call.scale * extra)
-        tally.output.append(call.scale * output)
-        tally.billed.append(call.scale * (billed_input(tokens, cached) + extra))
+        tally.summary_calls += len(prompt.summaries)
+        tally.spent.append(call.scale * summaries.tokens)
+        tally.spent_cached.append(call.scale * summaries.cached)
+        tally.output.append(call.scale * summaries.output)
+        billed = billed_input(tokens, cached) + summaries.billed
+        tally.billed.append(call.scale * billed)
         tally.over_budget += failed or size > budget
         tally.expired += call.cold
         tally.bad_pairing += bool(tool_pairing_errors(sent))
         tally.task_missing += task is not None and not _has_task(task, keys, sent)
         _score(tally, call, sent, infos, history_ids)
         lived.sent[call.k] = round(size)
+
+
+class _SummaryBill(NamedTuple):
+    """One call's summary calls: input tokens, those cached, billed, output."""
+
+    tokens: float
+    cached: float
+    billed: float
+    output: float
+
+
+def _bill_summaries(
+    prompt: Prompt, previous: list[tuple[str, ...]], measure: _Measure
+) -> _SummaryBill:
+    """Bill the summary calls made before a call, as the provider would.
+
+    Each call's input reads the cache for its leading messages sent exactly as
+    in the conversation's last prompt (``previous``) and pays full price for the
+    rest; its reply is output.
+    """
+    tokens = cached = billed = output = 0.0
+    for call in prompt.summaries:
+        infos = [measure(m) for m in call.prompt]
+        sizes = [float(i.tokens) for i in infos] + [float(REPLY_OVERHEAD)]
+        prefix = cached_prefix(previous, [i.key for i in infos])
+        tokens += sum(sizes)
+        cached += sum(sizes[:prefix])
+        billed += billed_input(sizes, prefix)
+        output += measure.counter.text_tokens(call.reply)
+    return _SummaryBill(tokens, cached, billed, output)
 
 
 def _score(

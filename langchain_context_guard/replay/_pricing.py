@@ -14,7 +14,9 @@ of the list price. Providers bill differently (``PRICING``, sources in
   without breakpoints nothing is cached (the ``anthropic, no breakpoints`` row).
 
 ``price_prompts`` prices one conversation's sequence of prompts; ``price_replay``
-replays transcripts through the strategies and prices what each one sends.
+replays transcripts through the strategies and prices what each one sends, its
+summary calls included: each is priced like a call of the conversation, its
+prefix read from the cache as far as it matches the prompt sent last.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from ..engine import REPLY_OVERHEAD, TiktokenCounter
 from ._metrics import cached_prefix, message_key
-from ._strategies import PROVIDER, STRATEGIES, default_reserve, make_strategies
+from ._strategies import STRATEGIES, default_reserve, make_strategies
+from ._summarizer import PROVIDER
 
 
 @dataclass(frozen=True)
@@ -134,7 +137,8 @@ def price_replay(
 
     Every call's history is the transcript up to that reply; tokens are
     tiktoken's (the ratios between strategies are what a price table shows).
-    Returns one row per (window, strategy): the input tokens sent and, per
+    Returns one row per (window, strategy): the input tokens sent (summary
+    calls included) and, per
     pricing, the billed input and its ratio to sending the whole history
     (``none``) under the same pricing.
     """
@@ -161,7 +165,14 @@ def price_replay(
                 previous: list[tuple[str, ...]] = []
                 lived = list(messages)
                 for k in _calls(messages):
-                    sent, *_ = strategy.prompt(lived[:k])
+                    sent, summaries = strategy.prompt(lived[:k])
+                    for call in summaries:
+                        asked = [size(m) for m in call.prompt]
+                        run.prompts.append(
+                            [*(t for t, _ in asked), float(REPLY_OVERHEAD)]
+                        )
+                        keys = [key for _, key in asked]
+                        run.prefixes.append(cached_prefix(previous, keys))
                     measured = [size(m) for m in sent]
                     lived[k] = _fed_back(
                         messages[k],

@@ -34,8 +34,13 @@ class Tally:
     """Calls that came after the provider's cache expired (billed uncached)."""
     tokens: list[float] = field(default_factory=list)
     billed: list[float] = field(default_factory=list)
+    summary_calls: int = 0
+    """The strategy's own summary calls."""
     spent: list[float] = field(default_factory=list)
-    """Input tokens of the strategy's own summary calls (also in ``billed``)."""
+    """Input tokens of those calls (billed in ``billed``, their cached prefix at
+    ``CACHE_RATE``)."""
+    spent_cached: list[float] = field(default_factory=list)
+    """... of which read the prompt last sent (the provider's cache)."""
     output: list[float] = field(default_factory=list)
     """Output tokens of those calls (billed at ``OUTPUT_RATE`` in ``total``)."""
     overhead_ms: list[float] = field(default_factory=list)
@@ -65,6 +70,9 @@ class Tally:
             "input_tokens": round(sum(self.tokens) + sum(self.spent)),
             "billed_input": round(billed),
             "billed_vs_none": round(billed / none_billed, 4) if none_billed else None,
+            "summary_calls": self.summary_calls,
+            "summary_input_tokens": round(sum(self.spent)),
+            "summary_cached_tokens": round(sum(self.spent_cached)),
             "summary_output_tokens": round(sum(self.output)),
             "billed_with_output": round(total),
             "with_output_vs_none": (
@@ -147,8 +155,9 @@ def format_table(result: ReplayResult) -> str:
     "content ev." is the headline evidence figure (only text sent from the
     history counts), "line ev." the share whose first line is still sent
     verbatim, "notes incl." the older figure that also counts the library's notes.
-    "billed vs none" is input only (the summary calls' input included); "+ summary
-    out" adds their replies at ``OUTPUT_RATE`` input tokens each.
+    "billed vs none" is input only, the summary calls' input included (its prefix
+    that matches the prompt sent last at ``CACHE_RATE``, the rest at full price);
+    "+ summary out" adds their replies at ``OUTPUT_RATE`` input tokens each.
     """
     head = (
         "| window | strategy | over budget | bad pairs | no task | input tok "

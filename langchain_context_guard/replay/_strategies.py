@@ -3,18 +3,19 @@
 No guard, LangChain's ``trim_messages``, a "sticky cut" baseline,
 ``SummarizationMiddleware`` and ``ContextEditingMiddleware``, and ours:
 ``ContextGuard`` (also without the stable prefix, ``guard_no_stable``) alone or
-with the ``Compactor``. Summaries come from ``ScriptedSummarizer``, a deterministic
-offline model, so a replay needs no network.
+with the ``Compactor`` (its summary prompt serialised, ``guard+compaction``, or
+appended to the conversation as sent, ``guard+compaction_append``). Summaries come
+from ``ScriptedSummarizer`` (``_summarizer``), a deterministic offline model, so a
+replay needs no network; each strategy hands its summary calls to the loop, which
+bills them.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import Any, Literal, NamedTuple, cast
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -23,8 +24,6 @@ from langchain_core.messages import (
     trim_messages,
 )
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.outputs import ChatGeneration, ChatResult
-from pydantic import Field
 
 from ..engine import (
     REPLY_OVERHEAD,
@@ -32,9 +31,8 @@ from ..engine import (
     ContextGuardError,
     GuardPolicy,
     TiktokenCounter,
-    text_of,
 )
-from ._metrics import TOKEN, identifiers
+from ._summarizer import ScriptedSummarizer, SummaryCall
 
 STRATEGIES = (
     "none",
@@ -45,64 +43,17 @@ STRATEGIES = (
     "guard_no_stable",
     "guard",
     "guard+compaction",
+    "guard+compaction_append",
 )
 """Strategy names, in table order."""
-PROVIDER = "google_genai"
-"""``model_provider`` put on replayed replies, as LangChain's Gemini chat model does."""
 
 
-class ScriptedSummarizer(BaseChatModel):
-    """A deterministic, offline stand-in for the summary model.
+class Prompt(NamedTuple):
+    """What a strategy sends for one call, and its own model calls on the way."""
 
-    Answers the summary prompt with the identifiers (paths, code names, numbers)
-    of the messages it was shown, newest first, up to ``max_chars`` characters:
-    roughly the ARTIFACTS section a good LLM summary writes.
-    """
-
-    max_chars: int = 2_000
-    prompts: list[str] = Field(default_factory=list)
-    """Every prompt received (the summary calls' input)."""
-    replies: list[str] = Field(default_factory=list)
-    """Every reply written (the summary calls' output)."""
-
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-summarizer"
-
-    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
-        return {"ls_provider": PROVIDER, "ls_model_type": "chat"}
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        self.prompts.append("\n".join(text_of(m.content) for m in messages))
-        body = text_of(messages[-1].content).rsplit("Messages to summarize:", 1)[-1]
-        names = list(dict.fromkeys(reversed(TOKEN.findall(body))))
-        found = identifiers(body)
-        lines, size = ["## ARTIFACTS"], 12
-        for raw in names:
-            name = raw.strip("./-")
-            if name in found and size + len(name) + 1 <= self.max_chars:
-                lines.append(name)
-                size += len(name) + 1
-        reply = AIMessage("\n".join(lines))
-        self.replies.append(reply.text)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    def take_spent(self, tokens: Callable[[str], int]) -> tuple[int, int]:
-        """Input and output tokens of the calls since the last take; forgets them."""
-        spent = sum(map(tokens, self.prompts)), sum(map(tokens, self.replies))
-        del self.prompts[:], self.replies[:]
-        return spent
-
-
-Prompt = tuple[list[BaseMessage], int, int]
-"""What a strategy sends for one call, and the input and output tokens its own
-model calls spent on the way (summaries; tiktoken)."""
+    sent: list[BaseMessage]
+    summaries: tuple[SummaryCall, ...] = ()
+    """The summary calls made before it (billed by the replay)."""
 
 
 class Strategy:
@@ -117,7 +68,7 @@ class Strategy:
 
     def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         """The messages sent for a call on ``history``, made at ``now`` (seconds)."""
-        return history, 0, 0
+        return Prompt(history)
 
 
 class TrimMessages(Strategy):
@@ -140,7 +91,7 @@ class TrimMessages(Strategy):
             include_system=True,
             allow_partial=False,
         )
-        return sent, 0, 0
+        return Prompt(sent)
 
 
 class StickyCut(Strategy):
@@ -189,7 +140,7 @@ class StickyCut(Strategy):
                 start += 1
         self.cut = start
         self.last = fixed + sum(sizes[start:])
-        return [*head, *history[start:]], 0, 0
+        return Prompt([*head, *history[start:]])
 
 
 class Summarization(Strategy):
@@ -197,7 +148,7 @@ class Summarization(Strategy):
 
     name, counter = "summarization", "approximate+usage"
 
-    def __init__(self, window: int, budget: int, counter: TiktokenCounter) -> None:
+    def __init__(self, window: int, budget: int) -> None:
         from langchain.agents.middleware import SummarizationMiddleware
 
         self.model = ScriptedSummarizer(profile={"max_input_tokens": window})
@@ -206,7 +157,6 @@ class Summarization(Strategy):
             trigger=("tokens", int(0.8 * budget)),
             keep=("tokens", int(0.3 * budget)),
         )
-        self._text_tokens = counter.text_tokens
         self.start()
 
     def start(self) -> None:
@@ -227,7 +177,7 @@ class Summarization(Strategy):
         )
         if update:
             self.state = cast(list[Any], add_messages(self.state, update["messages"]))
-        return [*system, *self.state], *self.model.take_spent(self._text_tokens)
+        return Prompt([*system, *self.state], self.model.take_calls())
 
 
 class ContextEditing(Strategy):
@@ -264,7 +214,7 @@ class ContextEditing(Strategy):
             state=cast(Any, {"messages": rest}),
         )
         self.middleware.wrap_model_call(request, handler)
-        return [*system, *sent], 0, 0
+        return Prompt([*system, *sent])
 
 
 class Guard(Strategy):
@@ -279,14 +229,14 @@ class Guard(Strategy):
 
     def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         """Send what the guard prepares."""
-        return self.guard.prepare(history, now=now).messages, 0, 0
+        return Prompt(self.guard.prepare(history, now=now).messages)
 
 
 class GuardCompaction(Strategy):
     """Ours with compaction, as the LangGraph branch runs it.
 
     ``Compactor`` rewrites the persisted state when it triggers, then ``prepare``
-    runs on every call.
+    runs on every call. ``summary_mode`` is ``CompactionSettings``'s.
     """
 
     name, counter = "guard+compaction", "tiktoken+usage"
@@ -294,15 +244,15 @@ class GuardCompaction(Strategy):
     def __init__(
         self,
         policy: GuardPolicy,
-        counter: TiktokenCounter,
         name: str = "guard+compaction",
+        summary_mode: Literal["serialize", "append"] = "serialize",
     ) -> None:
-        from ..compaction import Compactor
+        from ..compaction import CompactionSettings, Compactor
 
         self.name = name
         self.model = ScriptedSummarizer()
-        self.compactor = Compactor(self.model, guard=ContextGuard(policy))
-        self._text_tokens = counter.text_tokens
+        settings = CompactionSettings(summary_mode=summary_mode)
+        self.compactor = Compactor(self.model, settings, guard=ContextGuard(policy))
         self.start()
 
     def start(self) -> None:
@@ -317,8 +267,8 @@ class GuardCompaction(Strategy):
         if self.compactor.should_compact(self.state):
             with contextlib.suppress(ContextGuardError):
                 self.state = self.compactor.compact(self.state).messages
-        spent = self.model.take_spent(self._text_tokens)
-        return self.compactor.guard.prepare(self.state, now=now).messages, *spent
+        sent = self.compactor.guard.prepare(self.state, now=now).messages
+        return Prompt(sent, self.model.take_calls())
 
 
 def _split_system(
@@ -340,33 +290,37 @@ def make_strategies(
     """Build the named strategies for one window (budget = window - reserve).
 
     ``guard_variants`` maps extra names to ``GuardPolicy`` settings, so several
-    policies of ours can be compared in one run (``"guard"`` uses the defaults).
+    policies of ours can be compared in one run (``"guard"`` uses the defaults);
+    ``"compaction": True`` adds the ``Compactor``, with ``"summary_mode"``.
     """
     budget = window - reserve
-    variants = {
+    variants: dict[str, dict[str, Any]] = {
         "guard": {},
         "guard_no_stable": {"stable_prefix": False},
+        "guard+compaction": {"compaction": True, "summary_mode": "serialize"},
+        "guard+compaction_append": {"compaction": True, "summary_mode": "append"},
         **(guard_variants or {}),
     }
     build: dict[str, Callable[[], Strategy]] = {
         "none": Strategy,
         "trim_messages": lambda: TrimMessages(budget),
         "sticky_cut": lambda: StickyCut(budget, counter),
-        "summarization": lambda: Summarization(window, budget, counter),
+        "summarization": lambda: Summarization(window, budget),
         "context_editing": lambda: ContextEditing(window),
-        "guard+compaction": lambda: GuardCompaction(
-            GuardPolicy(context_window=window, reserve_tokens=reserve), counter
-        ),
     }
     out: list[Strategy] = []
     for name in names:
         if name in variants:
-            options = {"context_window": window, "reserve_tokens": reserve}
-            options.update(variants[name])
+            options: dict[str, Any] = {
+                "context_window": window,
+                "reserve_tokens": reserve,
+                **variants[name],
+            }
             compaction = bool(options.pop("compaction", False))
+            mode = options.pop("summary_mode", "serialize")
             policy = GuardPolicy(**options)
             out.append(
-                GuardCompaction(policy, counter, name)
+                GuardCompaction(policy, name, mode)
                 if compaction
                 else Guard(policy, name)
             )
@@ -388,7 +342,7 @@ def available_strategies() -> tuple[str, ...]:
     try:
         from .. import compaction  # noqa: F401
     except ImportError:
-        missing.add("guard+compaction")
+        missing |= {"guard+compaction", "guard+compaction_append"}
     return tuple(s for s in STRATEGIES if s not in missing)
 
 

@@ -10,10 +10,8 @@ from langchain_core.runnables import RunnableLambda
 
 from langchain_context_guard import MARKER_KEY, ContextGuard, GuardPolicy
 from langchain_context_guard.adapters import USAGE_EVENT, as_runnable
-from langchain_context_guard.adapters._middleware import (
-    USAGE_KEY,
-    ContextGuardMiddleware,
-)
+from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
+from langchain_context_guard.adapters._requests import USAGE_KEY
 from tests.adapters._support import long_history
 from tests.fakes import ScriptedChatModel
 

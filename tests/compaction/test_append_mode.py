@@ -9,15 +9,19 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
+from langchain_context_guard.compaction import Compactor
 from langchain_context_guard.compaction._middleware import CompactionMiddleware
 from langchain_context_guard.compaction._plan import CompactionPlan
+from langchain_context_guard.compaction._summarizer import SENT_PREFIX, SentPrefix
 from langchain_context_guard.compaction._summary_prompt import append_prompt
 from langchain_context_guard.engine._messages import marker
 from tests.compaction._support import (
     TASK,
     ScriptedSummarizer,
     agent_history,
+    make_guard,
     read_file,
+    settings,
     tool_calling_model,
 )
 
@@ -105,3 +109,54 @@ def test_outside_an_agent_the_state_is_sent_as_it_is_then_the_instruction():
     assert all(a is b for a, b in zip(prompt, history, strict=False))
     assert len(prompt) == len(history) + 1
     assert f"last {len(history) - 8} message(s)" in prompt[-1].text
+
+
+def test_the_summary_call_starts_with_the_prompt_the_guard_sends():
+    # The guard cuts each huge result: the prompt it sends is what the provider
+    # caches, so the summary call asks from it rather than from the state.
+    history = agent_history(8, chars=30_000)
+    summarizer = ScriptedSummarizer()
+    compactor = Compactor(
+        summarizer, settings(summary_mode="append"), guard=make_guard()
+    )
+    compactor.compact(history)
+    sent = make_guard().prepare(history).messages
+    assert sent != history  # the guard cut something
+    prompt = summarizer.received[0]
+    assert prompt[:-1] == sent
+    assert "<completed>" in prompt[-1].text
+
+
+def test_an_agent_that_sent_the_state_unchanged_is_asked_from_the_state():
+    history = agent_history(8, chars=30_000)
+    summarizer = ScriptedSummarizer()
+    compactor = Compactor(
+        summarizer, settings(summary_mode="append"), guard=make_guard()
+    )
+    token = SENT_PREFIX.set(SentPrefix(prepared=False))
+    try:
+        compactor.compact(history)
+    finally:
+        SENT_PREFIX.reset(token)
+    assert summarizer.received[0][:-1] == history
+
+
+class SmallWindowSummarizer(ScriptedSummarizer):
+    """Refuses, as Anthropic words it, any prompt of more than 20,000 characters."""
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> Any:
+        size = sum(len(m.text) for m in messages)
+        if size > 20_000:
+            raise ValueError(f"prompt is too long: {size} tokens > 20000 maximum")
+        return super().reply(messages, **kwargs)
+
+
+def test_an_appended_prompt_that_overflows_is_retried_serialised_and_cut():
+    history = agent_history(8, chars=6_000)
+    summarizer = SmallWindowSummarizer()
+    settings_ = settings(summary_mode="append", retries=0)
+    Compactor(summarizer, settings_, guard=make_guard()).compact(history)
+    first, second = summarizer.received
+    assert "<completed>" in first[-1].text and len(first) > 2  # appended
+    assert len(second) == 2 and "<conversation>" in second[1].text  # serialised
+    assert "characters truncated" in second[1].text

@@ -38,6 +38,8 @@ class Step:
     index: int
     tool: str | None
     """The tool to call, or None for the final text answer."""
+    compacted: bool = False
+    """Anthropic compacted the request on the server: a ``compaction`` block first."""
 
     @property
     def arguments(self) -> Body:
@@ -164,8 +166,16 @@ def _anthropic_usage(usage: Usage) -> Body:
     }
 
 
+COMPACTION_SUMMARY = (
+    "Summary of the conversation so far: modules read, checksum traced."
+)
+"""The text of the stand-in's ``compaction`` block."""
+
+
 def _anthropic_content(step: Step) -> list[Body]:
     content: list[Body] = [{"type": "text", "text": step.text}]
+    if step.compacted:
+        content.insert(0, {"type": "compaction", "content": COMPACTION_SUMMARY})
     if step.tool is not None:
         content.append(
             {

@@ -67,6 +67,8 @@ def _text(content: Any) -> int:
             total += tokens(part.get("text", ""))
         elif kind == "thinking":
             total += tokens(part.get("thinking", ""))
+        elif kind == "compaction":
+            total += tokens(part.get("content") or "")
         elif kind == "tool_use":
             total += tokens(part["name"]) + tokens(json.dumps(part.get("input", {})))
         elif kind == "tool_result":
@@ -104,10 +106,29 @@ def anthropic_messages_tokens(messages: list[Body]) -> int:
 
 
 def anthropic_tokens(body: Body, multiplier: float) -> int:
-    """Input tokens of a Messages request as this provider counts them."""
+    """Input tokens of a Messages request as this provider counts them.
+
+    The API ignores what precedes the latest ``compaction`` block.
+    """
     raw = 3 + _text(body.get("system")) + _tools(body)
-    raw += anthropic_messages_tokens(body["messages"])
+    messages = body["messages"]
+    raw += anthropic_messages_tokens(messages[latest_compaction(messages) :])
     return math.ceil(raw * multiplier)
+
+
+def latest_compaction(messages: list[Body]) -> int:
+    """Index of the last message holding a ``compaction`` block (0: none)."""
+    held = [i for i, m in enumerate(messages) if _ids(m, "compaction", "type")]
+    return held[-1] if held else 0
+
+
+def compaction_trigger(body: Body) -> int | None:
+    """The ``compact_20260112`` edit's trigger (150,000 if it names none), or None."""
+    edits = (body.get("context_management") or {}).get("edits") or []
+    for edit in edits:
+        if edit.get("type") == "compact_20260112":
+            return int((edit.get("trigger") or {}).get("value", 150_000))
+    return None
 
 
 # -- OpenAI ---------------------------------------------------------------------
@@ -199,6 +220,13 @@ def anthropic_too_long(requested: int, limit: int) -> Refusal:
     """Anthropic's answer to a prompt over the context window."""
     return _anthropic_error(
         f"prompt is too long: {requested} tokens > {limit} maximum", "too_long"
+    )
+
+
+def anthropic_beta_missing(beta: str) -> Refusal:
+    """The 400 for a request option whose beta header is missing."""
+    return _anthropic_error(
+        f"context_management: this edit requires the '{beta}' beta header"
     )
 
 

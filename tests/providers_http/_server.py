@@ -7,6 +7,11 @@ message rule, it gets the provider's 400; otherwise a scripted reply with the
 provider's usage fields (``_replies``), streamed as SSE when the request asks.
 Every request is kept in ``exchanges`` with its verdict.
 
+Anthropic's server-side compaction: a request with the ``compact_20260112`` edit
+(refused without its ``compact-2026-01-12`` beta header) whose input reaches the
+edit's trigger gets a ``compaction`` block first in its reply; the input of a
+request is counted from its latest compaction block on (``_rules``).
+
 Prompt caching, as the providers report it: OpenAI reports the leading messages
 a request shares with the previous one as ``cached_tokens`` (from 1,024 tokens, in
 steps of 128); Anthropic reads back the longest prefix ending at a
@@ -47,6 +52,10 @@ class Exchange:
     verdict: Literal["ok", "too_long", "invalid"]
     error: str = ""
     usage: replies.Usage | None = None
+    betas: str = ""
+    """The ``anthropic-beta`` header."""
+    compacted: bool = False
+    """Answered with a ``compaction`` block (server-side compaction)."""
 
 
 @dataclass
@@ -127,14 +136,16 @@ class ProviderServer:
         self._http.server_close()
         self._thread.join(timeout=5)
 
-    def answer(self, provider: Provider, body: Body) -> tuple[int, bytes, bool]:
+    def answer(
+        self, provider: Provider, body: Body, betas: str = ""
+    ) -> tuple[int, bytes, bool]:
         """Status, body and whether it is an event stream, for one request."""
         with self._lock:
             count = (
                 rules.openai_tokens if provider == "openai" else rules.anthropic_tokens
             )
             prompt = count(body, self.multiplier)
-            refusal = self._refusal(provider, body, prompt)
+            refusal = self._refusal(provider, body, prompt, betas)
             if refusal is not None:
                 self.exchanges.append(
                     Exchange(
@@ -144,21 +155,40 @@ class ProviderServer:
                         refusal.status,
                         refusal.kind,
                         refusal.message,
+                        betas=betas,
                     )
                 )
                 return refusal.status, replies.dump(refusal.body), False
             index = self._accepted
             self._accepted += 1
             tool = replies.first_tool(body) if index < self.tool_steps else None
-            step = replies.Step(index, tool)
+            trigger = (
+                rules.compaction_trigger(body) if provider == "anthropic" else None
+            )
+            compacted = trigger is not None and prompt >= trigger
+            step = replies.Step(index, tool, compacted)
             usage = self._usage(provider, body, prompt, step)
             self.exchanges.append(
-                Exchange(provider, body, prompt, 200, "ok", usage=usage)
+                Exchange(
+                    provider,
+                    body,
+                    prompt,
+                    200,
+                    "ok",
+                    usage=usage,
+                    betas=betas,
+                    compacted=compacted,
+                )
             )
         payload, stream = _reply(provider, body, step, usage)
         return 200, payload, stream
 
-    def _refusal(self, provider: Provider, body: Body, prompt: int) -> Refusal | None:
+    def _refusal(
+        self, provider: Provider, body: Body, prompt: int, betas: str
+    ) -> Refusal | None:
+        if provider == "anthropic" and rules.compaction_trigger(body) is not None:
+            if "compact-2026-01-12" not in betas.split(","):
+                return rules.anthropic_beta_missing("compact-2026-01-12")
         if provider == "openai":
             broken = rules.openai_violation(body)
             too_long = rules.openai_too_long
@@ -244,7 +274,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(404, b'{"error": {"message": "not found"}}', stream=False)
             return
         status, payload, stream = self.server.provider.answer(  # type: ignore[attr-defined]
-            provider, json.loads(raw)
+            provider, json.loads(raw), self.headers.get("anthropic-beta", "")
         )
         self._send(status, payload, stream=stream)
 

@@ -106,7 +106,7 @@ class _DigestOnly(Strategy):
         note = HumanMessage(
             names, id="note", additional_kwargs={MARKER_KEY: {"kind": "digest"}}
         )
-        return [history[0], note], 0, 0
+        return Prompt([history[0], note])
 
 
 def test_a_note_naming_identifiers_counts_only_as_notes_included(

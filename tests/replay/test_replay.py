@@ -19,8 +19,11 @@ from langchain_context_guard.cli import main_replay
 from langchain_context_guard.replay import (
     STRATEGIES,
     ContextEditing,
+    Prompt,
     ScriptedSummarizer,
+    Strategy,
     Summarization,
+    SummaryCall,
     billed_input,
     cached_prefix,
     evidence,
@@ -31,6 +34,7 @@ from langchain_context_guard.replay import (
     replay,
     tool_pairing_errors,
 )
+from langchain_context_guard.replay._metrics import OUTPUT_RATE
 from tests.replay._support import SHARED, transcripts, write_trajectories
 
 
@@ -161,21 +165,49 @@ def test_scripted_summarizer_lists_identifiers_newest_first() -> None:
     assert model.invoke(prompt).text == text
 
 
+def test_scripted_summarizer_reads_an_appended_prompt_less_what_is_kept() -> None:
+    from langchain_context_guard.compaction._summary import parse_sections
+
+    ask = HumanMessage(
+        "Everything before its last 2 message(s) will be deleted. Answer in "
+        "<completed>...</completed> and the other sections."
+    )
+    prompt = [
+        SystemMessage("You edit get_system_name in sys/prompt.py."),
+        *HEAD[1:],
+        _call(1, "cat pkg/core.py"),
+        _result(1, "def parse_value(text): line 1234"),
+        _call(2, "cat pkg/kept.py"),
+        _result(2, "keep_this_name"),
+        ask,
+    ]
+    model = ScriptedSummarizer()
+    sections = parse_sections(model.invoke(prompt).text)
+    assert sections.completed == ["cat pkg/core.py"]
+    assert sections.files == ["pkg/core.py"]
+    assert sections.current_state == ["parse_value"]
+    assert sections.notes == ["1234"]
+    assert sections.remaining == []  # a plan it cannot know
+    written = " ".join(model.calls[0].reply.split())
+    assert "kept" not in written and "get_system_name" not in written
+    assert model.take_calls()[0].prompt == tuple(prompt) and model.calls == []
+
+
 def test_summarization_keeps_its_summary_in_state_between_calls() -> None:
     history = next(iter(transcripts(1, lines=8).values()))
-    strategy = Summarization(16_000, 3_000, TiktokenCounter())
+    strategy = Summarization(16_000, 3_000)
     calls = [k for k, m in enumerate(history) if isinstance(m, AIMessage)]
     sent: list[BaseMessage] = []
-    spent = written = 0
+    summaries = []
     for k in calls:
-        sent, extra, output = strategy.prompt(history[:k])
-        spent += extra
-        written += output
+        sent, made = strategy.prompt(history[:k])
+        summaries += made
     assert len(sent) < len(history)
     assert isinstance(sent[0], SystemMessage)
     assert "summary of the conversation" in sent[1].text
-    assert spent > 0  # the summary calls' own input counts
-    assert 0 < written < spent  # and their replies, billed as output
+    assert summaries  # the summary calls are handed to the loop, which bills them
+    assert all("Messages to summarize:" in c.prompt[-1].text for c in summaries)
+    assert all(c.reply.startswith("## ARTIFACTS") for c in summaries)
     assert tool_pairing_errors(sent) == []
 
 
@@ -183,11 +215,11 @@ def test_summarization_middleware_summarizes_tool_runs_into_a_placeholder() -> N
     # Its own trim before the summary call starts on a human message, and long
     # tool runs leave none: the summary model is not even asked.
     history = next(iter(transcripts(1).values()))
-    strategy = Summarization(16_000, 14_000, TiktokenCounter())
+    strategy = Summarization(16_000, 14_000)
     for k, m in enumerate(history):
         if isinstance(m, AIMessage):
-            sent, extra, output = strategy.prompt(history[:k])
-            assert extra == output == 0
+            sent, summaries = strategy.prompt(history[:k])
+            assert summaries == ()
     assert "too long to summarize" in sent[1].text
 
 
@@ -276,6 +308,72 @@ def test_replay_of_two_shared_transcripts() -> None:
     assert summary["billed_with_output"] >= summary["billed_input"]
     assert rows["guard"]["bad_pairing"] == 0
     assert 0 < rows["guard"]["evidence_retention_pct"] <= 100
+
+
+class _SummaryEveryCall(Strategy):
+    """Sends the whole history; before each call after the first, one summary call
+    whose prompt is the previous prompt plus an instruction (``appended``) or that
+    prompt serialised into one fresh message."""
+
+    def __init__(self, appended: bool) -> None:
+        self.appended = appended
+        self.name = "appended" if appended else "fresh"
+        self.last: list[BaseMessage] = []
+
+    def start(self) -> None:
+        self.last = []
+
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        ask = HumanMessage("Summarise the conversation above.")
+        quoted = HumanMessage("\n".join(m.text for m in self.last))
+        asked = (*self.last, ask) if self.appended else (quoted,)
+        calls = (SummaryCall(asked, "<files>\n- pkg/a.py\n</files>"),)
+        made = calls if self.last else ()
+        self.last = history
+        return Prompt(history, made)
+
+
+def test_summary_calls_bill_the_prefix_of_the_last_prompt_at_the_cache_rate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_context_guard.replay import _loop
+
+    def build(names: object, window: int, reserve: int, **_: object) -> list[Strategy]:
+        return [Strategy(), _SummaryEveryCall(True), _SummaryEveryCall(False)]
+
+    monkeypatch.setattr(_loop, "make_strategies", build)
+    rows = {r["strategy"]: r for r in replay(transcripts(1), windows=[128_000]).rows()}
+    none, appended, fresh = rows["none"], rows["appended"], rows["fresh"]
+    assert appended["summary_calls"] == fresh["summary_calls"] > 0
+    for row in (appended, fresh):
+        extra = row["billed_input"] - none["billed_input"]
+        cached, spent = row["summary_cached_tokens"], row["summary_input_tokens"]
+        assert extra == pytest.approx(0.1 * cached + spent - cached, abs=3)
+        output = row["summary_output_tokens"]
+        assert output > 0
+        assert row["billed_with_output"] == pytest.approx(
+            row["billed_input"] + OUTPUT_RATE * output, abs=2
+        )
+    assert fresh["summary_cached_tokens"] == 0  # a fresh prompt reads no cache
+    assert appended["summary_cached_tokens"] > 0.9 * appended["summary_input_tokens"]
+    assert appended["billed_input"] < fresh["billed_input"]
+
+
+def test_the_append_mode_reads_the_cache_the_serialised_one_does_not(
+    small_replay: dict[tuple[int, str], dict[str, object]],
+) -> None:
+    serial = small_replay[(16_000, "guard+compaction")]
+    append = small_replay[(16_000, "guard+compaction_append")]
+    assert serial["summary_calls"] == append["summary_calls"] > 0
+    assert serial["summary_cached_tokens"] == 0
+    cached, spent = append["summary_cached_tokens"], append["summary_input_tokens"]
+    assert isinstance(cached, int) and isinstance(spent, int)
+    assert cached > spent / 2
+    assert (append["over_budget"], append["bad_pairing"], append["errors"]) == (
+        0,
+        0,
+        0,
+    )
 
 
 # --- main_replay --------------------------------------------------------------------
