@@ -18,7 +18,12 @@ from .incremental._read_history import known_after
 from .incremental._record import CallKey, Setting
 from .incremental._reuse import Limits
 from .incremental._run import Run
-from .incremental._stable_prefix import Sent, common_prefix, conversation
+from .incremental._stable_prefix import (
+    Sent,
+    common_prefix,
+    conversation,
+    produced_prompt,
+)
 from .tokens._anchor import Gauge, Known, Scan
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter
 
@@ -76,6 +81,8 @@ class Call:
     info: WindowInfo
     stable: Sent | None
     """The conversation's previous prompt (``stable_prefix``), if kept."""
+    sent: Sent | None
+    """The conversation's previous prompt, for the signed reasoning it bound."""
     key: CallKey
     gauge: Gauge
     count: Callable[[BaseMessage], int]
@@ -104,6 +111,9 @@ class Call:
             digest=digest_room(key.policy, key.budget),
             exact=exact,
             prime=self.prime,
+            produced=produced_prompt(self.sent, self.original)
+            if key.policy.bound_thinking
+            else None,
         )
 
     def limits(self) -> Limits:
@@ -158,7 +168,8 @@ def read_call(
     """
     original, known, rebuilt, kept_in = guard._read(messages)
     info, policy = guard.window(model), guard.policy
-    stable = guard._last_sent(original) if policy.stable_prefix else None
+    sent = guard._last_sent(original)
+    stable = sent if policy.stable_prefix else None
     seen = None if known is None else known.size
     count, prime, counts = count_new(
         guard.counter, original, seen, stable is None, policy, info.tokens
@@ -186,6 +197,7 @@ def read_call(
         now=now,
         info=info,
         stable=stable,
+        sent=sent,
         key=key,
         gauge=gauge,
         count=count,

@@ -40,6 +40,7 @@ from .incremental._stable_prefix import (
     conversation,
     held,
     open_results,
+    shaped_output,
 )
 from .tokens._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter, make_counter
@@ -351,7 +352,10 @@ class ContextGuard:
         if closing:  # sent, not kept: the real results will follow
             del kept[-closing:]
         body = run.body - sum(map(call.count, current[len(kept) :]))
-        self._keep_sent(Sent.of(key, call.kept_in, kept, body, size=len(original)))
+        shaped = shaped_output(run.steps, current, closing)
+        self._keep_sent(
+            Sent.of(key, call.kept_in, kept, body, size=len(original), shaped=shaped)
+        )
         if call.counts is not None:
             call.counts.close()
         if policy.stable_prefix:
@@ -389,7 +393,8 @@ class ContextGuard:
             return self._stables.get(conversation(original))
 
     def _keep_sent(self, sent: Sent) -> None:
-        if not sent.source or not self.policy.stable_prefix:
+        policy = self.policy
+        if not sent.source or not (policy.stable_prefix or policy.bound_thinking):
             return
         key = conversation(sent.source)
         with self._lock:

@@ -22,6 +22,7 @@ from ._input import to_messages
 from ._tool_policy import result_caps, whole_tools
 from .incremental._digest_step import digest_step
 from .incremental._record import Setting
+from .incremental._stable_prefix import produced_prompt
 from .incremental._steps import NONE, first_diff, opens_with_user
 from .incremental._trim_step import message_costs, trim_step
 from .passes._bound_thinking import drop_stale_thinking
@@ -104,13 +105,18 @@ def reference_prune(
         tool_caps=result_caps(policy),
     )
     history = _compress(truncated, original, setting, opened)
-    history = strip_old_thinking(history, keep_recent=policy.keep_recent_thinking)
+    history = strip_old_thinking(
+        history,
+        keep_recent=policy.keep_recent_thinking,
+        keep_signed=policy.bound_thinking,
+    )
     trim = _trim(history, truncated, original, setting, opened)
     history = _digest(trim, original, setting)
     history = _compress(history, original, setting, opened)
     history = repair_tool_pairs(history)
     if policy.bound_thinking:
-        history = drop_stale_thinking(history, read)
+        produced = read if setting.produced is None else setting.produced
+        history = drop_stale_thinking(history, produced)
     return enforce_provider_hygiene(history, removed=opened)
 
 
@@ -171,6 +177,7 @@ def guard_setting(
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
     _, usage_at, usage_body = scan_history(original, guard.counter.count_message)
     gauge = guard._gauge(original, usage_at, usage_body, extra, model)
+    sent = guard._last_sent(original) if policy.bound_thinking else None
     return Setting(
         policy=policy,
         budget=budget,
@@ -179,6 +186,7 @@ def guard_setting(
         count=guard.counter.count_message,
         gauge=gauge,
         digest=digest_room(policy, budget),
+        produced=produced_prompt(sent, original),
     )
 
 

@@ -272,7 +272,8 @@ def export_state(
         at = len(original) - 1
         hit = original and guard._sent.get(sent_key(original[-1], guard.counter, at))
         sent = original and guard._stables.get(conversation(original))
-    base = sent.base if sent and sent.size == len(original) else None
+    kept = guard.policy.stable_prefix and sent and sent.size == len(original)
+    base = sent.base if sent and kept else None
     return record(hit or None, base, guard._ratios.get(guard._name(model)))
 
 

@@ -40,6 +40,9 @@ class Setting:
     and a first run's rewrites are not counted yet (``_first_run.first_batch``)."""
     growth: float | None = None
     """A pruning's recent growth per model call (``_cost_model.growth``), if known."""
+    produced: list[BaseMessage] | None = None
+    """The prompt the history's replies were produced behind, as far as the guard
+    knows (``_stable_prefix.produced_prompt``); None: the history as read."""
 
 
 class CallKey(NamedTuple):

@@ -150,5 +150,6 @@ def reuse_prompt(
             now.contents if now is not None else None,
             base=stable.base,
             size=len(original),
+            shaped=appended.shaped,
         ),
     )

@@ -173,11 +173,14 @@ class Run:
             self._add(replace(step, grown=grown))
             return
         compaction = self.first("provider_compaction")
-        after = self.steps.index(compaction) + 1
-        start = min((step.diff for step in self.steps[after:]), default=NONE)
-        step = bound_step(
-            self.source, compaction.result, start, self.setting.count, self.stale
-        )
+        produced = self.setting.produced
+        if produced is None:  # the history as read: compared from the first edit
+            after = self.steps.index(compaction) + 1
+            start = min((step.diff for step in self.steps[after:]), default=NONE)
+            produced = compaction.result
+        else:
+            start = 0
+        step = bound_step(self.source, produced, start, self.setting.count, self.stale)
         self._add(replace(step, grown=grown and step.result is step.source))
 
     def _repair(self) -> None:
@@ -201,7 +204,9 @@ class Run:
             kinds = carried(self.source, self.memo.get("reasoning"), reasoning_kind)
             self.memo["reasoning"] = (self.source, kinds)
             codes = "".join(kinds)
-        self._add(strip_step(self.source, keep, self.setting.count, prev, codes))
+        signed = self.setting.policy.bound_thinking
+        count = self.setting.count
+        self._add(strip_step(self.source, keep, count, prev, codes, signed))
 
     def _hygiene(self) -> None:
         prev, count = self._prev(), self.setting.count

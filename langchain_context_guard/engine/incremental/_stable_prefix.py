@@ -21,14 +21,17 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from .._events import EventKind
 from .._messages import label, marker
-from ..passes._hygiene import join_turns, joinable
+from ..passes._hygiene import first_turn, history_start, join_turns, joinable
+from ..passes._provider_compaction import drop_before_compaction, latest_compaction
 from ..passes._repair import synthetic_result
+from ..passes._sanitize import sanitize_messages
 from ..tokens._anchor import Gauge, Known
 from ..tokens._counters import content_key
 from ._extends import edited_in_place, extends_unchanged, recent_contents
 
 if TYPE_CHECKING:
     from ._record import CallKey
+    from ._steps import Step
 
 Each = Callable[[BaseMessage], BaseMessage | None]
 _content = attrgetter("content")
@@ -66,6 +69,9 @@ class Sent:
     size: int = 0
     """How many messages the history held: ``source[:size]`` (the guard's own
     list, which may have grown since: ``_anchor.Known``)."""
+    shaped: list[BaseMessage] | None = None
+    """``output`` as the passes left it before hygiene: the prompt the next reply
+    is produced behind, in the passes' terms (``produced_prompt``)."""
 
     @classmethod
     def of(
@@ -79,12 +85,13 @@ class Sent:
         *,
         base: int | None = None,
         size: int | None = None,
+        shaped: list[BaseMessage] | None = None,
     ) -> Sent:
         """The record of one call.
 
         ``intact`` and ``contents`` are found when not given; ``base`` defaults to
         a fresh prune's. ``size``: the history is ``source[:size]`` (default:
-        all of it).
+        all of it). ``shaped``: ``output`` before hygiene.
         """
         size = len(source) if size is None else size
         history = source if len(source) == size else source[:size]
@@ -94,7 +101,9 @@ class Sent:
             contents = recent_contents(history)
         at = size if base is None else base
         pending = pending_calls(output)
-        return cls(key, source, contents, output, body, pending, intact, at, size)
+        return cls(
+            key, source, contents, output, body, pending, intact, at, size, shaped
+        )
 
     def tail(
         self, history: list[BaseMessage], base: Known | None = None
@@ -138,6 +147,38 @@ class Sent:
         return i
 
 
+def produced_prompt(
+    sent: Sent | None, history: list[BaseMessage]
+) -> list[BaseMessage] | None:
+    """The prompt ``history``'s replies were produced behind, where the guard knows it.
+
+    What it sent last for this conversation, before hygiene, followed by the
+    messages ``history`` added to that call's history (as read: sanitised,
+    from a new compaction block on). None where it knows nothing of it (no
+    record, a history that does not grow the last one): the history as read is
+    then the best evidence of what was sent (``_bound_thinking``).
+    """
+    if sent is None or sent.shaped is None:
+        return None
+    tail = sent.tail(history)
+    if tail is None or len(history) - len(tail) != sent.size:
+        return None  # not this call's history grown: the output stored instead
+    new = sanitize_messages(tail)
+    prompt = [*sent.shaped, *new]
+    if first_turn(sent.shaped) is None:  # no turn sent: hygiene's placeholder comes
+        prompt.insert(len(sent.shaped), history_start(False))
+    compacted = latest_compaction(new) is not None
+    return drop_before_compaction(prompt) if compacted else prompt
+
+
+def shaped_output(
+    steps: Sequence[Step], sent: list[BaseMessage], closing: int
+) -> list[BaseMessage]:
+    """``sent`` as the passes left it before hygiene, less the ``closing`` results."""
+    shaped = steps[-1].source if steps and steps[-1].kind == "hygiene" else sent
+    return shaped[: len(shaped) - closing] if closing else shaped
+
+
 def same_message(a: BaseMessage, b: BaseMessage) -> bool:
     """The same message, or an equal copy (pydantic's ``==`` without its overhead)."""
     return a is b or (
@@ -165,6 +206,8 @@ class Appended:
     unchanged: int = 0
     """How many of the previous output's messages are sent unchanged (all but
     its last when a new assistant message was joined to it)."""
+    shaped: list[BaseMessage] | None = None
+    """The previous ``Sent.shaped`` plus the new messages before hygiene."""
 
 
 def append(
@@ -179,6 +222,7 @@ def append(
     that does not continue cleanly.
     """
     out = list(sent.output)
+    shaped = None if sent.shaped is None else list(sent.shaped)
     body = sent.body
     pending = set(sent.pending)
     edits: dict[EventKind, list[str]] = {}
@@ -188,6 +232,8 @@ def append(
             return None
         new: BaseMessage | None = message
         for kind, each in passes:
+            if kind == "hygiene" and shaped is not None and new is not None:
+                shaped.append(new)
             done = each(new) if new is not None else None
             if done is None:
                 at = sent.size + i
@@ -214,7 +260,7 @@ def append(
     if unchanged and out[unchanged - 1] is not sent.output[unchanged - 1]:
         unchanged -= 1  # its last message was joined (one join at most there)
     closing = _open_calls(out, pending)
-    return Appended(out, body, edits, removed, closing, unchanged)
+    return Appended(out, body, edits, removed, closing, unchanged, shaped)
 
 
 def open_results(messages: Sequence[BaseMessage]) -> int:
