@@ -62,6 +62,10 @@ _TERMS = {
         "share still sent when asked",
         "counter err": "median / p90 of the strategy's count against the provider's",
         "overhead ms": "the strategy's own time per call",
+        "signed kept/dropped/rejected": "with --signed-thinking: calls that kept a "
+        "signed thinking block, calls that sent a reply without its block, and "
+        "calls a model binding each block to the prompt that produced it would "
+        "reject (a kept block behind another prefix)",
     },
 }
 """What the replay's strategies and table columns are (``--help``, docs/cli.md)."""
@@ -137,6 +141,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the recorded reply usage instead of the usage of what was sent",
     )
+    p.add_argument(
+        "--signed-thinking",
+        action="store_true",
+        help="give every assistant message a signed thinking block and count the "
+        "calls that keep, drop or break one (the last column)",
+    )
     p.add_argument("--json", type=output_arg, help="write the results as JSON here")
     p.add_argument(
         "--plot",
@@ -170,6 +180,7 @@ def main_replay(argv: list[str] | None = None) -> int:
             guard_variants={"guard": dict(args.guard_option)},
             usage_feedback=not args.recorded_usage,
             progress=not args.quiet and err.isatty(),
+            signed_thinking=args.signed_thinking,
         )
     except (TranscriptError, ContextGuardError, ValueError) as exc:
         print(f"context-guard replay: error: {exc}", file=err)

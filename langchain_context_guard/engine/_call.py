@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -14,16 +14,12 @@ from ._notices import Notices
 from ._policy import GuardPolicy
 from ._window import WindowInfo
 from .incremental._first_run import CallCounts, count_new
+from .incremental._produced import produced_prompt, rewritten_record
 from .incremental._read_history import known_after
 from .incremental._record import CallKey, Setting
 from .incremental._reuse import Limits
 from .incremental._run import Run
-from .incremental._stable_prefix import (
-    Sent,
-    common_prefix,
-    conversation,
-    produced_prompt,
-)
+from .incremental._stable_prefix import Sent, common_prefix, conversation
 from .tokens._anchor import Gauge, Known, Scan
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter
 
@@ -36,6 +32,13 @@ class Reader(Protocol):
     model: Any
     _last: Known
     _notices: Notices
+    _lock: Any
+
+    @property
+    def _stables(self) -> MutableMapping[tuple[Any, ...], Sent]: ...
+    @property
+    def _ends(self) -> MutableMapping[tuple[Any, ...], Any]: ...
+
     _clock: CacheClock
 
     def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo: ...
@@ -170,6 +173,9 @@ def read_call(
     info, policy = guard.window(model), guard.policy
     sent = guard._last_sent(original)
     stable = sent if policy.stable_prefix else None
+    if sent is None and policy.bound_thinking and policy.enabled:
+        with guard._lock:
+            sent = rewritten_record(guard._stables, guard._ends, original)
     seen = None if known is None else known.size
     count, prime, counts = count_new(
         guard.counter, original, seen, stable is None, policy, info.tokens

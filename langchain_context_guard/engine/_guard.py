@@ -29,6 +29,7 @@ from ._window import (
     resolve_window,
 )
 from .incremental._handover import export_state, restore_state
+from .incremental._produced import keep_sent, shaped_output
 from .incremental._promote import settle
 from .incremental._prune import prune
 from .incremental._read_history import read
@@ -40,7 +41,6 @@ from .incremental._stable_prefix import (
     conversation,
     held,
     open_results,
-    shaped_output,
 )
 from .tokens._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter, make_counter
@@ -98,6 +98,7 @@ class ContextGuard:
         self._record: Record | None = None
         # What was sent last, per conversation (keyed by its first message).
         self._stables: LRUCache[tuple[Any, ...], Sent] = LRUCache(_STABLE_MEMORY)
+        self._ends: LRUCache[tuple[Any, ...], Any] = LRUCache(_STABLE_MEMORY)
         self._ratios: LRUCache[str, float] = LRUCache(_RATIO_MEMORY)
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
         self._last = Known([], [], 0, -1, 0)
@@ -393,9 +394,6 @@ class ContextGuard:
             return self._stables.get(conversation(original))
 
     def _keep_sent(self, sent: Sent) -> None:
-        policy = self.policy
-        if not sent.source or not (policy.stable_prefix or policy.bound_thinking):
-            return
-        key = conversation(sent.source)
-        with self._lock:
-            self._stables[key] = sent
+        if self.policy.stable_prefix or self.policy.bound_thinking:
+            with self._lock:
+                keep_sent(self._stables, self._ends, sent)

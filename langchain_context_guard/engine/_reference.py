@@ -21,8 +21,8 @@ from ._errors import BudgetExceededError
 from ._input import to_messages
 from ._tool_policy import result_caps, whole_tools
 from .incremental._digest_step import digest_step
+from .incremental._produced import produced_prompt, rewritten_record
 from .incremental._record import Setting
-from .incremental._stable_prefix import produced_prompt
 from .incremental._steps import NONE, first_diff, opens_with_user
 from .incremental._trim_step import message_costs, trim_step
 from .passes._bound_thinking import drop_stale_thinking
@@ -177,7 +177,11 @@ def guard_setting(
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
     _, usage_at, usage_body = scan_history(original, guard.counter.count_message)
     gauge = guard._gauge(original, usage_at, usage_body, extra, model)
-    sent = guard._last_sent(original) if policy.bound_thinking else None
+    sent = None
+    if policy.bound_thinking:
+        sent = guard._last_sent(original) or rewritten_record(
+            guard._stables, guard._ends, original
+        )
     return Setting(
         policy=policy,
         budget=budget,

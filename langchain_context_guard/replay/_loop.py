@@ -30,6 +30,7 @@ from ._metrics import (
 )
 from ._needles import Needle, ask_plan
 from ._results import ReplayResult, Tally
+from ._signed import Binding, with_signed_thinking
 from ._strategies import (
     PROVIDER,
     STRATEGIES,
@@ -189,6 +190,7 @@ def _replay_one(
     feedback: bool,
 ) -> None:
     strategy.start()
+    binding = Binding() if tally.signed else None
     lived = _Lived(messages, feedback)
     budget = tally.window - tally.reserve
     previous: list[tuple[str, ...]] = []
@@ -218,6 +220,11 @@ def _replay_one(
         tally.bad_pairing += bool(tool_pairing_errors(sent))
         tally.task_missing += task is not None and not _has_task(task, keys, sent)
         _score(tally, call, sent, infos, history_ids)
+        if binding is not None:
+            kept, dropped, rejected = binding.check(call.k, sent)
+            tally.signed_kept += kept
+            tally.signed_dropped += dropped
+            tally.signed_rejected += rejected
         lived.sent[call.k] = round(size)
 
 
@@ -302,8 +309,15 @@ def replay(
     guard_variants: dict[str, dict[str, Any]] | None = None,
     usage_feedback: bool = True,
     progress: bool = False,
+    signed_thinking: bool = False,
 ) -> ReplayResult:
-    """Replay every transcript call by call under each window and strategy."""
+    """Replay every transcript call by call under each window and strategy.
+
+    ``signed_thinking``: give every assistant message a signed thinking block
+    and count, per strategy, the calls that keep one, drop one, and would be
+    rejected by a model that binds each block to the prompt that produced it
+    (``_signed``).
+    """
     counter = TiktokenCounter()
     measure = _Measure(counter)
     setups = []
@@ -312,7 +326,10 @@ def replay(
         built = make_strategies(
             strategies, window, res, counter=counter, guard_variants=guard_variants
         )
-        setups += [(s, Tally(s.name, window, res, s.counter)) for s in built]
+        setups += [
+            (s, Tally(s.name, window, res, s.counter, signed=signed_thinking))
+            for s in built
+        ]
     errors: dict[str, list[float]] = {name: [] for name in COUNTERS}
     calls: dict[str, int] = {}
     total = sum(
@@ -322,6 +339,8 @@ def replay(
     with _quiet_guard_log():
         for name, raw in transcripts.items():
             messages = _with_provider(raw)
+            if signed_thinking:
+                messages = with_signed_thinking(messages)
             plan = _plan(messages, measure, counter, errors)
             calls[name] = len(plan)
             for strategy, tally in setups:
@@ -329,4 +348,5 @@ def replay(
                 bar.update(len(plan))
             measure.by_id.clear()
     bar.close()
-    return ReplayResult([t for _, t in setups], errors, calls, usage_feedback)
+    tallies = [t for _, t in setups]
+    return ReplayResult(tallies, errors, calls, usage_feedback, signed_thinking)

@@ -37,6 +37,14 @@ class Tally:
     output: list[float] = field(default_factory=list)
     """Output tokens of those calls (billed at ``OUTPUT_RATE`` in ``total``)."""
     overhead_ms: list[float] = field(default_factory=list)
+    signed: bool = False
+    """Whether the transcripts' replies carry signed thinking (``_signed``)."""
+    signed_kept: int = 0
+    """Calls whose prompt kept a signed thinking block."""
+    signed_dropped: int = 0
+    """Calls whose prompt sent a reply without its block."""
+    signed_rejected: int = 0
+    """Calls whose prompt kept a block behind a prefix other than its own."""
 
     def summary(
         self, counter_errors: dict[str, list[float]], none_billed: float | None
@@ -77,6 +85,9 @@ class Tally:
             "needles_found": self.needles_found,
             "needle_pct": _share(self.needles_found, self.needles_asked),
             "overhead_ms_median": round(statistics.median(self.overhead_ms or [0]), 3),
+            "signed_kept_calls": self.signed_kept if self.signed else None,
+            "signed_dropped_calls": self.signed_dropped if self.signed else None,
+            "signed_rejected_calls": self.signed_rejected if self.signed else None,
             "counter": self.counter or None,
             "counter_median_error_pct": _pct(percentile(errs, 0.5)) if errs else None,
             "counter_p90_error_pct": _pct(percentile(errs, 0.9)) if errs else None,
@@ -99,6 +110,7 @@ class ReplayResult:
     counter_errors: dict[str, list[float]]
     calls_per_transcript: dict[str, int]
     usage_feedback: bool
+    signed_thinking: bool = False
 
     def rows(self) -> list[dict[str, Any]]:
         """One summary dict per (window, strategy), in replay order."""
@@ -115,6 +127,7 @@ class ReplayResult:
             "cache_rate": CACHE_RATE,
             "output_rate": OUTPUT_RATE,
             "usage_feedback": self.usage_feedback,
+            "signed_thinking": self.signed_thinking,
             "results": self.rows(),
             "counters": [
                 {
@@ -128,6 +141,15 @@ class ReplayResult:
         }
 
 
+def _signed_cell(row: dict[str, Any]) -> str:
+    if row["signed_kept_calls"] is None:
+        return "-"
+    return (
+        f"{row['signed_kept_calls']} / {row['signed_dropped_calls']} / "
+        f"{row['signed_rejected_calls']}"
+    )
+
+
 def _cell(value: float | None, digits: int = 1) -> str:
     return "-" if value is None else f"{value:.{digits}f}%"
 
@@ -139,14 +161,16 @@ def format_table(result: ReplayResult) -> str:
     history counts), "line ev." the share whose first line is still sent
     verbatim, "notes incl." the older figure that also counts the library's notes.
     "billed vs none" is input only (the summary calls' input included); "+ summary
-    out" adds their replies at ``OUTPUT_RATE`` input tokens each.
+    out" adds their replies at ``OUTPUT_RATE`` input tokens each. "signed
+    kept/dropped/rejected" counts calls (with ``signed_thinking``; else "-").
     """
     head = (
         "| window | strategy | over budget | bad pairs | no task | input tok "
         "| billed tok | billed vs none | + summary out | content ev. | line ev. "
-        "| notes incl. | needles | counter err med/p90 | overhead ms |"
+        "| notes incl. | needles | counter err med/p90 | overhead ms "
+        "| signed kept/dropped/rejected |"
     )
-    lines = [head, "|" + "---|" * 15]
+    lines = [head, "|" + "---|" * 16]
     for r in result.rows():
         ratio, total = r["billed_vs_none"], r["with_output_vs_none"]
         err = "-"
@@ -176,6 +200,7 @@ def format_table(result: ReplayResult) -> str:
             _cell(r["needle_pct"]),
             err,
             f"{r['overhead_ms_median']:.2f}",
+            _signed_cell(r),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -245,6 +245,7 @@ def fresh_like(guard: ContextGuard) -> ContextGuard:
     fresh = ContextGuard(guard.policy, token_counter=guard.counter)
     fresh._sent = OrderedDict(guard._sent)
     fresh._stables = OrderedDict(guard._stables)
+    fresh._ends = OrderedDict(guard._ends)
     fresh._ratios = dict(guard._ratios)
     return fresh
 

@@ -21,17 +21,14 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from .._events import EventKind
 from .._messages import label, marker
-from ..passes._hygiene import first_turn, history_start, join_turns, joinable
-from ..passes._provider_compaction import drop_before_compaction, latest_compaction
+from ..passes._hygiene import join_turns, joinable
 from ..passes._repair import synthetic_result
-from ..passes._sanitize import sanitize_messages
 from ..tokens._anchor import Gauge, Known
 from ..tokens._counters import content_key
 from ._extends import edited_in_place, extends_unchanged, recent_contents
 
 if TYPE_CHECKING:
     from ._record import CallKey
-    from ._steps import Step
 
 Each = Callable[[BaseMessage], BaseMessage | None]
 _content = attrgetter("content")
@@ -71,7 +68,7 @@ class Sent:
     list, which may have grown since: ``_anchor.Known``)."""
     shaped: list[BaseMessage] | None = None
     """``output`` as the passes left it before hygiene: the prompt the next reply
-    is produced behind, in the passes' terms (``produced_prompt``)."""
+    is produced behind, in the passes' terms (``_produced``)."""
 
     @classmethod
     def of(
@@ -145,38 +142,6 @@ class Sent:
         while i < n and out[i] is history[i]:
             i += 1
         return i
-
-
-def produced_prompt(
-    sent: Sent | None, history: list[BaseMessage]
-) -> list[BaseMessage] | None:
-    """The prompt ``history``'s replies were produced behind, where the guard knows it.
-
-    What it sent last for this conversation, before hygiene, followed by the
-    messages ``history`` added to that call's history (as read: sanitised,
-    from a new compaction block on). None where it knows nothing of it (no
-    record, a history that does not grow the last one): the history as read is
-    then the best evidence of what was sent (``_bound_thinking``).
-    """
-    if sent is None or sent.shaped is None:
-        return None
-    tail = sent.tail(history)
-    if tail is None or len(history) - len(tail) != sent.size:
-        return None  # not this call's history grown: the output stored instead
-    new = sanitize_messages(tail)
-    prompt = [*sent.shaped, *new]
-    if first_turn(sent.shaped) is None:  # no turn sent: hygiene's placeholder comes
-        prompt.insert(len(sent.shaped), history_start(False))
-    compacted = latest_compaction(new) is not None
-    return drop_before_compaction(prompt) if compacted else prompt
-
-
-def shaped_output(
-    steps: Sequence[Step], sent: list[BaseMessage], closing: int
-) -> list[BaseMessage]:
-    """``sent`` as the passes left it before hygiene, less the ``closing`` results."""
-    shaped = steps[-1].source if steps and steps[-1].kind == "hygiene" else sent
-    return shaped[: len(shaped) - closing] if closing else shaped
 
 
 def same_message(a: BaseMessage, b: BaseMessage) -> bool:
