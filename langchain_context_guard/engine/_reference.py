@@ -63,7 +63,9 @@ def reference_prune(
     5. ``compress_old_tool_results`` shrinks old tool results (the newest stay
        whole), in batches, once the history is over ``compress_trigger`` of the
        budget: before trimming has to drop whole turns.
-    6. ``strip_old_thinking``: old reasoning is dead weight once answered.
+    6. ``strip_old_thinking``: old reasoning is dead weight once answered
+       (with ``bound_thinking``, signed blocks stay: stripping one would make
+       every newer one stale).
     7. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message and the first user
@@ -76,9 +78,11 @@ def reference_prune(
        the trim removed some, the count of what is sent decides.
     10. ``repair_tool_pairs`` again: after every removal, no call or result is
         orphaned.
-    11. ``drop_stale_thinking`` (with ``bound_thinking``): signed reasoning
-        after the first edit is bound to a prefix no longer sent; it goes,
-        once every edit is known.
+    11. ``drop_stale_thinking`` (with ``bound_thinking``): signed reasoning is
+        bound to the prompt that produced it (``setting.produced``: the
+        guard's last prompt and the messages added since; else the history as
+        read); a block whose prefix differs from it goes, once every edit is
+        known.
     12. ``enforce_provider_hygiene`` last, on the final shape (a user message
         first, no empty tool results, alternating roles).
 
