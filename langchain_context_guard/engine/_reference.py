@@ -134,10 +134,11 @@ def reference_prepare(
 ) -> list[BaseMessage]:
     """What ``guard.prepare`` sends for ``messages``, by the plain passes.
 
-    The setting is the guard's (window, budget, calibration, tool schemas), as
-    ``prepare`` derives it; the guard is only read. Then the retry rule, in one
-    place: a pruning first leaves room for the digest, and when what must be
-    kept does not fit with it, prunes again without one; a disabled policy
+    The setting is the guard's (window, budget, calibration, tool schemas, and
+    the prompt it last sent to this conversation, which signed reasoning is
+    held to), as ``prepare`` derives it; the guard is only read. Then the retry
+    rule, in one place: a pruning first leaves room for the digest, and when what
+    must be kept does not fit with it, prunes again without one; a disabled policy
     sends the history as it is.
 
     With ``stable_prefix`` (the default), ``prepare`` may instead re-send the

@@ -178,6 +178,8 @@ class Run:
             after = self.steps.index(compaction) + 1
             start = min((step.diff for step in self.steps[after:]), default=NONE)
             produced = compaction.result
+        elif self.stale:
+            raise HeadForgotten  # compared from the start: emptied places too
         else:
             start = 0
         step = bound_step(self.source, produced, start, self.setting.count, self.stale)
