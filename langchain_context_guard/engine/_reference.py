@@ -36,7 +36,7 @@ from .passes._hygiene import enforce_provider_hygiene, history_start
 from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
-from .passes._thinking import strip_old_thinking
+from .passes._thinking import signed_stays, strip_old_thinking
 from .passes._trim_units import kind as kind_of
 from .passes._truncate import truncate_tool_results
 
@@ -64,8 +64,8 @@ def reference_prune(
        whole), in batches, once the history is over ``compress_trigger`` of the
        budget: before trimming has to drop whole turns.
     6. ``strip_old_thinking``: old reasoning is dead weight once answered
-       (with ``bound_thinking``, signed blocks stay: stripping one would make
-       every newer one stale).
+       (with ``bound_thinking`` and no ``stable_prefix``, signed blocks stay:
+       stripping them on every call would make the newest one stale).
     7. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message and the first user
@@ -112,7 +112,7 @@ def reference_prune(
     history = strip_old_thinking(
         history,
         keep_recent=policy.keep_recent_thinking,
-        keep_signed=policy.bound_thinking,
+        keep_signed=signed_stays(policy),
     )
     trim = _trim(history, truncated, original, setting, opened)
     history = _digest(trim, original, setting)

@@ -197,7 +197,7 @@ def test_a_reply_behind_a_pruned_prompt_keeps_its_block_while_that_prompt_holds(
     assert newest >= 30  # the reply behind the last prompt, kept most of the time
 
 
-def test_old_signed_reasoning_is_not_stripped_before_a_kept_block():
+def test_pruning_on_every_call_leaves_old_signed_reasoning_where_it_is():
     """Stripping it would make every newer block stale, the newest included."""
     thinking = [
         {"type": "thinking", "thinking": f"t{k}", "signature": f"s{k}"}
@@ -209,8 +209,13 @@ def test_old_signed_reasoning_is_not_stripped_before_a_kept_block():
             AIMessage([block, {"type": "text", "text": "go"}], id=f"a{k}"),
             HumanMessage(f"more {k}", id=f"u{k}"),
         ]
-    bound = ContextGuard(GuardPolicy(), token_counter=COUNTER)
+    fresh = GuardPolicy(stable_prefix=False)
+    bound = ContextGuard(fresh, token_counter=COUNTER)
     assert bound.prepare(history).messages == history  # every block kept
-    unbound = ContextGuard(GuardPolicy(bound_thinking=False), token_counter=COUNTER)
-    sent = unbound.prepare(history).messages
-    assert [len(m.content) for m in sent if isinstance(m, AIMessage)] == [1, 1, 2]
+    for policy in (
+        fresh.model_copy(update={"bound_thinking": False}),
+        GuardPolicy(),  # stripped where a pruning afresh cuts anyway
+    ):
+        sent = ContextGuard(policy, token_counter=COUNTER).prepare(history).messages
+        blocks = [len(m.content) for m in sent if isinstance(m, AIMessage)]
+        assert blocks == ([1, 1, 2] if not policy.bound_thinking else [1, 1, 1])

@@ -18,6 +18,7 @@ from .._events import NO_EDITS, EventKind
 from ..passes._compress import squeezer
 from ..passes._hygiene import history_start, tidy_message
 from ..passes._sanitize import clean_message
+from ..passes._thinking import signed_stays
 from ..passes._trim_sizes import Costs
 from ..passes._trim_units import carried, carried_at, reasoning_kind
 from ..passes._trim_units import kind as kind_of
@@ -206,7 +207,7 @@ class Run:
             kinds = carried(self.source, self.memo.get("reasoning"), reasoning_kind)
             self.memo["reasoning"] = (self.source, kinds)
             codes = "".join(kinds)
-        signed = self.setting.policy.bound_thinking
+        signed = signed_stays(self.setting.policy)
         count = self.setting.count
         self._add(strip_step(self.source, keep, count, prev, codes, signed))
 
