@@ -42,7 +42,7 @@ class Setting:
     """A pruning's recent growth per model call (``_cost_model.growth``), if known."""
     produced: list[BaseMessage] | None = None
     """The prompt the history's replies were produced behind, as far as the guard
-    knows (``_stable_prefix.produced_prompt``); None: the history as read."""
+    knows (``_produced.produced_prompt``); None: the history as read."""
 
 
 class CallKey(NamedTuple):
