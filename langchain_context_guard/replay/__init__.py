@@ -5,8 +5,8 @@ message dumps, OpenAI chat JSONL); ``_strategies`` are the strategies compared
 (the guard, ``trim_messages``, LangChain's summarisation and context editing);
 ``_loop`` replays each call; ``_metrics`` and ``_results`` measure and tabulate;
 ``_signed`` gives every reply signed thinking and checks each prompt as a model
-that binds it would;
-``_plot`` draws (needs the ``plot`` extra). Names load on first use. A library:
+that binds it would; ``_plot`` draws (needs the ``plot`` extra). Names load on
+first use. A library:
 its command line (``context-guard replay``) is the CLI's. Imports the engine and
 ``compaction``; never imported by them.
 """
