@@ -71,6 +71,10 @@ _TERMS = {
         "share still sent when asked",
         "counter err": "median / p90 of the strategy's count against the provider's",
         "overhead ms": "the strategy's own time per call",
+        "signed kept/dropped/rejected": "with --signed-thinking: calls that kept a "
+        "signed thinking block, calls that sent a reply without its block, and "
+        "calls a model binding each block to the prompt that produced it would "
+        "reject (a kept block behind another prefix)",
     },
 }
 """What the replay's strategies and table columns are (``--help``, docs/cli.md)."""
@@ -184,6 +188,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="keep the recorded reply usage instead of the usage of what was sent",
     )
+    p.add_argument(
+        "--signed-thinking",
+        action="store_true",
+        help="give every assistant message a signed thinking block and count the "
+        "calls that keep, drop or break one (the last column)",
+    )
     p.add_argument("--json", type=output_arg, help="write the results as JSON here")
     p.add_argument(
         "--plot",
@@ -245,6 +255,7 @@ def _run(args: argparse.Namespace, transcripts: dict[str, Any]) -> Any:
         progress=not args.quiet and sys.stderr.isatty(),
         cache_ttl=args.cache_ttl,
         gaps=args.gap_model,
+        signed_thinking=args.signed_thinking,
     )
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -14,6 +14,7 @@ from ._notices import Notices
 from ._policy import GuardPolicy
 from ._window import WindowInfo
 from .incremental._first_run import CallCounts, count_new
+from .incremental._produced import produced_prompt, rewritten_record
 from .incremental._read_history import known_after
 from .incremental._record import CallKey, Setting
 from .incremental._reuse import Limits
@@ -31,6 +32,13 @@ class Reader(Protocol):
     model: Any
     _last: Known
     _notices: Notices
+    _lock: Any
+
+    @property
+    def _stables(self) -> MutableMapping[tuple[Any, ...], Sent]: ...
+    @property
+    def _ends(self) -> MutableMapping[tuple[Any, ...], Any]: ...
+
     _clock: CacheClock
 
     def window(self, model: Any = None, *, learned: bool = True) -> WindowInfo: ...
@@ -76,6 +84,8 @@ class Call:
     info: WindowInfo
     stable: Sent | None
     """The conversation's previous prompt (``stable_prefix``), if kept."""
+    sent: Sent | None
+    """The conversation's previous prompt, for the signed reasoning it bound."""
     key: CallKey
     gauge: Gauge
     count: Callable[[BaseMessage], int]
@@ -104,6 +114,9 @@ class Call:
             digest=digest_room(key.policy, key.budget),
             exact=exact,
             prime=self.prime,
+            produced=produced_prompt(self.sent, self.original)
+            if key.policy.bound_thinking
+            else None,
         )
 
     def limits(self) -> Limits:
@@ -160,7 +173,11 @@ def read_call(
     """
     original, known, rebuilt, kept_in = guard._read(messages)
     info, policy = guard.window(model), guard.policy
-    stable = guard._last_sent(original) if policy.stable_prefix else None
+    sent = guard._last_sent(original)
+    stable = sent if policy.stable_prefix else None
+    if sent is None and policy.bound_thinking and policy.enabled:
+        with guard._lock:
+            sent = rewritten_record(guard._stables, guard._ends, original)
     seen = None if known is None else known.size
     count, prime, counts = count_new(
         guard.counter, original, seen, stable is None, policy, info.tokens
@@ -188,6 +205,7 @@ def read_call(
         now=now,
         info=info,
         stable=stable,
+        sent=sent,
         key=key,
         gauge=gauge,
         count=count,

@@ -265,7 +265,8 @@ def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
         "strip_thinking": f"removed reasoning from {changed} older message(s)",
         "provider_compaction": f"sent from the latest compaction block ({removed} "
         "earlier message(s) the provider ignores left out)",
-        "bound_thinking": f"dropped signed reasoning an edit made stale from "
+        "bound_thinking": "dropped signed reasoning whose prefix is no longer the "
+        f"prompt that produced it from "
         f"{changed} message(s)",
         "trim": f"dropped {removed} old message(s) to fit the budget",
         "digest": "noted the dropped turns' tool calls and names in their place",

@@ -29,6 +29,7 @@ from ._window import (
     resolve_window,
 )
 from .incremental._handover import export_state, restore_state
+from .incremental._produced import keep_sent, pruned_record
 from .incremental._promote import settle
 from .incremental._prune import prune
 from .incremental._read_history import read
@@ -39,7 +40,6 @@ from .incremental._stable_prefix import (
     Sent,
     conversation,
     held,
-    open_results,
 )
 from .tokens._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter, make_counter
@@ -97,6 +97,7 @@ class ContextGuard:
         self._record: Record | None = None
         # What was sent last, per conversation (keyed by its first message).
         self._stables: LRUCache[tuple[Any, ...], Sent] = LRUCache(_STABLE_MEMORY)
+        self._ends: LRUCache[tuple[Any, ...], Any] = LRUCache(_STABLE_MEMORY)
         self._ratios: LRUCache[str, float] = LRUCache(_RATIO_MEMORY)
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
         self._last = Known([], [], 0, -1, 0)
@@ -331,10 +332,9 @@ class ContextGuard:
         record = self._record
         if record is not None and not record.grows(original):
             record = None
-        now = call.now
         # A pruning: ``prune`` cuts to the cost model's share of the budget.
         deep = policy.stable_prefix and (
-            call.cold or held(call.gauge, now.body, len(original)) > key.budget
+            call.cold or held(call.gauge, call.now.body, len(original)) > key.budget
         )
         setting = call.setting(exact=deep)
         run, new_record = prune(
@@ -347,13 +347,17 @@ class ContextGuard:
         current = run.source if policy.enabled else original
         report = call.report(run, current, self.counter.name)
         self._remember(original, run.body + key.extra, current is original)
-        kept = list(current)
-        closing = open_results(kept)
-        if closing:  # sent, not kept: the real results will follow
-            del kept[-closing:]
-        body = run.body - sum(map(call.count, current[len(kept) :]))
-        size, cold = len(original), call.cold
-        self._keep_sent(Sent.of(key, call.kept_in, kept, body, size=size, cold=cold))
+        self._keep_sent(
+            pruned_record(
+                key,
+                call.kept_in,
+                current,
+                run,
+                size=len(original),
+                cold=call.cold,
+                count=call.count,
+            )
+        )
         if call.counts is not None:
             call.counts.close()
         if policy.stable_prefix:
@@ -391,8 +395,6 @@ class ContextGuard:
             return self._stables.get(conversation(original))
 
     def _keep_sent(self, sent: Sent) -> None:
-        if not sent.source or not self.policy.stable_prefix:
-            return
-        key = conversation(sent.source)
-        with self._lock:
-            self._stables[key] = sent
+        if self.policy.stable_prefix or self.policy.bound_thinking:
+            with self._lock:
+                keep_sent(self._stables, self._ends, sent)

@@ -165,9 +165,12 @@ class GuardPolicy(BaseModel):
     bound_thinking: bool = Field(
         True,
         description="Drop signed reasoning (``thinking`` with a signature, "
-        "``redacted_thinking``) that follows an edit of ours: newer Claude models "
-        "bind each block to the exact conversation before it and reject a stale "
-        "one. Harmless elsewhere: Anthropic requires stale blocks gone anyway.",
+        "``redacted_thinking``) whose prefix is no longer the prompt that produced "
+        "it (the guard's last prompt plus what was added since): newer Claude "
+        "models bind each block to it and reject a stale one. Without "
+        "stable_prefix, signed blocks are also left out of the strip of old "
+        "reasoning, which would make the newest block stale on every call. "
+        "Harmless elsewhere: Anthropic requires stale blocks gone anyway.",
     )
     trim_step: float = Field(
         0.5,

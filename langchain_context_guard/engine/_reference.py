@@ -21,6 +21,7 @@ from ._errors import BudgetExceededError
 from ._input import to_messages
 from ._tool_policy import last_tools, result_caps, supersede_keys, whole_tools
 from .incremental._digest_step import digest_step
+from .incremental._produced import produced_prompt, rewritten_record
 from .incremental._record import Setting
 from .incremental._steps import NONE, first_diff, opens_with_user
 from .incremental._trim_step import message_costs, trim_step
@@ -37,7 +38,7 @@ from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
 from .passes._supersede import superseded_reads
-from .passes._thinking import strip_old_thinking
+from .passes._thinking import signed_stays, strip_old_thinking
 from .passes._trim_units import hold_calls
 from .passes._trim_units import kind as kind_of
 from .passes._truncate import truncate_tool_results
@@ -65,7 +66,9 @@ def reference_prune(
     5. ``compress_old_tool_results`` shrinks old tool results (the newest stay
        whole), in batches, once the history is over ``compress_trigger`` of the
        budget: before trimming has to drop whole turns.
-    6. ``strip_old_thinking``: old reasoning is dead weight once answered.
+    6. ``strip_old_thinking``: old reasoning is dead weight once answered
+       (with ``bound_thinking`` and no ``stable_prefix``, signed blocks stay:
+       stripping them on every call would make the newest one stale).
     7. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message, the first user
@@ -79,9 +82,11 @@ def reference_prune(
        the trim removed some, the count of what is sent decides.
     10. ``repair_tool_pairs`` again: after every removal, no call or result is
         orphaned.
-    11. ``drop_stale_thinking`` (with ``bound_thinking``): signed reasoning
-        after the first edit is bound to a prefix no longer sent; it goes,
-        once every edit is known.
+    11. ``drop_stale_thinking`` (with ``bound_thinking``): signed reasoning is
+        bound to the prompt that produced it (``setting.produced``: the
+        guard's last prompt and the messages added since; else the history as
+        read); a block whose prefix differs from it goes, once every edit is
+        known.
     12. ``enforce_provider_hygiene`` last, on the final shape (a user message
         first, no empty tool results, alternating roles).
 
@@ -108,13 +113,18 @@ def reference_prune(
         tool_caps=result_caps(policy),
     )
     history = _compress(truncated, original, setting, opened)
-    history = strip_old_thinking(history, keep_recent=policy.keep_recent_thinking)
+    history = strip_old_thinking(
+        history,
+        keep_recent=policy.keep_recent_thinking,
+        keep_signed=signed_stays(policy),
+    )
     trim = _trim(history, truncated, original, setting, opened)
     history = _digest(trim, original, setting)
     history = _compress(history, original, setting, opened)
     history = repair_tool_pairs(history)
     if policy.bound_thinking:
-        history = drop_stale_thinking(history, read)
+        produced = read if setting.produced is None else setting.produced
+        history = drop_stale_thinking(history, produced)
     return enforce_provider_hygiene(history, removed=opened)
 
 
@@ -128,10 +138,11 @@ def reference_prepare(
 ) -> list[BaseMessage]:
     """What ``guard.prepare`` sends for ``messages``, by the plain passes.
 
-    The setting is the guard's (window, budget, calibration, tool schemas), as
-    ``prepare`` derives it; the guard is only read. Then the retry rule, in one
-    place: a pruning first leaves room for the digest, and when what must be
-    kept does not fit with it, prunes again without one; a disabled policy
+    The setting is the guard's (window, budget, calibration, tool schemas, and
+    the prompt it last sent to this conversation, which signed reasoning is
+    held to), as ``prepare`` derives it; the guard is only read. Then the retry
+    rule, in one place: a pruning first leaves room for the digest, and when what
+    must be kept does not fit with it, prunes again without one; a disabled policy
     sends the history as it is.
 
     With ``stable_prefix`` (the default), ``prepare`` may instead re-send the
@@ -181,6 +192,11 @@ def guard_setting(
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
     _, usage_at, usage_body = scan_history(original, guard.counter.count_message)
     gauge = guard._gauge(original, usage_at, usage_body, extra, model)
+    sent = None
+    if policy.bound_thinking:
+        sent = guard._last_sent(original) or rewritten_record(
+            guard._stables, guard._ends, original
+        )
     return Setting(
         policy=policy,
         budget=budget,
@@ -189,6 +205,7 @@ def guard_setting(
         count=guard.counter.count_message,
         gauge=gauge,
         digest=digest_room(policy, budget),
+        produced=produced_prompt(sent, original),
     )
 
 

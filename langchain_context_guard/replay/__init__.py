@@ -5,7 +5,9 @@ message dumps, OpenAI chat JSONL); ``_strategies`` are the strategies compared
 (the guard, ``trim_messages``, LangChain's summarisation and context editing),
 ``_summarizer`` the scripted summary model whose calls the loop bills;
 ``_loop`` replays each call; ``_metrics`` and ``_results`` measure and tabulate;
-``_plot`` draws (needs the ``plot`` extra). Names load on first use. A library:
+``_signed`` gives every reply signed thinking and checks each prompt as a model
+that binds it would; ``_plot`` draws (needs the ``plot`` extra). Names load on
+first use. A library:
 its command line (``context-guard replay``) is the CLI's. Imports the engine and
 ``compaction``; never imported by them.
 """

@@ -5,11 +5,8 @@ The ``replay`` module docstring says what a prompt is and how it is sized.
 
 from __future__ import annotations
 
-import logging
-import sys
 import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -29,7 +26,9 @@ from ._metrics import (
     tool_pairing_errors,
 )
 from ._needles import Needle, ask_plan
+from ._progress import Progress, quiet_guard_log
 from ._results import ReplayResult, Tally
+from ._signed import Binding, with_signed_thinking
 from ._strategies import STRATEGIES, Prompt, Strategy, default_reserve, make_strategies
 from ._summarizer import PROVIDER
 from ._timing import GapModel, call_times, expired
@@ -203,6 +202,7 @@ def _replay_one(
     feedback: bool,
 ) -> None:
     strategy.start()
+    binding = Binding() if tally.signed else None
     lived = _Lived(messages, feedback)
     budget = tally.window - tally.reserve
     previous: list[tuple[str, ...]] = []
@@ -238,6 +238,11 @@ def _replay_one(
         tally.bad_pairing += bool(tool_pairing_errors(sent))
         tally.task_missing += task is not None and not _has_task(task, keys, sent)
         _score(tally, call, sent, infos, history_ids)
+        if binding is not None:
+            kept, dropped, rejected = binding.check(call.k, sent)
+            tally.signed_kept += kept
+            tally.signed_dropped += dropped
+            tally.signed_rejected += rejected
         lived.sent[call.k] = round(size)
 
 
@@ -301,48 +306,6 @@ def _has_task(
     return any(isinstance(m, HumanMessage) and task.text in m.text for m in sent)
 
 
-class _Progress:
-    """tqdm when installed, else a counter on stderr; silent when disabled."""
-
-    def __init__(self, total: int, enabled: bool) -> None:
-        self.total, self.done, self.enabled = total, 0, enabled
-        self.bar: Any = None
-        if enabled:
-            try:
-                from tqdm import tqdm  # type: ignore[import-untyped]
-
-                self.bar = tqdm(total=total, unit="call", desc="replay")
-            except ImportError:
-                pass
-
-    def update(self, n: int) -> None:
-        self.done += n
-        if self.bar is not None:
-            self.bar.update(n)
-        elif self.enabled:
-            pct = 100 * self.done // max(self.total, 1)
-            sys.stderr.write(f"\rreplay: {self.done:,}/{self.total:,} calls ({pct}%)")
-            sys.stderr.flush()
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-        elif self.enabled:
-            sys.stderr.write("\n")
-
-
-@contextmanager
-def _quiet_guard_log() -> Iterator[None]:
-    """The guard logs every lossy event; a replay makes thousands of them."""
-    logger = logging.getLogger("langchain_context_guard")
-    level = logger.level
-    logger.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
 def replay(
     transcripts: dict[str, list[BaseMessage]],
     *,
@@ -354,6 +317,7 @@ def replay(
     progress: bool = False,
     cache_ttl: float | None = None,
     gaps: GapModel | None = None,
+    signed_thinking: bool = False,
 ) -> ReplayResult:
     """Replay every transcript call by call under each window and strategy.
 
@@ -362,6 +326,11 @@ def replay(
     strategy. The calls are timed by the transcripts' timestamps, else by
     ``gaps`` (``_timing.GapModel``), which may also add long pauses. Each call's
     time is passed to the guards as ``prepare(now=...)``.
+
+    ``signed_thinking``: give every assistant message a signed thinking block
+    and count, per strategy, the calls that keep one, drop one, and would be
+    rejected by a model that binds each block to the prompt that produced it
+    (``_signed``).
     """
     clock = _Clock(cache_ttl, gaps or GapModel())
     counter = TiktokenCounter()
@@ -372,16 +341,21 @@ def replay(
         built = make_strategies(
             strategies, window, res, counter=counter, guard_variants=guard_variants
         )
-        setups += [(s, Tally(s.name, window, res, s.counter)) for s in built]
+        setups += [
+            (s, Tally(s.name, window, res, s.counter, signed=signed_thinking))
+            for s in built
+        ]
     errors: dict[str, list[float]] = {name: [] for name in COUNTERS}
     calls: dict[str, int] = {}
     total = sum(
         sum(isinstance(m, AIMessage) for m in msgs) for msgs in transcripts.values()
     )
-    bar = _Progress(total * len(setups), progress)
-    with _quiet_guard_log():
+    bar = Progress(total * len(setups), progress)
+    with quiet_guard_log():
         for name, raw in transcripts.items():
             messages = _with_provider(raw)
+            if signed_thinking:
+                messages = with_signed_thinking(messages)
             plan = _plan(name, messages, measure, counter, errors, clock)
             calls[name] = len(plan)
             for strategy, tally in setups:
@@ -396,4 +370,5 @@ def replay(
         usage_feedback,
         cache_ttl=cache_ttl,
         gaps=clock.gaps.name,
+        signed_thinking=signed_thinking,
     )

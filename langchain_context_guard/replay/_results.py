@@ -44,6 +44,14 @@ class Tally:
     output: list[float] = field(default_factory=list)
     """Output tokens of those calls (billed at ``OUTPUT_RATE`` in ``total``)."""
     overhead_ms: list[float] = field(default_factory=list)
+    signed: bool = False
+    """Whether the transcripts' replies carry signed thinking (``_signed``)."""
+    signed_kept: int = 0
+    """Calls whose prompt kept a signed thinking block."""
+    signed_dropped: int = 0
+    """Calls whose prompt sent a reply without its block."""
+    signed_rejected: int = 0
+    """Calls whose prompt kept a block behind a prefix other than its own."""
 
     def summary(
         self, counter_errors: dict[str, list[float]], none_billed: float | None
@@ -88,6 +96,9 @@ class Tally:
             "needle_pct": _share(self.needles_found, self.needles_asked),
             "expired_calls": self.expired,
             "overhead_ms_median": round(statistics.median(self.overhead_ms or [0]), 3),
+            "signed_kept_calls": self.signed_kept if self.signed else None,
+            "signed_dropped_calls": self.signed_dropped if self.signed else None,
+            "signed_rejected_calls": self.signed_rejected if self.signed else None,
             "counter": self.counter or None,
             "counter_median_error_pct": _pct(percentile(errs, 0.5)) if errs else None,
             "counter_p90_error_pct": _pct(percentile(errs, 0.9)) if errs else None,
@@ -114,6 +125,7 @@ class ReplayResult:
     """The provider's cache lifetime the bills assumed (None: never expires)."""
     gaps: str = "real"
     """How the calls were timed (``_timing.GapModel.name``)."""
+    signed_thinking: bool = False
 
     def rows(self) -> list[dict[str, Any]]:
         """One summary dict per (window, strategy), in replay order."""
@@ -132,6 +144,7 @@ class ReplayResult:
             "usage_feedback": self.usage_feedback,
             "cache_ttl": self.cache_ttl,
             "gaps": self.gaps,
+            "signed_thinking": self.signed_thinking,
             "results": self.rows(),
             "counters": [
                 {
@@ -143,6 +156,15 @@ class ReplayResult:
                 for name, errs in self.counter_errors.items()
             ],
         }
+
+
+def _signed_cell(row: dict[str, Any]) -> str:
+    if row["signed_kept_calls"] is None:
+        return "-"
+    return (
+        f"{row['signed_kept_calls']} / {row['signed_dropped_calls']} / "
+        f"{row['signed_rejected_calls']}"
+    )
 
 
 def _cell(value: float | None, digits: int = 1) -> str:
@@ -158,13 +180,15 @@ def format_table(result: ReplayResult) -> str:
     "billed vs none" is input only, the summary calls' input included (its prefix
     that matches the prompt sent last at ``CACHE_RATE``, the rest at full price);
     "+ summary out" adds their replies at ``OUTPUT_RATE`` input tokens each.
+    "signed kept/dropped/rejected" counts calls (with ``signed_thinking``; else "-").
     """
     head = (
         "| window | strategy | over budget | bad pairs | no task | input tok "
         "| billed tok | billed vs none | + summary out | content ev. | line ev. "
-        "| notes incl. | needles | counter err med/p90 | overhead ms |"
+        "| notes incl. | needles | counter err med/p90 | overhead ms "
+        "| signed kept/dropped/rejected |"
     )
-    lines = [head, "|" + "---|" * 15]
+    lines = [head, "|" + "---|" * 16]
     for r in result.rows():
         ratio, total = r["billed_vs_none"], r["with_output_vs_none"]
         err = "-"
@@ -194,6 +218,7 @@ def format_table(result: ReplayResult) -> str:
             _cell(r["needle_pct"]),
             err,
             f"{r['overhead_ms_median']:.2f}",
+            _signed_cell(r),
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)

@@ -250,9 +250,15 @@ POLICY_KNOBS: dict[str, Any] = {
 
 
 def fresh_like(guard: ContextGuard) -> ContextGuard:
-    """A new guard with ``guard``'s calibration memory but no previous call."""
+    """A new guard with ``guard``'s calibration memory but no previous call.
+
+    It keeps ``guard``'s record of what it sent to each conversation: signed
+    reasoning is held to the prompt that produced it (``_bound_thinking``).
+    """
     fresh = ContextGuard(guard.policy, token_counter=guard.counter)
     fresh._sent = OrderedDict(guard._sent)
+    fresh._stables = OrderedDict(guard._stables)
+    fresh._ends = OrderedDict(guard._ends)
     fresh._ratios = dict(guard._ratios)
     return fresh
 

@@ -76,27 +76,56 @@ def _sent(guard: ContextGuard, history: list[BaseMessage]) -> list[BaseMessage] 
         return None
 
 
+def _signature(prompt: list[BaseMessage]) -> str:
+    return hashlib.sha256(snapshot(prompt).encode()).hexdigest()
+
+
+def _given_prefixes(lived: list[BaseMessage]) -> dict[int, str]:
+    """Each signed block's prefix in the history as given, sent unedited."""
+    read = repair_tool_pairs(drop_before_compaction(sanitize_messages(lived)))
+    whole = enforce_provider_hygiene(read, removed=opens_with_user(read))
+    return {id(b): snapshot(_prefix_of(whole, b)) for _, b in _signed_at(whole)}
+
+
+def _next_turn(lived: list[BaseMessage]) -> list[BaseMessage]:
+    """``lived`` ending where the model speaks next: results in, or a user turn."""
+    last = lived[-1]
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return [*lived, *(result(c["id"] or "", "done") for c in last.tool_calls)]
+    if isinstance(last, AIMessage) or len(lived) < 2:  # two: the conversation's key
+        return [*lived, HumanMessage("go on")]
+    return lived
+
+
 @SETTINGS
 @given(transcripts(usage=True, native=True), POLICIES, st.data())
-def test_every_kept_signed_block_has_its_original_prefix(history, policy, data):
-    start = data.draw(st.integers(1, len(history)))
-    ends = sorted({start, *data.draw(st.lists(st.integers(start, len(history))))})
+def test_every_kept_signed_block_has_the_prefix_that_produced_it(history, policy, data):
+    """A generated history, then replies produced behind each prompt sent.
+
+    The given history's blocks were produced behind it as it reads; each later
+    reply is signed with the prompt the guard sent for it.
+    """
+    lived = _next_turn(history[: data.draw(st.integers(1, len(history)))])
+    given = _given_prefixes(lived)
     guard = ContextGuard(policy, token_counter=COUNTER)
-    for n in ends:
-        lived = history[:n]
+    for k in range(data.draw(st.integers(1, 5))):
         assert_reference(guard, lived)
         sent = _sent(guard, lived)
         if sent is None:
-            continue
-        # The history as sent unedited: read, repaired and shaped like ``sent``.
-        read = repair_tool_pairs(drop_before_compaction(sanitize_messages(lived)))
-        whole = enforce_provider_hygiene(read, removed=opens_with_user(read))
+            return
         for i, block in _signed_at(sent):
-            assert snapshot(sent[:i]) == snapshot(_prefix_of(whole, block))
-
-
-def _signature(prompt: list[BaseMessage]) -> str:
-    return hashlib.sha256(snapshot(prompt).encode()).hexdigest()
+            if str(block.get("signature", "")).startswith("p:"):
+                assert block["signature"] == "p:" + _signature(sent[:i])
+            else:
+                assert snapshot(sent[:i]) == given[id(block)]
+        thinking = {"type": "thinking", "thinking": f"step {k}"}
+        thinking["signature"] = "p:" + _signature(sent)
+        reply = AIMessage(
+            [thinking, {"type": "text", "text": f"running {k}"}],
+            tool_calls=[call(f"z{k}", cmd=f"cat f{k}.py")],
+            id=f"z{k}",
+        )
+        lived = [*lived, reply, result(f"z{k}", "line\n" * 200, id=f"zt{k}")]
 
 
 @pytest.mark.parametrize("stable", [True, False])
@@ -134,3 +163,59 @@ def test_a_warm_call_grows_the_steps_after_the_bound_thinking_check():
     assert guard._record is not None
     steps = {s.kind: s for s in guard._record.steps}
     assert steps["bound_thinking"].grown and steps["hygiene"].grown
+
+
+def _agent(policy: GuardPolicy, steps: int) -> list[list[BaseMessage]]:
+    """The prompts sent to a model that signs each reply with its prompt."""
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    history: list[BaseMessage] = agent_history(0)
+    prompts = []
+    for k in range(steps):
+        prompt = guard.prepare(history).messages
+        prompts.append(prompt)
+        thinking = {"type": "thinking", "thinking": f"step {k}"}
+        thinking["signature"] = _signature(prompt)
+        reply = AIMessage(
+            [thinking, {"type": "text", "text": f"running {k}"}],
+            tool_calls=[call(f"c{k}", cmd=f"cat f{k}.py")],
+            id=f"a{k}",
+        )
+        history = [*history, reply, result(f"c{k}", "line\n" * 300, id=f"t{k}")]
+    return prompts
+
+
+def test_a_reply_behind_a_pruned_prompt_keeps_its_block_while_that_prompt_holds():
+    """Bound to the prompt sent (pruned), not to the history as read."""
+    policy = GuardPolicy(context_window=16_000, stable_prefix=False)
+    prompts = _agent(policy, 45)
+    newest = 0
+    for prompt in prompts:
+        replies = [m for m in prompt if isinstance(m, AIMessage)]
+        for i, block in _signed_at(prompt):
+            assert block["signature"] == _signature(prompt[:i])
+        newest += bool(replies) and any(map(is_signed, replies[-1].content))
+    assert newest >= 30  # the reply behind the last prompt, kept most of the time
+
+
+def test_pruning_on_every_call_leaves_old_signed_reasoning_where_it_is():
+    """Stripping it would make every newer block stale, the newest included."""
+    thinking = [
+        {"type": "thinking", "thinking": f"t{k}", "signature": f"s{k}"}
+        for k in range(3)
+    ]
+    history: list[BaseMessage] = [HumanMessage("task", id="u")]
+    for k, block in enumerate(thinking):
+        history += [
+            AIMessage([block, {"type": "text", "text": "go"}], id=f"a{k}"),
+            HumanMessage(f"more {k}", id=f"u{k}"),
+        ]
+    fresh = GuardPolicy(stable_prefix=False)
+    bound = ContextGuard(fresh, token_counter=COUNTER)
+    assert bound.prepare(history).messages == history  # every block kept
+    for policy in (
+        fresh.model_copy(update={"bound_thinking": False}),
+        GuardPolicy(),  # stripped where a pruning afresh cuts anyway
+    ):
+        sent = ContextGuard(policy, token_counter=COUNTER).prepare(history).messages
+        blocks = [len(m.content) for m in sent if isinstance(m, AIMessage)]
+        assert blocks == ([1, 1, 2] if not policy.bound_thinking else [1, 1, 1])

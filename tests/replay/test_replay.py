@@ -428,3 +428,49 @@ def test_main_replay_rejects_a_bad_window(capsys: pytest.CaptureFixture[str]) ->
     with pytest.raises(SystemExit):
         main_replay(["-w", "big"])
     assert "invalid window 'big'" in capsys.readouterr().err
+
+
+# --- signed thinking ------------------------------------------------------------
+
+
+def test_signed_thinking_counts_calls_a_binding_model_would_reject() -> None:
+    result = replay(
+        transcripts(2),
+        windows=[16_000],
+        strategies=["none", "sticky_cut", "guard", "guard_no_stable"],
+        signed_thinking=True,
+    )
+    rows = {r["strategy"]: r for r in result.rows()}
+    calls = rows["none"]["calls"]
+    assert rows["none"]["signed_kept_calls"] == calls - 2  # all but each first call
+    assert rows["none"]["signed_rejected_calls"] == 0
+    assert rows["sticky_cut"]["signed_rejected_calls"] > 0  # after each cut
+    for name in ("guard", "guard_no_stable"):
+        row = rows[name]
+        assert row["signed_rejected_calls"] == 0
+        assert row["signed_kept_calls"] > 0 and row["signed_dropped_calls"] > 0
+    assert result.to_dict()["signed_thinking"] is True
+
+
+def test_without_bound_thinking_the_guard_sends_stale_blocks() -> None:
+    result = replay(
+        transcripts(2),
+        windows=[16_000],
+        strategies=["guard"],
+        guard_variants={"guard": {"bound_thinking": False}},
+        signed_thinking=True,
+    )
+    assert result.rows()[0]["signed_rejected_calls"] > 0
+
+
+def test_main_replay_shows_the_signed_thinking_counts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = write_trajectories(tmp_path / "data", n=1)
+    argv = [str(data), "-w", "16k", "-s", "guard", "--quiet", "--no-plot"]
+    assert main_replay(argv) == 0
+    assert capsys.readouterr().out.splitlines()[2].endswith("| - |")
+    assert main_replay([*argv, "--signed-thinking"]) == 0
+    row = capsys.readouterr().out.splitlines()[2]
+    kept, _, rejected = row.rsplit("|", 2)[1].split(" / ")
+    assert int(kept) > 0 and int(rejected) == 0

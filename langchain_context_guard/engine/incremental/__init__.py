@@ -12,9 +12,10 @@ need their own), ``_order`` (the sequence ``_run.Run`` steps through), ``_run``
 (one call's passes, each grown from the previous call's step or run in full),
 ``_prune`` (the tries of one pruning: the cost model's depth from
 ``_cost_model``, then the full budget, then no digest), ``_stable_prefix`` and
-``_reuse`` (re-sending the previous prompt while it fits), then what makes warm
-calls cheap: ``_read_history`` and ``_extends`` (is this the last history,
-grown?), ``_first_run`` (counting a cold history in one batch), ``_release``
+``_reuse`` (re-sending the previous prompt while it fits), ``_produced`` (the
+prompt the history's replies came from, which signed reasoning is held to), then
+what makes warm calls cheap: ``_read_history`` and ``_extends`` (is this the last
+history, grown?), ``_first_run`` (counting a cold history in one batch), ``_release``
 (letting go of rewrites no later cut can keep), ``_promote`` (what a pruning
 keeps, moved out of the collector's way), ``_handover`` (a conversation handed
 to another process). Imports the vocabulary, ``tokens`` and ``passes``.

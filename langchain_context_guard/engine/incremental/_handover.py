@@ -314,7 +314,8 @@ def export_state(
         at = len(original) - 1
         hit = original and guard._sent.get(sent_key(original[-1], guard.counter, at))
         sent = original and guard._stables.get(conversation(original))
-    base = sent.base if sent and sent.size == len(original) else None
+    kept = guard.policy.stable_prefix and sent and sent.size == len(original)
+    base = sent.base if sent and kept else None
     sent_at = guard._clock.last(conversation(original)) if original else None
     ratio = guard._ratios.get(guard._name(model))
     return record(hit or None, base, ratio, sent_at, bool(sent and sent.cold))

@@ -39,24 +39,24 @@ def compaction_step(
 
 def bound_step(
     source: list[BaseMessage],
-    read: list[BaseMessage],
+    produced: list[BaseMessage],
     start: int,
     count: Counter,
     stale: int,
 ) -> Step:
-    """``drop_stale_thinking(source, read)``; ``start``: the first changed place.
+    """``drop_stale_thinking(source, produced)``; ``start``: the first changed place.
 
     Run in full on every call, but from ``start`` on: nothing when the prompt
-    is the history as read.
+    is ``produced`` (the history as read, or what was sent and the new messages).
     """
     if start >= len(source) or start == NONE:
         return Step("bound_thinking", source, source, NO_EDITS, 0, NONE, stale=stale)
-    out = drop_stale_thinking(source, read, start)
+    out = drop_stale_thinking(source, produced, start)
     if out is source:
         return Step("bound_thinking", source, source, NO_EDITS, 0, NONE, stale=stale)
-    if start < stale:
-        raise HeadForgotten  # it read places ``_release`` emptied
     changed = [i for i in range(start, len(out)) if out[i] is not source[i]]
+    if changed[0] < stale:
+        raise HeadForgotten  # it changed places ``_release`` emptied
     delta = sum(count(out[i]) - count(source[i]) for i in changed)
     edits = Edits(changed=tuple(label(out[i], i) for i in changed))
     return Step("bound_thinking", source, out, edits, delta, changed[0], stale=stale)

@@ -43,6 +43,9 @@ class Setting:
     hold: bool = True
     """The trim keeps the calls of ``drop_last`` tools while anything else can go
     (False: the last try, when keeping them all does not fit)."""
+    produced: list[BaseMessage] | None = None
+    """The prompt the history's replies were produced behind, as far as the guard
+    knows (``_produced.produced_prompt``); None: the history as read."""
 
 
 class CallKey(NamedTuple):

@@ -151,5 +151,6 @@ def reuse_prompt(
             base=stable.base,
             size=len(original),
             cold=stable.cold,
+            shaped=appended.shaped,
         ),
     )

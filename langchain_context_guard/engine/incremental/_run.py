@@ -20,6 +20,7 @@ from ..passes._compress import squeezer
 from ..passes._hygiene import history_start, tidy_message
 from ..passes._sanitize import clean_message
 from ..passes._supersede import superseded_reads
+from ..passes._thinking import signed_stays
 from ..passes._trim_sizes import Costs
 from ..passes._trim_units import carried, carried_at, hold_calls, reasoning_kind
 from ..passes._trim_units import kind as kind_of
@@ -180,11 +181,16 @@ class Run:
             self._add(replace(step, grown=grown))
             return
         compaction = self.first("provider_compaction")
-        after = self.steps.index(compaction) + 1
-        start = min((step.diff for step in self.steps[after:]), default=NONE)
-        step = bound_step(
-            self.source, compaction.result, start, self.setting.count, self.stale
-        )
+        produced = self.setting.produced
+        if produced is None:  # the history as read: compared from the first edit
+            after = self.steps.index(compaction) + 1
+            start = min((step.diff for step in self.steps[after:]), default=NONE)
+            produced = compaction.result
+        elif self.stale:
+            raise HeadForgotten  # compared from the start: emptied places too
+        else:
+            start = 0
+        step = bound_step(self.source, produced, start, self.setting.count, self.stale)
         self._add(replace(step, grown=grown and step.result is step.source))
 
     def _repair(self) -> None:
@@ -208,7 +214,9 @@ class Run:
             kinds = carried(self.source, self.memo.get("reasoning"), reasoning_kind)
             self.memo["reasoning"] = (self.source, kinds)
             codes = "".join(kinds)
-        self._add(strip_step(self.source, keep, self.setting.count, prev, codes))
+        signed = signed_stays(self.setting.policy)
+        count = self.setting.count
+        self._add(strip_step(self.source, keep, count, prev, codes, signed))
 
     def _hygiene(self) -> None:
         prev, count = self._prev(), self.setting.count

@@ -69,6 +69,9 @@ class Sent:
     cold: bool = False
     """The prune at ``base`` was taken because the provider's cache had expired
     (``cache_ttl_seconds``): a rebuild must cut as deep."""
+    shaped: list[BaseMessage] | None = None
+    """``output`` as the passes left it before hygiene: the prompt the next reply
+    is produced behind, in the passes' terms (``_produced``)."""
 
     @classmethod
     def of(
@@ -83,12 +86,14 @@ class Sent:
         base: int | None = None,
         size: int | None = None,
         cold: bool = False,
+        shaped: list[BaseMessage] | None = None,
     ) -> Sent:
         """The record of one call.
 
         ``intact`` and ``contents`` are found when not given; ``base`` defaults to
         a fresh prune's. ``size``: the history is ``source[:size]`` (default:
         all of it). ``cold``: the prune at ``base`` was timed by the cache.
+        ``shaped``: ``output`` before hygiene.
         """
         size = len(source) if size is None else size
         history = source if len(source) == size else source[:size]
@@ -98,7 +103,9 @@ class Sent:
             contents = recent_contents(history)
         at = size if base is None else base
         pending = pending_calls(output)
-        return cls(key, source, contents, output, body, pending, intact, at, size, cold)
+        return cls(
+            key, source, contents, output, body, pending, intact, at, size, cold, shaped
+        )
 
     def tail(
         self, history: list[BaseMessage], base: Known | None = None
@@ -169,6 +176,8 @@ class Appended:
     unchanged: int = 0
     """How many of the previous output's messages are sent unchanged (all but
     its last when a new assistant message was joined to it)."""
+    shaped: list[BaseMessage] | None = None
+    """The previous ``Sent.shaped`` plus the new messages before hygiene."""
 
 
 def append(
@@ -183,6 +192,7 @@ def append(
     that does not continue cleanly.
     """
     out = list(sent.output)
+    shaped = None if sent.shaped is None else list(sent.shaped)
     body = sent.body
     pending = set(sent.pending)
     edits: dict[EventKind, list[str]] = {}
@@ -192,6 +202,8 @@ def append(
             return None
         new: BaseMessage | None = message
         for kind, each in passes:
+            if kind == "hygiene" and shaped is not None and new is not None:
+                shaped.append(new)
             done = each(new) if new is not None else None
             if done is None:
                 at = sent.size + i
@@ -218,7 +230,7 @@ def append(
     if unchanged and out[unchanged - 1] is not sent.output[unchanged - 1]:
         unchanged -= 1  # its last message was joined (one join at most there)
     closing = _open_calls(out, pending)
-    return Appended(out, body, edits, removed, closing, unchanged)
+    return Appended(out, body, edits, removed, closing, unchanged, shaped)
 
 
 def open_results(messages: Sequence[BaseMessage]) -> int:

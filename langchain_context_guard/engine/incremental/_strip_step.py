@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, Edits
 from .._messages import is_user
-from ..passes._thinking import has_reasoning, strip_reasoning, stripped_count
+from ..passes._thinking import has_reasoning, stripped_count, stripper
 from ..passes._trim import Counter
 from ..passes._trim_units import positions
 from ._steps import NONE, Step, patch_at, patched, reached, whole
@@ -60,8 +60,10 @@ def strip_step(
     count: Counter,
     prev: Step | None = None,
     codes: str | None = None,
+    keep_signed: bool = False,
 ) -> Step:
     """``strip_old_thinking``; ``codes``: ``_trim_units.reasoning_kind`` of each."""
+    strip_reasoning = stripper(keep_signed)
     before = prev.state if prev is not None else Reasoning([], -1, False, 0)
     start = len(prev.source) if prev is not None else 0
     if prev is None and codes is not None:

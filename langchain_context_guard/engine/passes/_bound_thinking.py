@@ -1,14 +1,27 @@
-"""Pass 10: drop signed reasoning whose prefix an edit changed.
+"""Pass 10: drop signed reasoning whose prefix is no longer the one that produced it.
 
 Newer Claude models bind each signed thinking block (``thinking`` with a
 ``signature``, and ``redacted_thinking``) to the exact conversation before it
-and reject a replay once that changed ("The block is bound to a different
-conversation"). Any edit before a kept block (a compressed or truncated
-result, a trimmed head, a digest, stripped older reasoning) makes it stale.
-``drop_stale_thinking`` removes exactly those blocks: the ones after the first
-message the passes changed, and in that message the ones after its first
-changed block. The message keeps its text and tool calls; one left with
-nothing goes at hygiene. Where the prompt is unchanged, nothing is done.
+(the prompt whose reply held it, then the blocks before it in that reply) and
+reject a replay once that changed ("The block is bound to a different
+conversation").
+
+The rule: ``drop_stale_thinking(prompt, produced)`` compares the prompt about
+to be sent with ``produced``, the prompt the history's replies came from: what
+the guard sent last for this conversation (as the passes left it, before
+hygiene), followed by the messages the history added since. Every block sent
+then was valid behind its place in it, and a new reply was produced behind
+all of it. Where the guard knows nothing (a fresh guard, a conversation it
+has not seen), the history as read is the best evidence of what was sent.
+Walking both in step, a block is kept while everything before it, and the
+blocks before it in its message, are what ``produced`` holds there; a block
+that was not sent there (dropped as stale on an earlier call) stays dropped,
+so the prompt keeps following what was sent. From the first message that
+differs otherwise (a compressed or truncated result, a trimmed head, a
+digest, reasoning stripped by the trim), every later block goes: exactly the
+ones an edit made stale. The message keeps its text and tool calls; one left
+with nothing goes at hygiene. Where the prompt is what was sent plus the new
+messages, nothing is done.
 """
 
 from __future__ import annotations
@@ -42,26 +55,36 @@ def holds_signed(message: BaseMessage) -> bool:
 
 
 def drop_stale_thinking(
-    sent: Sequence[BaseMessage], original: Sequence[BaseMessage], start: int = -1
+    sent: Sequence[BaseMessage], produced: Sequence[BaseMessage], start: int = -1
 ) -> list[BaseMessage]:
-    """``sent`` without the signed reasoning whose prefix differs from ``original``'s.
+    """``sent`` without the signed reasoning whose prefix differs from ``produced``'s.
 
-    ``start``: a place up to which both are known to hold the same messages
-    (the incremental path knows one). The same list when no kept block is stale.
+    ``produced``: the prompt the history's replies were produced behind (the
+    module docstring says which). ``start``: a place up to which both are known
+    to hold the same messages (the incremental path knows one). The same list
+    when no kept block is stale.
     """
     d = 0 if start < 0 else start
-    end = min(len(sent), len(original))
-    while d < end and sent[d] is original[d]:
+    end = min(len(sent), len(produced))
+    while d < end and sent[d] is produced[d]:
         d += 1
     out: list[BaseMessage] | None = None
+    following = True
     for i in range(d, len(sent)):
         message = sent[i]
-        if not holds_signed(message):
-            continue
-        if i == d and i < len(original):
-            new = _edited_in_place(message, original[i])
-        else:
+        if following:
+            was = produced[i] if i < len(produced) else None
+            if was is not None and same_message(message, was):
+                continue
+            if holds_signed(message):
+                new = _edited_in_place(message, was)
+            else:
+                new = message
+            following = was is not None and same_message(new, was)
+        elif holds_signed(message):
             new = memo_rewrite(message, "bound_thinking", _unsigned)
+        else:
+            continue
         if new is not message:
             if out is None:
                 out = list(sent)
@@ -71,6 +94,16 @@ def drop_stale_thinking(
     return sent if isinstance(sent, list) else list(sent)
 
 
+def same_message(a: BaseMessage, b: BaseMessage) -> bool:
+    """The same message, or an equal copy (pydantic's ``==`` without its overhead)."""
+    return a is b or (
+        type(a) is type(b)
+        and a.id == b.id
+        and a.__dict__ == b.__dict__
+        and (a.__pydantic_extra__ or {}) == (b.__pydantic_extra__ or {})
+    )
+
+
 def _unsigned(message: BaseMessage, keep: int = 0) -> BaseMessage:
     """``message`` without signed reasoning from content position ``keep`` on."""
     content: Any = message.content
@@ -78,8 +111,12 @@ def _unsigned(message: BaseMessage, keep: int = 0) -> BaseMessage:
     return message.model_copy(update={"content": kept or ""})
 
 
-def _edited_in_place(message: BaseMessage, was: BaseMessage) -> BaseMessage:
-    """The first changed message: its blocks before its first edit keep their prefix."""
+def _edited_in_place(message: BaseMessage, was: BaseMessage | None) -> BaseMessage:
+    """A changed message behind a kept prefix: its blocks before its first edit stay.
+
+    A block ``was`` (what was sent there) does not hold at that place goes: it
+    was not sent, or not behind this prefix.
+    """
     if not isinstance(was, AIMessage) or message.id != was.id:
         return _unsigned(message)
     old: Any = was.content

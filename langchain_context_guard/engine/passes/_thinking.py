@@ -1,4 +1,16 @@
-"""Pass 5: strip reasoning from older assistant messages."""
+"""Pass 5: strip reasoning from older assistant messages.
+
+With ``keep_signed`` (``signed_stays``) signed reasoning is left where it is: a
+model that binds each signed block to the conversation before it would find
+every newer block stale once an older one went. Pruning afresh on every call,
+the strip would take the reasoning the last prompt sent off its newest reply, so
+the block behind it, the newest, would be stale on every call; there signed
+reasoning goes only with an edit before it that cannot be avoided
+(``_bound_thinking``), or when the trim needs its room (``fit_answers``). With
+``stable_prefix`` the strip runs only when a prompt is pruned afresh, whose cut
+makes the blocks after it stale anyway: there it frees their room, as before
+(keeping them billed 2% more input at 16k and 5% at 32k on the replay).
+"""
 
 from __future__ import annotations
 
@@ -9,9 +21,16 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import is_user, memo_rewrite
+from .._policy import GuardPolicy
+from ._bound_thinking import is_signed
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 REASONING_KWARGS = ("reasoning_content", "reasoning")
+
+
+def signed_stays(policy: GuardPolicy) -> bool:
+    """Whether ``strip_old_thinking`` leaves signed reasoning (module docstring)."""
+    return policy.bound_thinking and not policy.stable_prefix
 
 
 def has_reasoning(message: BaseMessage) -> bool:
@@ -26,7 +45,7 @@ def has_reasoning(message: BaseMessage) -> bool:
     )
 
 
-def _strip(message: BaseMessage) -> BaseMessage:
+def _strip(message: BaseMessage, keep_signed: bool = False) -> BaseMessage:
     kwargs = {
         k: v for k, v in message.additional_kwargs.items() if k not in REASONING_KWARGS
     }
@@ -36,7 +55,14 @@ def _strip(message: BaseMessage) -> BaseMessage:
             b
             for b in content
             if not (isinstance(b, dict) and b.get("type") in REASONING_BLOCKS)
+            or (keep_signed and is_signed(b))
         ]
+        if (
+            keep_signed
+            and len(content) == len(message.content)
+            and kwargs == (message.additional_kwargs)
+        ):
+            return message  # only signed reasoning: nothing to strip
         if not content:
             content = ""
     return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
@@ -71,6 +97,20 @@ def stripped_count(holders: Sequence[int], start: int, keep_recent: int) -> int:
 def strip_reasoning(message: BaseMessage) -> BaseMessage:
     """``message`` without its reasoning (memoised)."""
     return memo_rewrite(message, "strip_thinking", _strip)
+
+
+def strip_unsigned(message: BaseMessage) -> BaseMessage:
+    """``message`` without its reasoning but the signed blocks (memoised)."""
+    return memo_rewrite(message, "strip_unsigned_thinking", _strip_unsigned)
+
+
+def _strip_unsigned(message: BaseMessage) -> BaseMessage:
+    return _strip(message, keep_signed=True)
+
+
+def stripper(keep_signed: bool) -> Callable[[BaseMessage], BaseMessage]:
+    """What ``strip_old_thinking`` does to each older reasoning holder."""
+    return strip_unsigned if keep_signed else strip_reasoning
 
 
 def cut_cost_view(message: BaseMessage) -> BaseMessage:
@@ -115,7 +155,7 @@ def fit_answers(
 
 
 def strip_old_thinking(
-    messages: Sequence[BaseMessage], *, keep_recent: int = 1
+    messages: Sequence[BaseMessage], *, keep_recent: int = 1, keep_signed: bool = False
 ) -> list[BaseMessage]:
     """Remove reasoning from all but the newest ``keep_recent`` assistant messages.
 
@@ -123,13 +163,18 @@ def strip_old_thinking(
     ``reasoning`` blocks and ``reasoning_content``/``reasoning`` in
     ``additional_kwargs``. A block is removed whole, never edited (signatures stay
     valid). Reasoning inside the current, unfinished tool-use turn is kept, since
-    Anthropic requires it there.
+    Anthropic requires it there. ``keep_signed``: signed blocks stay (the module
+    docstring says why).
     """
     holders = [i for i, m in enumerate(messages) if has_reasoning(m)]
     count = stripped_count(holders, _current_turn_start(messages), keep_recent)
     if not count:
         return messages if isinstance(messages, list) else list(messages)
+    strip, changed = stripper(keep_signed), False
     out = list(messages)
     for i in holders[:count]:
-        out[i] = strip_reasoning(out[i])
+        out[i] = strip(out[i])
+        changed = changed or out[i] is not messages[i]
+    if not changed and isinstance(messages, list):
+        return messages
     return out
