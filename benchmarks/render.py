@@ -73,6 +73,12 @@ def name(strategy: str) -> str:
     return f"**{strategy}**" if strategy in OURS else f"`{strategy}`"
 
 
+def by_distance(row: dict[str, Any]) -> str:
+    """Needle shares by how many calls after their source they are asked."""
+    shares = row["needle_pct_by_distance"].values()
+    return " / ".join(f"{share:.0f}%" for share in shares)
+
+
 def replay_section() -> str:
     """The replay comparison: every strategy at every window."""
     doc = load("replay.json")
@@ -82,6 +88,8 @@ def replay_section() -> str:
             name(r["strategy"]),
             f"{r['content_evidence_pct']:.2f}%",
             f"{r['needle_pct']:.1f}%",
+            by_distance(r),
+            f"{r['needles_lost_cut']:,} / {r['needles_lost_dropped']:,}",
             f"{r['billed_vs_none']:.3f}x",
             f"{r['with_output_vs_none']:.3f}x",
             over(r),
@@ -99,6 +107,8 @@ def replay_section() -> str:
         "strategy",
         "content evidence",
         "needle share",
+        "asked 3 / 10 / 30 calls later",
+        "lost: cut / dropped",
         "billed vs none",
         "+ summary output",
         "over budget (worst)",

@@ -133,6 +133,8 @@ class _Call:
     """When the call is made, in seconds (``_timing``)."""
     cold: bool
     """It comes after the provider's cache expired: nothing is billed as cached."""
+    sources: dict[int, str | None]
+    """The message id of each needle's source, by its index."""
 
 
 def _first_lines(text: str) -> dict[str, str]:
@@ -189,7 +191,9 @@ def _plan(
         assert isinstance(reply, AIMessage)
         action = " ".join(str(c["args"].get("command", "")) for c in reply.tool_calls)
         earlier = {n: seen[n] for n in identifiers(action) if n in seen}
-        plan.append(_Call(k, scale, earlier, tuple(asked[n]), times[n], cold[n]))
+        needles = tuple(asked[n])
+        sources = {q.source: messages[q.source].id for q in needles}
+        plan.append(_Call(k, scale, earlier, needles, times[n], cold[n], sources))
     return plan
 
 
@@ -292,9 +296,18 @@ def _score(
         tally.content_kept += bool(holders)
         tally.line_kept += any(line in text for text in holders)
     tally.needles_asked += len(call.needles)
-    tally.needles_found += sum(
-        any(n.answer in i.text for i in own) for n in call.needles
-    )
+    sent_ids = {m.id for m in sent}
+    for needle in call.needles:
+        found = any(needle.answer in i.text for i in own)
+        tally.needles_found += found
+        asked = tally.needles_by_distance.setdefault(needle.distance, [0, 0])
+        asked[0] += 1
+        asked[1] += found
+        if not found:
+            if call.sources[needle.source] in sent_ids:
+                tally.needles_cut += 1
+            else:
+                tally.needles_dropped += 1
 
 
 def _has_task(

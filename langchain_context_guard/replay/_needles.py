@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
@@ -43,11 +43,16 @@ _PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 @dataclass(frozen=True)
 class Needle:
-    """One fact: its kind, its verbatim answer and the message it came from."""
+    """One fact: its kind, its verbatim answer and the message it came from.
+
+    ``distance``: how many calls after the first call that saw it it is asked
+    (0 until it is planned).
+    """
 
     kind: str
     answer: str
     source: int
+    distance: int = 0
 
 
 def needles_in(text: str, source: int) -> list[Needle]:
@@ -79,5 +84,7 @@ def ask_plan(
         found = needles_in(text_of(message.content), i)
         for distance in DISTANCES:
             if first + distance < len(calls):
-                asked[first + distance] += found
+                asked[first + distance] += [
+                    replace(n, distance=distance) for n in found
+                ]
     return asked

@@ -30,6 +30,12 @@ class Tally:
     """... whose first line in the history is still sent verbatim from it."""
     needles_asked: int = 0
     needles_found: int = 0
+    needles_by_distance: dict[int, list[int]] = field(default_factory=dict)
+    """Asked and found, by how many calls after their source they are asked."""
+    needles_cut: int = 0
+    """Needles lost although their source message was sent (cut or compressed)."""
+    needles_dropped: int = 0
+    """Needles lost with their source message (trimmed, or summarised away)."""
     expired: int = 0
     """Calls that came after the provider's cache expired (billed uncached)."""
     tokens: list[float] = field(default_factory=list)
@@ -94,6 +100,12 @@ class Tally:
             "needles_asked": self.needles_asked,
             "needles_found": self.needles_found,
             "needle_pct": _share(self.needles_found, self.needles_asked),
+            "needle_pct_by_distance": {
+                str(d): _share(found, asked)
+                for d, (asked, found) in sorted(self.needles_by_distance.items())
+            },
+            "needles_lost_cut": self.needles_cut,
+            "needles_lost_dropped": self.needles_dropped,
             "expired_calls": self.expired,
             "overhead_ms_median": round(statistics.median(self.overhead_ms or [0]), 3),
             "signed_kept_calls": self.signed_kept if self.signed else None,

@@ -161,6 +161,57 @@ def test_needles_are_asked_later_at_fixed_distances() -> None:
     first = [n for n, group in enumerate(asked) if any(x.source == 3 for x in group)]
     assert first == [1 + d for d in DISTANCES]
     assert all(x.answer == "total = 000 files" for x in asked[4] if x.source == 3)
+    assert [x.distance for x in asked[1 + DISTANCES[1]] if x.source == 3] == [
+        DISTANCES[1]
+    ]
+
+
+class _Blanked(Strategy):
+    """Sends every message, each tool result's text blanked: needles are cut."""
+
+    name = "blanked"
+
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        return Prompt(
+            [
+                m.model_copy(update={"content": "(cleared)"})
+                if isinstance(m, ToolMessage)
+                else m
+                for m in history
+            ]
+        )
+
+
+class _Headless(Strategy):
+    """Sends the system message and the task only: needles are dropped."""
+
+    name = "headless"
+
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        return Prompt(history[:2])
+
+
+def test_lost_needles_are_told_apart_by_whether_their_source_was_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_context_guard.replay import _loop
+
+    def build(names: object, window: int, reserve: int, **_: object) -> list[Strategy]:
+        return [Strategy(), _Blanked(), _Headless()]
+
+    monkeypatch.setattr(_loop, "make_strategies", build)
+    rows = {r["strategy"]: r for r in replay(transcripts(1), windows=[128_000]).rows()}
+    none, blanked, headless = rows["none"], rows["blanked"], rows["headless"]
+    asked = none["needles_asked"]
+    assert asked > 0
+    assert (none["needles_lost_cut"], none["needles_lost_dropped"]) == (0, 0)
+    assert set(none["needle_pct_by_distance"].values()) == {100.0}
+    assert (blanked["needles_lost_cut"], blanked["needles_lost_dropped"]) == (asked, 0)
+    assert (headless["needles_lost_cut"], headless["needles_lost_dropped"]) == (
+        0,
+        asked,
+    )
+    assert set(headless["needle_pct_by_distance"]) <= {str(d) for d in DISTANCES}
 
 
 # --- baselines --------------------------------------------------------------------
