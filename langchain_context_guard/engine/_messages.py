@@ -354,3 +354,13 @@ def assistant_count(history: Sequence[BaseMessage]) -> int:
     call (``_read_history.Known``).
     """
     return list(map(_type, history)).count("ai")
+
+
+def same_message(a: BaseMessage, b: BaseMessage) -> bool:
+    """The same message, or an equal copy (pydantic's ``==`` without its overhead)."""
+    return a is b or (
+        type(a) is type(b)
+        and a.id == b.id
+        and a.__dict__ == b.__dict__
+        and (a.__pydantic_extra__ or {}) == (b.__pydantic_extra__ or {})
+    )

@@ -10,6 +10,7 @@ from langchain_core.messages import (
 )
 
 from langchain_context_guard import ContextGuard, GuardPolicy
+from langchain_context_guard.engine._messages import same_message
 from langchain_context_guard.engine.incremental._extends import (
     RECHECKED,
     equal_values,
@@ -18,7 +19,6 @@ from langchain_context_guard.engine.incremental._extends import (
     recent_contents,
     recent_fields,
 )
-from langchain_context_guard.engine.incremental._stable_prefix import same_message
 from tests.engine._support import agent_history, ai, call, snapshot
 
 

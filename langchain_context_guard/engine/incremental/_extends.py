@@ -157,7 +157,7 @@ def equal_values(a: list[BaseMessage], b: list[BaseMessage]) -> list[Any] | None
     Types, field dicts and extras are compared as lists (the same objects are
     skipped, equal values compared by ``==`` in C), with no Python call per
     message; the contents are read off the field dicts just compared. Stricter
-    than ``_stable_prefix.same_message`` (an extra of ``None`` is not ``{}`` here):
+    than ``_messages.same_message`` (an extra of ``None`` is not ``{}`` here):
     None only means that check must decide.
     """
     if len(a) != len(b) or list(map(type, a)) != list(map(type, b)):

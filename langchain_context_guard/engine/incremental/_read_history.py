@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage
 
 from .._errors import InvalidInputError
 from .._input import to_messages
+from .._messages import same_message
 from ..tokens._anchor import Known, full_scan
 from ._extends import (
     edited_in_place,
@@ -33,7 +34,6 @@ from ._extends import (
     recent_contents,
     recent_fields,
 )
-from ._stable_prefix import same_message
 
 Read = tuple[list[BaseMessage], Known | None, list[Any] | None, list[BaseMessage]]
 """The history, the last one read if it grows that (else None), its

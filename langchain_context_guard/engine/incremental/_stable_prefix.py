@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
 from .._events import EventKind
-from .._messages import label, marker
+from .._messages import label, marker, same_message
 from ..passes._hygiene import join_turns, joinable
 from ..passes._repair import synthetic_result
 from ..tokens._anchor import Gauge, Known
@@ -147,16 +147,6 @@ class Sent:
         while i < n and out[i] is history[i]:
             i += 1
         return i
-
-
-def same_message(a: BaseMessage, b: BaseMessage) -> bool:
-    """The same message, or an equal copy (pydantic's ``==`` without its overhead)."""
-    return a is b or (
-        type(a) is type(b)
-        and a.id == b.id
-        and a.__dict__ == b.__dict__
-        and (a.__pydantic_extra__ or {}) == (b.__pydantic_extra__ or {})
-    )
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .._messages import memo_rewrite
+from .._messages import memo_rewrite, same_message
 
 
 def is_signed(block: Any) -> bool:
@@ -92,16 +92,6 @@ def drop_stale_thinking(
     if out is not None:
         return out
     return sent if isinstance(sent, list) else list(sent)
-
-
-def same_message(a: BaseMessage, b: BaseMessage) -> bool:
-    """The same message, or an equal copy (pydantic's ``==`` without its overhead)."""
-    return a is b or (
-        type(a) is type(b)
-        and a.id == b.id
-        and a.__dict__ == b.__dict__
-        and (a.__pydantic_extra__ or {}) == (b.__pydantic_extra__ or {})
-    )
 
 
 def _unsigned(message: BaseMessage, keep: int = 0) -> BaseMessage:
