@@ -125,7 +125,8 @@ def reference_prune(
     if policy.bound_thinking:
         produced = read if setting.produced is None else setting.produced
         history = drop_stale_thinking(history, produced)
-    return enforce_provider_hygiene(history, removed=opened)
+    bound = policy.bound_thinking
+    return enforce_provider_hygiene(history, removed=opened, bound=bound)
 
 
 def reference_prepare(

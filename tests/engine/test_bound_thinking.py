@@ -219,3 +219,30 @@ def test_pruning_on_every_call_leaves_old_signed_reasoning_where_it_is():
         sent = ContextGuard(policy, token_counter=COUNTER).prepare(history).messages
         blocks = [len(m.content) for m in sent if isinstance(m, AIMessage)]
         assert blocks == ([1, 1, 2] if not policy.bound_thinking else [1, 1, 1])
+
+
+@pytest.mark.parametrize("stable", [True, False])
+def test_a_reply_joined_to_the_assistant_turn_before_it_loses_its_block(stable):
+    """A reply produced behind a prompt that ended with an assistant turn is
+    joined to that turn on the next call, its reasoning moved in front of the
+    turn's text: a prefix other than its own, so the block goes."""
+    policy = GuardPolicy(context_window=16_000, stable_prefix=stable)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    history: list[BaseMessage] = [
+        HumanMessage("task", id="u"),
+        AIMessage("Let me think.", id="a"),
+    ]
+    sent = guard.prepare(history).messages
+    thinking = {"type": "thinking", "thinking": "hm", "signature": _signature(sent)}
+    reply = AIMessage(
+        [thinking, {"type": "text", "text": "reading"}],
+        tool_calls=[call("c1", cmd="cat f.py")],
+        id="z",
+    )
+    sent = guard.prepare([*history, reply, result("c1", "ok", id="t")]).messages
+    assert [m.id for m in sent] == ["u", "z", "t"]
+    assert _signed_at(sent) == []
+    assert sent[1].content == [
+        {"type": "text", "text": "Let me think."},
+        {"type": "text", "text": "reading"},
+    ]

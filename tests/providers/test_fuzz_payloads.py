@@ -91,26 +91,30 @@ HISTORY = [
 ]
 
 
+@pytest.mark.parametrize("bound", [True, False], ids=["bound", "unbound"])
 @pytest.mark.parametrize("stable", [True, False], ids=["stable", "pruned"])
-def test_two_assistant_turns_in_a_row_reach_every_provider_as_one(stable):
+def test_two_assistant_turns_in_a_row_reach_every_provider_as_one(stable, bound):
     """Anthropic wants roles to alternate and Gemini rejects a function call right
     after a model turn: the guard joins the turns (their text, the reasoning
     first, the second's calls, id and metadata), as the provider would read them,
-    without touching the caller's messages."""
+    without touching the caller's messages. Signed reasoning moved in front of
+    the first turn's text no longer follows its prefix: with ``bound_thinking``
+    it goes."""
     history = [m.model_copy(deep=True) for m in HISTORY]
     before = snapshot(history)
     assert violations(history) != {}  # as given, two providers refuse it
-    guard = ContextGuard(GuardPolicy(context_window=16_000, stable_prefix=stable))
+    policy = GuardPolicy(
+        context_window=16_000, stable_prefix=stable, bound_thinking=bound
+    )
+    guard = ContextGuard(policy)
     sent = guard.prepare(history).messages
     assert violations(sent) == {}
     assert snapshot(history) == before
     assert [m.id for m in sent] == ["h", "a2", "t1"]
     joined = sent[1]
     assert isinstance(joined, AIMessage)
-    assert joined.content == [
-        HISTORY[2].content[0],
-        {"type": "text", "text": "thinking aloud"},
-    ]
+    reasoning = [] if bound else [HISTORY[2].content[0]]
+    assert joined.content == [*reasoning, {"type": "text", "text": "thinking aloud"}]
     assert joined.tool_calls == HISTORY[2].tool_calls
     assert joined.response_metadata == {"n": 2}
     assert marker(joined) == {"kind": "merged", "ids": ["a1", "a2"]}

@@ -220,7 +220,8 @@ class Run:
 
     def _hygiene(self) -> None:
         prev, count = self._prev(), self.setting.count
-        hygiene = partial(hygiene_step, removed=self._opened())
+        bound = self.setting.policy.bound_thinking
+        hygiene = partial(hygiene_step, removed=self._opened(), bound=bound)
         grown = hygiene(self.source, count, prev) if prev is not None else None
         self._add(grown or _full(hygiene(self.source, count)))
 

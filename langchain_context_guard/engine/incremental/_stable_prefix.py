@@ -175,6 +175,8 @@ def append(
     tail: list[BaseMessage],
     passes: Sequence[tuple[EventKind, Each]],
     count: Callable[[BaseMessage], int],
+    *,
+    bound: bool = False,
 ) -> Appended | None:
     """``sent.output`` plus ``tail``, through the per-message ``passes``.
 
@@ -204,7 +206,7 @@ def append(
                 edits.setdefault(kind, []).append(label(done, len(out)))
             new = done
         if new is not None and out and joinable(out[-1]) and isinstance(new, AIMessage):
-            joined = join_turns(out[-1], new)  # as the hygiene pass joins them
+            joined = join_turns(out[-1], new, bound=bound)  # as hygiene joins them
             removed.setdefault("hygiene", []).append(label(out[-1], len(out) - 1))
             edits.setdefault("hygiene", []).append(label(joined, len(out) - 1))
             body += count(joined) - count(out[-1])

@@ -274,9 +274,9 @@ def opens_with_user(messages: Sequence[BaseMessage]) -> bool:
 
 
 def _tidy(
-    source: list[BaseMessage], start: int, out_start: int, count: Counter
+    source: list[BaseMessage], start: int, out_start: int, count: Counter, bound: bool
 ) -> tuple[list[BaseMessage], Edits, int]:
-    part = tidy_part(source, start, out_start, count)
+    part = tidy_part(source, start, out_start, count, bound=bound)
     assert part is not None  # nothing before it to join
     return part
 
@@ -287,6 +287,7 @@ def hygiene_step(
     prev: Step | None = None,
     *,
     removed: bool = True,
+    bound: bool = False,
 ) -> Step | None:
     """``enforce_provider_hygiene``; the state says a first turn exists.
 
@@ -300,7 +301,8 @@ def hygiene_step(
         if not prev.state:  # no turn yet: new messages may need a placeholder
             return None
         last = prev.result[-1] if prev.result else None
-        part = tidy_part(source, len(prev.source), len(prev.result), count, last)
+        start, out_start = len(prev.source), len(prev.result)
+        part = tidy_part(source, start, out_start, count, last, bound=bound)
         if part is None:  # joins the previous output's last message
             return None
         return grown(prev, source, *part, True)
@@ -313,10 +315,11 @@ def hygiene_step(
         None,
     )
     if lead is None or isinstance(source[lead], HumanMessage):
-        return whole("hygiene", source, *_tidy(source, 0, 0, count), lead is not None)
+        tidied = _tidy(source, 0, 0, count, bound)
+        return whole("hygiene", source, *tidied, lead is not None)
     head, head_edits, head_delta = _map(source[:lead], 0, 0, tidy_message, count)
     placeholder = history_start(removed)
-    rest, edits, delta = _tidy(source, lead, len(head) + 1, count)
+    rest, edits, delta = _tidy(source, lead, len(head) + 1, count, bound)
     edits = head_edits + Edits(added=(label(placeholder, len(head)),)) + edits
     out = [*head, placeholder, *rest]
     return whole(

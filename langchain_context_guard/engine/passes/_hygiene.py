@@ -15,6 +15,7 @@ from langchain_core.messages import (
 
 from .._events import Edits
 from .._messages import MARKER_KEY, is_empty, label, map_messages, memo_rewrite
+from ._bound_thinking import is_signed
 
 HISTORY_START = (
     "(Earlier messages of this conversation were removed to fit the context window.)"
@@ -25,7 +26,7 @@ EMPTY_RESULT = "(no output)"
 
 
 def enforce_provider_hygiene(
-    messages: Sequence[BaseMessage], *, removed: bool = True
+    messages: Sequence[BaseMessage], *, removed: bool = True, bound: bool = False
 ) -> list[BaseMessage]:
     """Make the first non-system message a user message and drop empty messages.
 
@@ -38,9 +39,10 @@ def enforce_provider_hygiene(
     messages are joined into one (``join_turns``): Anthropic wants roles to
     alternate, and Gemini rejects a function call right after a model turn.
     The placeholder says earlier messages were removed unless ``removed`` is
-    False (the history never opened with a user message).
+    False (the history never opened with a user message); ``bound``: the model
+    binds signed reasoning to its prefix (``join_turns``).
     """
-    out = join_assistant_turns(map_messages(messages, tidy_message))
+    out = join_assistant_turns(map_messages(messages, tidy_message), bound=bound)
     first = first_turn(out)
     if first is not None and not isinstance(out[first], HumanMessage):
         return [*out[:first], history_start(removed), *out[first:]]
@@ -139,6 +141,8 @@ def tidy_part(
     out_start: int,
     count: Callable[[BaseMessage], int],
     after: BaseMessage | None = None,
+    *,
+    bound: bool = False,
 ) -> tuple[list[BaseMessage], Edits, int] | None:
     """``tidy_message`` on ``source[start:]``, assistant turns joined.
 
@@ -163,7 +167,7 @@ def tidy_part(
         if before is not None and joinable(before) and isinstance(new, AIMessage):
             if not out:
                 return None
-            joined = join_turns(before, new)
+            joined = join_turns(before, new, bound=bound)
             delta += count(joined) - count(before) - count(new)
             removed.append(label(source[at[-1]], at[-1]))
             changed.pop(len(out) - 1, None)
@@ -183,7 +187,9 @@ def joinable(message: BaseMessage) -> bool:
     return isinstance(message, AIMessage) and not message.tool_calls
 
 
-def join_assistant_turns(messages: list[BaseMessage]) -> list[BaseMessage]:
+def join_assistant_turns(
+    messages: list[BaseMessage], *, bound: bool = False
+) -> list[BaseMessage]:
     """``messages`` with each run of assistant messages joined into one.
 
     After ``repair_tool_pairs`` only the last of a run can make tool calls (the
@@ -192,23 +198,31 @@ def join_assistant_turns(messages: list[BaseMessage]) -> list[BaseMessage]:
     out: list[BaseMessage] = []
     for message in messages:
         if out and joinable(out[-1]) and isinstance(message, AIMessage):
-            out[-1] = join_turns(out[-1], message)
+            out[-1] = join_turns(out[-1], message, bound=bound)
         else:
             out.append(message)
     return out if len(out) < len(messages) else messages
 
 
-def join_turns(first: BaseMessage, second: AIMessage) -> AIMessage:
+def join_turns(
+    first: BaseMessage, second: AIMessage, *, bound: bool = False
+) -> AIMessage:
     """One assistant message saying what ``first`` then ``second`` said.
 
     The content blocks of both in order (reasoning blocks first: Anthropic wants
     a turn's thinking before its text and tool use), ``second``'s tool calls,
     id, name and metadata, and a ``merged`` marker with the ids of all the
-    messages it stands for.
+    messages it stands for. With ``bound`` (the model binds signed reasoning to
+    its prefix), ``second``'s signed reasoning goes when ``first`` says
+    anything: moved in front of it, the block no longer follows the prefix that
+    produced it (``_bound_thinking``).
     The same two messages always give an equal message, so a prompt that sends
     it again is byte-identical; its text is the history's (not the guard's).
     """
-    blocks = [*_as_blocks(first.content), *_as_blocks(second.content)]
+    earlier, later = _as_blocks(first.content), _as_blocks(second.content)
+    if bound and not all(map(_is_reasoning, earlier)):
+        later = [b for b in later if not is_signed(b)]
+    blocks = [*earlier, *later]
     reasoning = [b for b in blocks if _is_reasoning(b)]
     content = [*reasoning, *(b for b in blocks if not _is_reasoning(b))]
     joined = [*_joined_ids(first), *_joined_ids(second)]
