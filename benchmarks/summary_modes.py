@@ -41,8 +41,8 @@ def _record(calls: dict[tuple[str, int], list[dict[str, Any]]]) -> None:
     """Note every sectioned summary call of the compaction strategies."""
     prompt = _strategies.GuardCompaction.prompt
 
-    def recorded(self: Any, history: Any) -> Any:
-        out = prompt(self, history)
+    def recorded(self: Any, history: Any, now: float | None = None) -> Any:
+        out = prompt(self, history, now)
         window = self.compactor.guard.policy.context_window
         for call in out.summaries:
             seen = shown(list(call.prompt))
