@@ -60,12 +60,17 @@ SWEEP: dict[str, dict[str, Any]] = {
     "prune_to=0.3": {"prune_to": 0.3},
     "prune_to=0.5": {"prune_to": 0.5},
     "prune_to=0.6": {"prune_to": 0.6},
-    "prune_to=0.9": {"prune_to": 0.9},
     "compress_assistant_text=false": {"compress_assistant_text": False},
     "compress_min_share=0": {"compress_min_share": 0.0},
     "digest=true": {"digest": True},
     "dedupe_call_text=false": {"dedupe_call_text": False},
     "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
+    "compress_head_lines=30": {"compress_head_lines": 30},
+    "compress_min_chars=1000": {"compress_min_chars": 1000},
+    "prune_to=0.6, compress_head_lines=30": {
+        "prune_to": 0.6,
+        "compress_head_lines": 30,
+    },
     "bash supersede_key=command": {
         "tool_policies": {"bash": {"supersede_key": "command"}}
     },
@@ -73,7 +78,6 @@ SWEEP: dict[str, dict[str, Any]] = {
     "bash keep_recent=5": {"tool_policies": {"bash": {"keep_recent": 5}}},
     "max_tool_result_share=0.05": {"max_tool_result_share": 0.05},
     "max_tool_result_share=0.2": {"max_tool_result_share": 0.2},
-    "max_tool_result_share=0.5": {"max_tool_result_share": 0.5},
     "safety_margin=0": {"safety_margin": 0.0},
     "usage_anchoring=false": {"usage_anchoring": False},
     "compaction": {"compaction": True},
