@@ -15,7 +15,7 @@ from ._policy import GuardPolicy
 from ._window import WindowInfo
 from .incremental._first_run import CallCounts, count_new
 from .incremental._produced import produced_prompt, rewritten_record
-from .incremental._read_history import known_after
+from .incremental._read_history import update_known
 from .incremental._record import CallKey, Setting
 from .incremental._reuse import Limits
 from .incremental._run import Run
@@ -182,7 +182,7 @@ def read_call(
     count, prime, counts = count_new(
         guard.counter, original, seen, stable is None, policy, info.tokens
     )
-    now = known_after(known, original, rebuilt, kept_in, count)
+    now = update_known(known, original, rebuilt, kept_in, count)
     guard._last = now
     budget = guard._budget(info.tokens, model, info.source)
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD

@@ -39,7 +39,7 @@ from .incremental._reuse import reuse_prompt
 from .incremental._stable_prefix import (
     Sent,
     conversation,
-    held,
+    kept_prompt_tokens,
 )
 from .tokens._anchor import Gauge, Known, make_gauge, scan_history, sent_key
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter, make_counter
@@ -333,9 +333,8 @@ class ContextGuard:
         if record is not None and not record.grows(original):
             record = None
         # A pruning: ``prune`` cuts to the cost model's share of the budget.
-        deep = policy.stable_prefix and (
-            call.cold or held(call.gauge, call.now.body, len(original)) > key.budget
-        )
+        size = kept_prompt_tokens(call.gauge, call.now.body, len(original))
+        deep = policy.stable_prefix and (call.cold or size > key.budget)
         setting = call.setting(exact=deep)
         run, new_record = prune(
             original, call.scan(), setting, record, key, policy.enabled

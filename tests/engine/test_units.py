@@ -29,7 +29,10 @@ from langchain_context_guard.engine.passes import _trim_sizes as _peak
 from langchain_context_guard.engine.passes import _trim_units as _units
 from langchain_context_guard.engine.passes._compress import callers, compress_boundary
 from langchain_context_guard.engine.passes._trim import Cut, plan_cut
-from langchain_context_guard.engine.passes._trim_units import carried, carried_at
+from langchain_context_guard.engine.passes._trim_units import (
+    remap,
+    remap_at,
+)
 
 
 def _mark(kind: str) -> dict[str, object]:
@@ -228,8 +231,8 @@ def test_carried_results_equal_fresh_ones(before, extra, data):
     cut = data.draw(st.integers(0, len(after)))
     after = after[:cut] + extra
     held = (before, list(map(_units.kind, before)))
-    assert carried(after, held, _units.kind) == list(map(_units.kind, after))
-    assert carried(after, None, _units.kind) == list(map(_units.kind, after))
+    assert remap(after, held, _units.kind) == list(map(_units.kind, after))
+    assert remap(after, None, _units.kind) == list(map(_units.kind, after))
 
 
 def _with_callers(messages: list[BaseMessage], i: int) -> tuple[int, ...]:
@@ -251,8 +254,8 @@ def test_carried_at_equals_fresh_results_that_read_back(before, extra, data):
     after = after[:cut] + extra
     fresh = [_with_callers(after, i) for i in range(len(after))]
     held = (before, [_with_callers(before, i) for i in range(len(before))])
-    assert carried_at(after, held, _with_callers) == fresh
-    assert carried_at(after, None, _with_callers) == fresh
+    assert remap_at(after, held, _with_callers) == fresh
+    assert remap_at(after, None, _with_callers) == fresh
 
 
 @settings(max_examples=150, deadline=None)

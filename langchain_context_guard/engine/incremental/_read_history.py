@@ -89,7 +89,7 @@ def _whole(messages: Any) -> Read:
     return original, None, None, original
 
 
-def known_after(
+def update_known(
     known: Known | None,
     original: list[BaseMessage],
     rebuilt: list[Any] | None,

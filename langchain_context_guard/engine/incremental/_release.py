@@ -126,7 +126,7 @@ def _emptied(
 
     From ``stale`` (emptied before) through ``last``'s place: the last message
     let go of, a tool result. A cost recomputed after it
-    (``_trim_units.carried_at``) reads back to the previous result and no further.
+    (``_trim_units.remap_at``) reads back to the previous result and no further.
     Its place is found by id (rewrites keep it); a list without it is left as
     it is.
     """

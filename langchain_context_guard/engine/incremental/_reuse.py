@@ -32,7 +32,7 @@ from ..passes._truncate import truncator
 from ..tokens._anchor import Gauge, Known
 from ..tokens._counters import TokenCounter
 from ._order import APPENDED
-from ._stable_prefix import Each, Sent, append, held
+from ._stable_prefix import Each, Sent, append, kept_prompt_tokens
 from ._steps import opens_with_user
 
 
@@ -96,7 +96,7 @@ def reuse_prompt(
     if not opens_with_user(out):
         return None  # the first turn needs its placeholder: prune afresh
     intact = stable.intact_after(out, original)
-    if held(gauge, body, intact) > budget:
+    if kept_prompt_tokens(gauge, body, intact) > budget:
         return None
     before = gauge.tokens(whole_body, len(original))
     after = gauge.tokens(body, intact)

@@ -22,7 +22,7 @@ from ..passes._sanitize import clean_message
 from ..passes._supersede import superseded_reads
 from ..passes._thinking import signed_stays
 from ..passes._trim_sizes import Costs
-from ..passes._trim_units import carried, carried_at, hold_calls, reasoning_kind
+from ..passes._trim_units import hold_calls, reasoning_kind, remap, remap_at
 from ..passes._trim_units import kind as kind_of
 from ._digest_step import digest_step
 from ._extends import extends
@@ -211,7 +211,7 @@ class Run:
         keep = self.setting.policy.keep_recent_thinking
         prev, codes = self._prev(), None
         if prev is None:
-            kinds = carried(self.source, self.memo.get("reasoning"), reasoning_kind)
+            kinds = remap(self.source, self.memo.get("reasoning"), reasoning_kind)
             self.memo["reasoning"] = (self.source, kinds)
             codes = "".join(kinds)
         signed = signed_stays(self.setting.policy)
@@ -319,13 +319,13 @@ class Run:
                 if gauge.planned(body, intact) <= limit:
                     self._add(step)
                     return
-        costs: list[Costs] = carried_at(truncated, self.memo.get("costs"), self._costs)
+        costs: list[Costs] = remap_at(truncated, self.memo.get("costs"), self._costs)
         if moved:
             costs = list(costs)
             for i in moved:
                 if i < len(costs):
                     costs[i] = self._costs(truncated, i)
-        codes = carried(self.source, self.memo.get("kinds"), kind_of)
+        codes = remap(self.source, self.memo.get("kinds"), kind_of)
         self.memo["costs"] = (truncated, costs)
         self.memo["kinds"] = (self.source, codes)
         step = trim_step(

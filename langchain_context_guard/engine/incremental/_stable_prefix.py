@@ -288,7 +288,7 @@ def conversation(messages: list[BaseMessage]) -> tuple[Any, ...]:
     return tuple((m.id, content_key(m)) for m in messages[:2])
 
 
-def held(gauge: Gauge, body: int, intact: int) -> int:
+def kept_prompt_tokens(gauge: Gauge, body: int, intact: int) -> int:
     """Tokens a prompt kept between prunings is held to, to decide if it fits.
 
     The margin covers the whole prompt, anchored part included: the provider's

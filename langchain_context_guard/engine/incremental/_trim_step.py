@@ -37,7 +37,7 @@ from ..passes._trim import (
     plan_cut,
 )
 from ..passes._trim_sizes import Costs
-from ..passes._trim_units import carried_at, dropped_positions, kept_positions
+from ..passes._trim_units import dropped_positions, kept_positions, remap_at
 from ._steps import NONE, Step, first_diff, grown
 
 
@@ -131,7 +131,7 @@ def trim_step(
         if new is not source[i]
     ]
     held = None if memo is None else memo.get("labels")
-    names = carried_at(source, held, _label)
+    names = remap_at(source, held, _label)
     if memo is not None:
         memo["labels"] = (source, names)
     edits = Edits(tuple(changed), tuple(map(names.__getitem__, gone)))
@@ -195,7 +195,7 @@ def _plain(tokens: int) -> Costs:
 
 
 def _label(messages: Sequence[BaseMessage], i: int) -> str:
-    """``_messages.label`` of ``messages[i]`` (for ``_trim_units.carried_at``)."""
+    """``_messages.label`` of ``messages[i]`` (for ``_trim_units.remap_at``)."""
     return label(messages[i], i)
 
 

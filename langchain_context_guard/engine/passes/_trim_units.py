@@ -5,7 +5,7 @@
 once into a string of kinds (``kinds``), and the droppable units, the user turns
 and the compression batches are found in it with string and regex scans, slices
 and prefix sums. ``units_from(kinds(m), k)`` equals the per-message reference in
-``tests/engine/test_units.py`` (checked on random histories). ``carried`` keeps
+``tests/engine/test_units.py`` (checked on random histories). ``remap`` keeps
 such per-message results from one pruning to the next (``_run.Run.memo``).
 """
 
@@ -320,7 +320,7 @@ def kept_positions(
     return [*sorted(set(range(last)).difference(gone)), *range(last, length)]
 
 
-def carried(
+def remap(
     messages: list[BaseMessage],
     held: tuple[list[BaseMessage], list[Any]] | None,
     each: Callable[[BaseMessage], Any],
@@ -346,12 +346,12 @@ def carried(
     return out
 
 
-def carried_at(
+def remap_at(
     messages: list[BaseMessage],
     held: tuple[list[BaseMessage], list[Any]] | None,
     each: Callable[[list[BaseMessage], int], Any],
 ) -> list[Any]:
-    """``carried`` for a result that also depends on the messages before it.
+    """``remap`` for a result that also depends on the messages before it.
 
     ``each(messages, i)`` may read back to the previous tool result (a result's
     cost for good counts its callers' compression; ``_run.Run._costs``):

@@ -204,7 +204,7 @@ def make_gauge(
     ``sent`` is implausible, or further from the last ratio than its ratio to the
     prefix), the usage anchors when its ratio to our count of the prefix is
     plausible. A
-    history that shows no ratio is scaled by ``carried`` (the last one seen), if
+    history that shows no ratio is scaled by ``remap`` (the last one seen), if
     any. ``margins``: the gauge's margin when calibrated, and when not.
     """
     if not anchoring:
