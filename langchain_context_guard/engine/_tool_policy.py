@@ -81,17 +81,17 @@ class _HasToolRules(Protocol):
     def exclude_tools(self) -> tuple[str, ...]: ...
 
 
-def is_pattern(key: str) -> bool:
-    """Whether a ``tool_policies`` / ``exclude_tools`` key is a pattern of names."""
-    return not _PATTERN_CHARS.isdisjoint(key)
-
-
 _PATTERN_CHARS = frozenset("*?[")
 _ABSENT: Any = object()  # no rule gives the tool a value
 _UNSEEN: Any = object()
 _SEEN_CAP = 4_096  # names a view remembers before it starts over
 
 V = TypeVar("V")
+
+
+def is_pattern(key: str) -> bool:
+    """Whether a ``tool_policies`` / ``exclude_tools`` key is a pattern of names."""
+    return not _PATTERN_CHARS.isdisjoint(key)
 
 
 class ByName(Mapping[str, V]):

@@ -340,8 +340,8 @@ def test_policy_for_resolves_a_name_exact_first_then_patterns_in_order() -> None
     policy = GuardPolicy(
         tool_policies={"mcp__*": wide, "mcp__github__*": narrow, GITHUB: exact}
     )
-    assert policy_for(policy, GITHUB) is exact
-    assert policy_for(policy, SEARCH) is wide  # the first pattern, not the narrowest
+    assert policy_for(policy, GITHUB) == exact
+    assert policy_for(policy, SEARCH) == wide  # the first pattern, not the narrowest
     assert policy_for(policy, "bash") is None
 
 
