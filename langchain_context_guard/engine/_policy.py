@@ -11,7 +11,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 from ._errors import ConfigError
 from ._policy_checks import check_consistency, config_error
 from ._settings import load_settings, policy_block
-from ._tool_policy import ToolPolicy
+from ._tool_policy import ToolPolicy, check_tool_keys
 
 
 class GuardPolicy(BaseModel):
@@ -103,10 +103,15 @@ class GuardPolicy(BaseModel):
         description="Per tool name (a result's ToolMessage.name), its own "
         "truncation cap, whether it is never compressed, how many of its newest "
         "results stay whole, the argument whose repeat supersedes an older "
-        "result, and whether its calls are dropped last (ToolPolicy).",
+        "result, and whether its calls are dropped last (ToolPolicy). A key with "
+        "*, ? or [ is a pattern of names (fnmatch, case-sensitive: "
+        "'mcp__github__*'); an exact name wins over patterns, and among patterns "
+        "the first that matches, in this mapping's order.",
     )
     exclude_tools: tuple[str, ...] = Field(
-        (), description="Tools whose results are never truncated or compressed."
+        (),
+        description="Tools whose results are never truncated or compressed; "
+        "patterns too ('mcp__*'), as in tool_policies.",
     )
     keep_recent_tool_results: int = Field(
         3,
@@ -309,6 +314,7 @@ class GuardPolicy(BaseModel):
             super().__init__(**data)
         except ValidationError as exc:
             raise config_error(exc, type(self).model_fields) from None
+        check_tool_keys(self)
         check_consistency(self)
 
     @classmethod

@@ -240,9 +240,19 @@ POLICY_KNOBS: dict[str, Any] = {
             {"bash": {"keep_recent": 0, "supersede_key": "cmd"}},
             {"bash": {"drop_last": True}},
             {"bash": {"drop_last": True, "supersede_key": "cmd"}},
+            # Patterns: an exact name wins, then the first pattern that matches.
+            {"b*": {"max_result_chars": 1_000}},
+            {"ba?h": {"keep_recent": 1, "supersede_key": "cmd"}},
+            {"[ab]ash": {"drop_last": True}},
+            {"bash": {"never_compress": True}, "*": {"keep_recent": 0}},
+            {
+                "mcp__*": {"never_compress": True},
+                "b*": {"supersede_key": "cmd"},
+                "*": {"drop_last": True},
+            },
         ]
     ),
-    "exclude_tools": st.sampled_from([(), ("bash",)]),
+    "exclude_tools": st.sampled_from([(), ("bash",), ("b*",), ("mcp__*",)]),
     # The order-free pipeline; test_stable.py: the stable prefix.
     "stable_prefix": st.just(False),
 }

@@ -12,6 +12,11 @@ from pydantic_settings import YamlConfigSettingsSource
 
 from langchain_context_guard import ConfigError, GuardPolicy
 from langchain_context_guard.engine._settings import YamlPolicySource, load_settings
+from langchain_context_guard.engine._tool_policy import (
+    last_tools,
+    policy_for,
+    whole_tools,
+)
 
 BLOCK = """\
 agent:
@@ -125,3 +130,33 @@ def test_a_file_that_is_not_utf8_names_the_file(tmp_path: Path) -> None:
         GuardPolicy.from_yaml(path)
     assert str(info.value).startswith(f"{path}: not UTF-8 text")
     assert "save it as UTF-8" in str(info.value)
+
+
+def test_pattern_keys_load_from_yaml_and_the_environment(tmp_path: Path) -> None:
+    path = write(
+        tmp_path,
+        "tool_policies:\n"
+        '  "mcp__github__*": {max_result_chars: 2000}\n'
+        "  read_file: {keep_recent: 1}\n"
+        'exclude_tools: ["mcp__slack__*"]\n',
+    )
+    loaded = GuardPolicy.from_yaml(path)
+    assert list(loaded.tool_policies) == ["mcp__github__*", "read_file"]
+    found = policy_for(loaded, "mcp__github__get_file")
+    assert found is not None and found.max_result_chars == 2_000
+    assert "mcp__slack__read" in whole_tools(loaded)
+    environ = {
+        "CONTEXT_GUARD_TOOL_POLICIES": '{"read_*": {"drop_last": true}}',
+        "CONTEXT_GUARD_EXCLUDE_TOOLS": '["mcp__*"]',
+    }
+    from_env = GuardPolicy.from_env(environ)
+    assert "read_spec" in last_tools(from_env)
+    assert "mcp__github__get_file" in whole_tools(from_env)
+
+
+def test_a_blank_tool_key_in_yaml_names_the_file_and_line(tmp_path: Path) -> None:
+    path = write(tmp_path, 'context_window: 64000\ntool_policies:\n  " ": {}\n')
+    with pytest.raises(ConfigError) as info:
+        GuardPolicy.from_yaml(path)
+    assert str(info.value).startswith(f"{path} line 2: GuardPolicy.tool_policies")
+    assert "pattern" in info.value.hint

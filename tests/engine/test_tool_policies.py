@@ -1,4 +1,8 @@
-"""Per-tool policies: a truncation cap and never-compress per tool; excluded tools."""
+"""Per-tool policies: a truncation cap and never-compress per tool; excluded tools.
+
+Keys may be patterns of tool names (``"mcp__github__*"``): an exact name wins,
+then the first pattern that matches, in the mapping's order.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from langchain_context_guard import (
     compress_old_tool_results,
     truncate_tool_results,
 )
+from langchain_context_guard.engine._tool_policy import policy_for
 from tests.engine._support import ai, assert_paired, call, lines, result
 
 
@@ -139,7 +144,8 @@ def test_a_tool_keep_compresses_in_batches_of_its_own() -> None:
     assert all(kind is None for mid, kind in kinds if not int(mid[1:]) % 2)
 
 
-def test_the_guard_keeps_a_tools_own_newest_results_whole() -> None:
+@pytest.mark.parametrize("key", ["read_file", "read_*", "r?ad_[fg]ile"])
+def test_the_guard_keeps_a_tools_own_newest_results_whole(key: str) -> None:
     policy = GuardPolicy(
         context_window=16_000,
         reserve_tokens=1_000,
@@ -147,7 +153,7 @@ def test_the_guard_keeps_a_tools_own_newest_results_whole() -> None:
         compress_trigger=0.0,
         compress_batch=1,
         keep_recent_tool_results=1,
-        tool_policies={"read_file": ToolPolicy(keep_recent=2)},
+        tool_policies={key: ToolPolicy(keep_recent=2)},
     )
     history = _history(6, 1_500)
     sent = ContextGuard(policy).prepare(history).messages
@@ -160,21 +166,23 @@ def test_a_tool_keep_below_zero_is_refused() -> None:
         GuardPolicy(tool_policies={"bash": {"keep_recent": -1}})
 
 
-def _dropping(window: int, **rule: object) -> GuardPolicy:
+def _dropping(window: int, key: str = "read_file", **rule: object) -> GuardPolicy:
     """A policy that trims a long ``_history`` (its results are not compressed)."""
     return GuardPolicy(
         context_window=window,
         reserve_tokens=1_000,
         stable_prefix=False,
         compress_min_chars=100_000,
-        tool_policies={"read_file": ToolPolicy(**rule)},  # type: ignore[arg-type]
+        tool_policies={key: ToolPolicy(**rule)},  # type: ignore[arg-type]
     )
 
 
-def test_a_drop_last_tools_calls_outlive_the_others() -> None:
+@pytest.mark.parametrize("key", ["read_file", "read_*"])
+def test_a_drop_last_tools_calls_outlive_the_others(key: str) -> None:
     history = _history(40, 1_500)
     plain = ContextGuard(_dropping(16_000)).prepare(history).messages
-    held = ContextGuard(_dropping(16_000, drop_last=True)).prepare(history).messages
+    guard = ContextGuard(_dropping(16_000, key, drop_last=True))
+    held = guard.prepare(history).messages
     assert_paired(held)
     reads = [m.id for m in history if m.type == "tool" and m.name == "read_file"]
     assert [m.id for m in held if m.id in reads] == reads  # every read kept
@@ -188,3 +196,167 @@ def test_drop_last_calls_go_too_when_nothing_else_is_left() -> None:
     assert_paired(sent)
     reads = [m.id for m in sent if m.type == "tool" and m.name == "read_file"]
     assert 0 < len(reads) < 30 and reads[-1] == "t58"  # the oldest went first
+
+
+GITHUB, SEARCH, SLACK = (
+    "mcp__github__get_file",
+    "mcp__github__search",
+    "mcp__slack__read",
+)
+
+
+def _calls(*names: str, chars: int = 3_000) -> list[BaseMessage]:
+    """One call of each tool in ``names``, in order; each result ``chars`` long."""
+    out: list[BaseMessage] = [SystemMessage("agent"), HumanMessage("go")]
+    for k, name in enumerate(names):
+        out.append(ai(call(f"c{k}", name, path=f"f{k}.py"), id=f"a{k}"))
+        out.append(result(f"c{k}", lines(chars)[:chars], id=f"t{k}", name=name))
+    return out
+
+
+def _sent(policies: dict[str, ToolPolicy], *names: str) -> dict[str, int]:
+    """Characters of each tool's result as a 32k guard sends it (none compressed)."""
+    policy = GuardPolicy(context_window=32_000, tool_policies=policies)
+    sent = ContextGuard(policy).prepare(_calls(*names)).messages
+    return {str(m.name): len(str(m.content)) for m in sent if m.type == "tool"}
+
+
+def test_a_pattern_caps_the_results_of_every_tool_it_matches() -> None:
+    sizes = _sent(
+        {"mcp__github__*": ToolPolicy(max_result_chars=1_000)},
+        GITHUB,
+        SEARCH,
+        SLACK,
+        "bash",
+    )
+    assert sizes[GITHUB] <= 1_000 and sizes[SEARCH] <= 1_000
+    assert sizes[SLACK] == sizes["bash"] == 3_000  # not matched: the general cap
+
+
+@pytest.mark.parametrize("exact_first", [True, False], ids=["exact-first", "last"])
+def test_an_exact_name_wins_over_a_pattern_wherever_it_is(exact_first: bool) -> None:
+    rules = [
+        ("mcp__*", ToolPolicy(max_result_chars=1_000)),
+        (GITHUB, ToolPolicy(max_result_chars=2_000)),
+        (SLACK, ToolPolicy(never_compress=True)),  # not merged with the pattern's
+    ]
+    sizes = _sent(dict(rules[::-1] if exact_first else rules), GITHUB, SEARCH, SLACK)
+    assert 1_000 < sizes[GITHUB] <= 2_000
+    assert sizes[SEARCH] <= 1_000
+    assert sizes[SLACK] == 3_000
+
+
+@pytest.mark.parametrize("narrow_first", [True, False], ids=["narrow-first", "wide"])
+def test_the_first_matching_pattern_wins(narrow_first: bool) -> None:
+    rules = [
+        ("mcp__github__*", ToolPolicy(max_result_chars=2_000)),
+        ("mcp__*", ToolPolicy(max_result_chars=1_000)),
+    ]
+    sizes = _sent(dict(rules if narrow_first else rules[::-1]), GITHUB, SLACK)
+    assert sizes[SLACK] <= 1_000
+    if narrow_first:
+        assert 1_000 < sizes[GITHUB] <= 2_000
+    else:
+        assert sizes[GITHUB] <= 1_000
+
+
+def test_patterns_match_whole_names_and_case() -> None:
+    sizes = _sent(
+        {"read_*": ToolPolicy(max_result_chars=1_000)},
+        "read_file",
+        "Read_file",
+        "bulk_read_file",
+    )
+    assert sizes["read_file"] <= 1_000
+    assert sizes["Read_file"] == sizes["bulk_read_file"] == 3_000
+
+
+def test_an_excluded_pattern_keeps_those_results_whole() -> None:
+    policy = GuardPolicy(
+        context_window=16_000,
+        reserve_tokens=1_000,
+        stable_prefix=False,
+        max_tool_result_chars=1_000,
+        truncate_head_chars=300,
+        truncate_tail_chars=300,
+        compress_trigger=0.0,
+        keep_recent_tool_results=0,
+        compress_batch=1,
+        exclude_tools=("mcp__*",),
+    )
+    history = _calls(GITHUB, "bash", SLACK, "bash", chars=2_000)
+    sent = ContextGuard(policy).prepare(history).messages
+    by_id = {m.id: m for m in sent}
+    assert by_id["t0"] is history[3] and by_id["t2"] is history[7]
+    assert _kind(by_id["t1"]) in {"truncated", "compressed"}
+    assert _kind(by_id["t3"]) in {"truncated", "compressed"}
+
+
+def test_a_patterns_keep_recent_counts_each_matching_tools_own_results() -> None:
+    policy = GuardPolicy(
+        context_window=16_000,
+        reserve_tokens=1_000,
+        stable_prefix=False,
+        compress_trigger=0.0,
+        compress_batch=1,
+        keep_recent_tool_results=0,
+        tool_policies={"read_*": ToolPolicy(keep_recent=1)},
+    )
+    names = ["read_a", "read_b", "bash"] * 3
+    sent = ContextGuard(policy).prepare(_calls(*names, chars=1_500)).messages
+    whole = [m.id for m in sent if m.type == "tool" and _kind(m) is None]
+    assert whole == ["t6", "t7"]  # the newest read_a and read_b; no bash
+
+
+def test_a_patterns_supersede_key_points_older_reads_to_newer_ones() -> None:
+    policy = GuardPolicy(
+        context_window=16_000,
+        reserve_tokens=1_000,
+        stable_prefix=False,
+        compress_trigger=0.0,
+        tool_policies={"mcp__*": ToolPolicy(supersede_key="path")},
+    )
+    history = [SystemMessage("agent"), HumanMessage("go")]
+    for k in range(2):
+        history.append(ai(call(f"c{k}", GITHUB, path="a.py"), id=f"a{k}"))
+        history.append(result(f"c{k}", lines(60), id=f"t{k}", name=GITHUB))
+    sent = ContextGuard(policy).prepare(history).messages
+    assert _kind(sent[3]) == "superseded" and sent[5] is history[5]
+
+
+def test_a_pattern_that_matches_nothing_changes_nothing() -> None:
+    history = _history(6, 3_000)
+    plain = GuardPolicy(context_window=16_000, stable_prefix=False)
+    ruled = plain.model_copy(
+        update={"tool_policies": {"mcp__*": ToolPolicy(never_compress=True)}}
+    )
+    assert ContextGuard(ruled).prepare(history).messages == (
+        ContextGuard(plain).prepare(history).messages
+    )
+
+
+def test_policy_for_resolves_a_name_exact_first_then_patterns_in_order() -> None:
+    wide, narrow, exact = (ToolPolicy(keep_recent=n) for n in (1, 2, 3))
+    policy = GuardPolicy(
+        tool_policies={"mcp__*": wide, "mcp__github__*": narrow, GITHUB: exact}
+    )
+    assert policy_for(policy, GITHUB) == exact
+    assert policy_for(policy, SEARCH) == wide  # the first pattern, not the narrowest
+    assert policy_for(policy, "bash") is None
+
+
+@pytest.mark.parametrize(
+    "setting",
+    [
+        {"tool_policies": {"": {"never_compress": True}}},
+        {"tool_policies": {"  ": {"never_compress": True}}},
+        {"exclude_tools": ("bash", "")},
+        {"exclude_tools": ("\t",)},
+    ],
+    ids=["empty-key", "blank-key", "empty-exclusion", "blank-exclusion"],
+)
+def test_a_blank_tool_key_is_refused(setting: dict[str, object]) -> None:
+    field = next(iter(setting))
+    with pytest.raises(ConfigError, match=f"{field}.*pattern") as caught:
+        GuardPolicy(**setting)  # type: ignore[arg-type]
+    assert caught.value.field == field
