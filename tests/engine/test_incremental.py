@@ -428,3 +428,59 @@ def test_the_cut_never_moves_back_on_the_shared_trajectories(window, assistant):
         assert all(a <= b for a, b in itertools.pairwise(cuts))
         moves += sum(a < b for a, b in itertools.pairwise(cuts))
     assert moves > 0
+
+
+_X = "x" * 40
+_HELD_STEPS = [
+    (0, [("bash", 8_000, _X), ("bash", 40, "done"), ("read_file", 400, _X)]),
+    (0, [("read_file", 0, "[]")]),
+    (1, [("x", 0, "done"), ("bash", 8_000, "ok")]),
+    (
+        9,
+        [
+            ("read_file", 2_000, _X),
+            ("bash", 400, "done"),
+            ("read_file", 30_000, "done"),
+        ],
+    ),
+    (6, [("bash", 40, "done")]),
+    (5, [("read_file", 8_000, "done"), ("x", 400, _X), ("bash", 2_000, "[]")]),
+    (0, [("bash", 40, "ok")]),
+    (5, [("read_file", 2_000, _X), ("x", 0, "[]"), ("bash", 8_000, "[]")]),
+    (5, [("bash", 40, "[]"), ("bash", 2_000, "done"), ("bash", 8_000, "[]")]),
+    (4, [("x", 0, "[]"), ("bash", 0, "ok")]),
+    (2, [("read_file", 0, _X)]),
+    (8, [("read_file", 400, "[]"), ("x", 8_000, "[]")]),
+    (4, [("bash", 0, "ok"), ("read_file", 400, "[]"), ("bash", 2_000, _X)]),
+    (0, [("x", 30_000, "[]"), ("x", 400, "done"), ("read_file", 8_000, "ok")]),
+    (4, [("read_file", 400, "[]"), ("x", 30_000, "ok"), ("bash", 30_000, _X)]),
+    (4, [("read_file", 0, _X)]),
+    (9, [("x", 8_000, "done")]),
+]
+
+
+def test_results_held_in_place_are_not_counted_as_dropped():
+    """``drop_last`` keeps a tool's results between the units a cut drops: what
+    compressing them saves is not saved by the cut, so a history that fits once
+    compressed is not trimmed (it was, and a grown guard then differed from a
+    fresh one)."""
+    policy = GuardPolicy(
+        context_window=20_000,
+        reserve_tokens=1_000,
+        compress_batch=3,
+        keep_recent_tool_results=2,
+        keep_recent_thinking=0,
+        trim_step=0.0,
+        compress_trigger=0.0,
+        stable_prefix=False,
+        tool_policies={"bash": {"drop_last": True}},
+    )
+    history = _parallel_steps(_HELD_STEPS)
+    out = ContextGuard(policy, token_counter=COUNTER).prepare(history)
+    assert out.report.tokens_after <= out.report.budget
+    assert "trim" not in {e.kind for e in out.report.events}
+    assert [m.id for m in out.messages] == [m.id for m in history]
+    agent = ContextGuard(policy, token_counter=COUNTER)
+    for n in range(3, len(history) + 1):
+        if n == len(history) or not isinstance(history[n], ToolMessage):
+            _same_as_fresh(agent, history[:n])

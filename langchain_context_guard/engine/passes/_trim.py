@@ -20,7 +20,7 @@ import math
 from bisect import bisect_left
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import compress, count
+from itertools import accumulate, compress, count
 from operator import is_not, itemgetter
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -130,6 +130,9 @@ class Plan:
     quantum: float
     keep_first_user: bool
     trail: Trail
+    held_results: tuple[int, ...] = ()
+    """Ordinals of the results no unit holds (``drop_last`` tools' results, kept
+    in place): a grid point's dropped results are the first ones less these."""
 
     @property
     def settled(self) -> Settled:
@@ -147,8 +150,9 @@ class Plan:
         than the cut each of ``settled`` needed.
         """
         grid = self.grid
+        saved = _less_held(sizes.saved, self.held_results)
         need = max(sizes.size, sizes.peak) - room
-        own = _first_fit(grid, sizes.saved, sizes.compressed, need)
+        own = _first_fit(grid, saved, sizes.compressed, need)
         if own >= len(grid):
             return None
         dropped = max(grid[own][0], self.limit)
@@ -156,7 +160,7 @@ class Plan:
             cap = self._cap(at)
             if cap <= dropped:
                 break  # earlier ones could drop no more than this (caps grow)
-            g = _first_fit(grid, sizes.saved, done, size - room)
+            g = _first_fit(grid, saved, done, size - room)
             dropped = max(dropped, min(grid[g][0] if g < len(grid) else cap, cap))
         later = tuple(map(itemgetter(0), grid[bisect_left(grid, (dropped,)) :]))
         return Cut(self.units, dropped, later, self.protected)
@@ -204,18 +208,54 @@ def plan_cut(
         users = positions(codes, "U")
         if len(users) > turn_limit:
             limit = bisect_left(units, users[-turn_limit], key=_last)
+    kept = protected(codes, keep_first_user)
     plan = Plan(
         units,
         grid,
         path.settled,
         limit,
-        protected(codes, keep_first_user),
+        kept,
         codes,
         quantum,
         keep_first_user,
         path,
+        _held_results(kept, costs, units),
     )
     return plan, Sizes(keep, batch, path.raw, path.saved)
+
+
+def _held_results(
+    kept: Sequence[int], costs: Sequence[Costs], units: Sequence[tuple[int, ...]]
+) -> tuple[int, ...]:
+    """Ordinals of the results at ``kept`` positions before the last unit's end.
+
+    Only ``drop_last`` calls put kept results between droppable units; without
+    them this is empty and costs one scan of ``kept``.
+    """
+    end = units[-1][-1] if units else -1
+    inside = [i for i in kept if i < end and costs[i][2]]
+    if not inside:
+        return ()
+    ordinals = list(accumulate((c[2] for c in costs[:end]), initial=0))
+    return tuple(ordinals[i] for i in inside)
+
+
+def _less_held(saved: tuple[int, ...], held: tuple[int, ...]) -> Sequence[int]:
+    """``saved`` less the held results' share: what a cut's dropped results saved.
+
+    ``saved[n]`` is what compressing the first n results saves; the held ones
+    are not dropped with the units around them.
+    """
+    if not held:
+        return saved
+    out, minus, j = list(saved), 0, 0
+    for n in range(1, len(saved)):
+        while j < len(held) and held[j] < n:
+            if held[j] + 1 < len(saved):
+                minus += saved[held[j] + 1] - saved[held[j]]
+            j += 1
+        out[n] = saved[n] - minus
+    return out
 
 
 def _first_fit(
