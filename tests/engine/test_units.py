@@ -28,7 +28,7 @@ from langchain_context_guard.engine.incremental._strip_step import (
 from langchain_context_guard.engine.passes import _trim_sizes as _peak
 from langchain_context_guard.engine.passes import _trim_units as _units
 from langchain_context_guard.engine.passes._compress import callers, compress_boundary
-from langchain_context_guard.engine.passes._trim import Cut, plan_cut
+from langchain_context_guard.engine.passes._trim_plan import Cut, plan_cut
 from langchain_context_guard.engine.passes._trim_units import (
     remap,
     remap_at,

@@ -26,16 +26,8 @@ from ..passes._hygiene import tidy_message
 from ..passes._repair import call_name, stand_in_named
 from ..passes._supersede import supersede_message
 from ..passes._thinking import cut_cost_view
-from ..passes._trim import (
-    Counter,
-    Cut,
-    Measure,
-    Plan,
-    Sizes,
-    Squeeze,
-    fit_cut,
-    plan_cut,
-)
+from ..passes._trim import Counter, Measure, Squeeze, fit_cut
+from ..passes._trim_plan import Cut, Plan, Sizes, plan_cut
 from ..passes._trim_sizes import Costs
 from ..passes._trim_units import dropped_positions, kept_positions, remap_at
 from ._steps import NONE, Step, first_diff, grown
