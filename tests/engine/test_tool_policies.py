@@ -75,6 +75,17 @@ def test_never_compressed_results_stay_whole_and_still_count_in_batches() -> Non
     assert [_kind(m) for m in out[-3:] if m.type == "tool"] == [None, None]
 
 
+def _eager(**settings: object) -> GuardPolicy:
+    """A 16k policy pruning afresh that compresses old results at once."""
+    return GuardPolicy(
+        context_window=16_000,
+        reserve_tokens=1_000,
+        stable_prefix=False,
+        compress_trigger=0.0,
+        **settings,  # type: ignore[arg-type]
+    )
+
+
 @pytest.mark.parametrize("stable", [False, True], ids=["order-free", "stable"])
 def test_the_guard_applies_tool_policies(stable: bool) -> None:
     policy = GuardPolicy(
@@ -146,11 +157,7 @@ def test_a_tool_keep_compresses_in_batches_of_its_own() -> None:
 
 @pytest.mark.parametrize("key", ["read_file", "read_*", "r?ad_[fg]ile"])
 def test_the_guard_keeps_a_tools_own_newest_results_whole(key: str) -> None:
-    policy = GuardPolicy(
-        context_window=16_000,
-        reserve_tokens=1_000,
-        stable_prefix=False,
-        compress_trigger=0.0,
+    policy = _eager(
         compress_batch=1,
         keep_recent_tool_results=1,
         tool_policies={key: ToolPolicy(keep_recent=2)},
@@ -272,14 +279,10 @@ def test_patterns_match_whole_names_and_case() -> None:
 
 
 def test_an_excluded_pattern_keeps_those_results_whole() -> None:
-    policy = GuardPolicy(
-        context_window=16_000,
-        reserve_tokens=1_000,
-        stable_prefix=False,
+    policy = _eager(
         max_tool_result_chars=1_000,
         truncate_head_chars=300,
         truncate_tail_chars=300,
-        compress_trigger=0.0,
         keep_recent_tool_results=0,
         compress_batch=1,
         exclude_tools=("mcp__*",),
@@ -293,11 +296,7 @@ def test_an_excluded_pattern_keeps_those_results_whole() -> None:
 
 
 def test_a_patterns_keep_recent_counts_each_matching_tools_own_results() -> None:
-    policy = GuardPolicy(
-        context_window=16_000,
-        reserve_tokens=1_000,
-        stable_prefix=False,
-        compress_trigger=0.0,
+    policy = _eager(
         compress_batch=1,
         keep_recent_tool_results=0,
         tool_policies={"read_*": ToolPolicy(keep_recent=1)},
@@ -309,11 +308,7 @@ def test_a_patterns_keep_recent_counts_each_matching_tools_own_results() -> None
 
 
 def test_a_patterns_supersede_key_points_older_reads_to_newer_ones() -> None:
-    policy = GuardPolicy(
-        context_window=16_000,
-        reserve_tokens=1_000,
-        stable_prefix=False,
-        compress_trigger=0.0,
+    policy = _eager(
         tool_policies={"mcp__*": ToolPolicy(supersede_key="path")},
     )
     history = [SystemMessage("agent"), HumanMessage("go")]
