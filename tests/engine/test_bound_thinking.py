@@ -80,6 +80,18 @@ def _signature(prompt: list[BaseMessage]) -> str:
     return hashlib.sha256(snapshot(prompt).encode()).hexdigest()
 
 
+def _signed_turn(k: int, prompt: list[BaseMessage]) -> list[BaseMessage]:
+    """Step ``k``'s reply, its block signed with ``prompt``, and the call's result."""
+    thinking = {"type": "thinking", "thinking": f"step {k}"}
+    thinking["signature"] = _signature(prompt)
+    reply = AIMessage(
+        [thinking, {"type": "text", "text": f"running {k}"}],
+        tool_calls=[call(f"c{k}", cmd=f"cat f{k}.py")],
+        id=f"a{k}",
+    )
+    return [reply, result(f"c{k}", "line\n" * 300, id=f"t{k}")]
+
+
 def _given_prefixes(lived: list[BaseMessage]) -> dict[int, str]:
     """Each signed block's prefix in the history as given, sent unedited."""
     read = repair_tool_pairs(drop_before_compaction(sanitize_messages(lived)))
@@ -144,14 +156,7 @@ def test_an_agent_whose_model_binds_thinking_never_gets_a_stale_block(stable):
             isinstance(m, AIMessage) and not any(map(is_signed, m.content))
             for m in prompt
         )
-        thinking = {"type": "thinking", "thinking": f"step {k}", "signature": ""}
-        thinking["signature"] = _signature(prompt)
-        reply = AIMessage(
-            [thinking, {"type": "text", "text": f"running {k}"}],
-            tool_calls=[call(f"c{k}", cmd=f"cat f{k}.py")],
-            id=f"a{k}",
-        )
-        history = [*history, reply, result(f"c{k}", "line\n" * 300, id=f"t{k}")]
+        history = [*history, *_signed_turn(k, prompt)]
     assert kept and dropped  # some blocks went with the edits, some stayed
 
 
@@ -173,14 +178,7 @@ def _agent(policy: GuardPolicy, steps: int) -> list[list[BaseMessage]]:
     for k in range(steps):
         prompt = guard.prepare(history).messages
         prompts.append(prompt)
-        thinking = {"type": "thinking", "thinking": f"step {k}"}
-        thinking["signature"] = _signature(prompt)
-        reply = AIMessage(
-            [thinking, {"type": "text", "text": f"running {k}"}],
-            tool_calls=[call(f"c{k}", cmd=f"cat f{k}.py")],
-            id=f"a{k}",
-        )
-        history = [*history, reply, result(f"c{k}", "line\n" * 300, id=f"t{k}")]
+        history = [*history, *_signed_turn(k, prompt)]
     return prompts
 
 
