@@ -101,3 +101,20 @@ def long_history(pairs: int = 40, *, task: str = "Fix the bug.") -> list[BaseMes
         tool="read_chunk",
         args=lambda k, j: {"k": k},
     )
+
+
+def sent_models(middleware: Any, model: Any, calls: int = 2) -> list[Any]:
+    """The model each of ``calls`` requests through ``middleware`` reached."""
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    seen: list[Any] = []
+
+    def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+        seen.append(request.model)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    for _ in range(calls):
+        request = ModelRequest(model=model, messages=[HumanMessage("Fix the bug.")])
+        middleware.wrap_model_call(request, handler)
+    return seen

@@ -20,21 +20,10 @@ from langchain_context_guard.adapters._provider_compaction import (
     ANTHROPIC_BETA,
     anthropic_supports,
 )
+from tests.adapters._support import sent_models
 
 WINDOW = 200_000
 ASK = [HumanMessage("Fix the bug.")]
-
-
-def _sent_models(middleware: ContextGuardMiddleware, model: Any) -> list[Any]:
-    seen: list[Any] = []
-
-    def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
-        seen.append(request.model)
-        return ModelResponse(result=[AIMessage("ok")])
-
-    for _ in range(2):
-        middleware.wrap_model_call(ModelRequest(model=model, messages=ASK), handler)
-    return seen
 
 
 def _claude(name: str = "claude-sonnet-4-6", **settings: Any) -> Any:
@@ -46,7 +35,7 @@ def test_anthropic_gets_the_compact_edit_and_its_beta():
     middleware = ContextGuardMiddleware(
         context_window=WINDOW, provider_compaction=60_000
     )
-    first, second = _sent_models(middleware, model)
+    first, second = sent_models(middleware, model)
     assert first is second  # one copy, while the agent's model is the same
     payload = first._get_request_payload(ASK)
     assert payload["context_management"] == {
@@ -65,7 +54,7 @@ def test_an_anthropic_edit_of_the_user_is_kept_beside_ours():
     clear = {"type": "clear_tool_uses_20250919"}
     model = _claude(context_management={"edits": [clear]})
     middleware = ContextGuardMiddleware(context_window=WINDOW, provider_compaction=True)
-    sent = _sent_models(middleware, model)[0]
+    sent = sent_models(middleware, model)[0]
     edits = sent._get_request_payload(ASK)["context_management"]["edits"]
     budget = middleware.guard.budget(model)
     assert edits[0] == clear
@@ -77,7 +66,7 @@ def test_openai_gets_responses_compaction():
     middleware = ContextGuardMiddleware(
         context_window=WINDOW, provider_compaction=100_000
     )
-    sent = _sent_models(middleware, model)[0]
+    sent = sent_models(middleware, model)[0]
     payload = sent._get_request_payload(ASK)
     assert payload["context_management"] == [
         {"type": "compaction", "compact_threshold": 100_000}
@@ -108,7 +97,7 @@ def test_a_model_that_cannot_compact_is_sent_as_it_is_with_one_warning(
         context_window=WINDOW, provider_compaction=trigger
     )
     with pytest.warns(ProviderCompactionWarning, match=why) as caught:
-        first = _sent_models(middleware, model)  # a second call warns no more
+        first = sent_models(middleware, model)  # a second call warns no more
     assert len(caught) == 1
     assert "provider_compaction" in str(caught[0].message)
     assert "Fix:" in str(caught[0].message)

@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from langchain.agents.middleware.types import ModelRequest, ModelResponse
 from langchain_anthropic import ChatAnthropic
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import HumanMessage
 
 from langchain_context_guard import ContextGuardMiddleware
 from langchain_context_guard.adapters._thinking_binding import (
     BINDING_BETA,
     DROP_BLOCK,
 )
+from tests.adapters._support import sent_models
 
 THINKING = {"type": "enabled", "budget_tokens": 2_000}
-
-
-def _sent_models(middleware: ContextGuardMiddleware, model: Any) -> list[Any]:
-    seen: list[Any] = []
-
-    def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
-        seen.append(request.model)
-        return ModelResponse(result=[AIMessage("ok")])
-
-    for _ in range(2):
-        request = ModelRequest(model=model, messages=[HumanMessage("Fix the bug.")])
-        middleware.wrap_model_call(request, handler)
-    return seen
 
 
 def test_an_anthropic_model_thinking_asks_for_drop_block():
@@ -37,7 +22,7 @@ def test_an_anthropic_model_thinking_asks_for_drop_block():
     middleware = ContextGuardMiddleware(
         context_window=16_000, provider_drops_stale_thinking=True
     )
-    first, second = _sent_models(middleware, model)
+    first, second = sent_models(middleware, model)
     assert first is second  # one copy, while the agent's model is the same
     payload = first._get_request_payload([HumanMessage("Fix the bug.")])
     assert payload["thinking"] == {**THINKING, "block_binding": DROP_BLOCK}
@@ -52,5 +37,5 @@ def test_without_the_option_or_without_thinking_the_model_is_sent_as_it_is():
     on = ContextGuardMiddleware(
         context_window=16_000, provider_drops_stale_thinking=True
     )
-    assert _sent_models(off, thinking)[0] is thinking
-    assert _sent_models(on, plain)[0] is plain
+    assert sent_models(off, thinking)[0] is thinking
+    assert sent_models(on, plain)[0] is plain
