@@ -55,6 +55,8 @@ class Reader(Protocol):
 
     def _tool_tokens(self, tools: Sequence[Any] | None) -> int: ...
 
+    def policy_for(self, model: Any = None) -> GuardPolicy: ...
+
     def _gauge(
         self,
         messages: list[BaseMessage],
@@ -172,7 +174,7 @@ def read_call(
     ``cold``: taken as coming after the cache expired, whatever the time.
     """
     original, known, rebuilt, kept_in = guard._read(messages)
-    info, policy = guard.window(model), guard.policy
+    info, policy = guard.window(model), guard.policy_for(model)
     sent = guard._last_sent(original)
     stable = sent if policy.stable_prefix else None
     if sent is None and policy.bound_thinking and policy.enabled:

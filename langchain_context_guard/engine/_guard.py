@@ -11,6 +11,7 @@ from typing import Any
 from cachetools import LRUCache
 from langchain_core.messages import BaseMessage
 
+from ._binding import BindingMemory
 from ._cache_clock import CacheClock
 from ._call import Call, read_call
 from ._context_usage import ContextUsage
@@ -85,6 +86,8 @@ class ContextGuard:
             chars_per_token=self.policy.chars_per_token,
         )
         self.limits = LimitMemory()
+        self.bindings = BindingMemory()
+        self._resolved: dict[bool, GuardPolicy] = {}
         self._notices = Notices(self.policy)
         self._clock = CacheClock(self.policy.cache_ttl_seconds)
         self._lock = threading.Lock()
@@ -310,7 +313,7 @@ class ContextGuard:
             call.original,
             call.now.body,
             call.limits(),
-            self.policy,
+            call.key.policy,
             self.counter,
             call.events,
         )
@@ -381,6 +384,33 @@ class ContextGuard:
     def _name(self, model: Any) -> str:
         return self.policy.model or model_name(model or self.model) or ""
 
+    def learn_binding(self, model: Any = None) -> None:
+        """Treat ``model`` as binding its signed reasoning from now on.
+
+        A provider refused a block as bound to a different conversation
+        (``is_binding_error``); with ``bound_thinking`` unset the guard then
+        holds that model's blocks to their prefix, as for the table's models.
+        """
+        self.bindings.learn(self._name(model))
+
+    def binds(self, model: Any = None) -> bool:
+        """Whether ``model``'s signed reasoning is held to its prefix."""
+        if self.policy.bound_thinking is not None:
+            return self.policy.bound_thinking
+        return self.bindings.binds(self._name(model))
+
+    def policy_for(self, model: Any = None) -> GuardPolicy:
+        """The policy a call for ``model`` runs at: ``bound_thinking`` resolved."""
+        policy = self.policy
+        if policy.bound_thinking is not None:
+            return policy
+        binds = self.binds(model)
+        resolved = self._resolved.get(binds)
+        if resolved is None:
+            resolved = policy.model_copy(update={"bound_thinking": binds})
+            self._resolved[binds] = resolved
+        return resolved
+
     def _read(
         self, messages: Any
     ) -> tuple[list[BaseMessage], Known | None, list[Any] | None, list[BaseMessage]]:
@@ -394,6 +424,6 @@ class ContextGuard:
             return self._stables.get(conversation(original))
 
     def _keep_sent(self, sent: Sent) -> None:
-        if self.policy.stable_prefix or self.policy.bound_thinking:
+        if self.policy.stable_prefix or self.policy.bound_thinking is not False:
             with self._lock:
                 keep_sent(self._stables, self._ends, sent)

@@ -56,6 +56,57 @@ def is_user(message: BaseMessage) -> bool:
     return mark is None or mark.get("kind") not in {"summary", "digest", "placeholder"}
 
 
+def running_turn_start(messages: Sequence[BaseMessage]) -> int:
+    """Index from which messages belong to an unfinished tool-use turn.
+
+    The turn is unfinished (a running tool loop) when the last message that is
+    not a tool result is an assistant message with tool calls: its results are
+    in, or on their way, and the model has not answered yet. The turn starts at
+    the last real user message (``is_user``); ``len(messages)`` when no turn is
+    running. Anthropic requires the loop's final assistant message to keep the
+    reasoning it started with.
+    """
+    last = next((m for m in reversed(messages) if not isinstance(m, ToolMessage)), None)
+    if not (isinstance(last, AIMessage) and last.tool_calls):
+        return len(messages)
+    for i in range(len(messages) - 1, -1, -1):
+        if is_user(messages[i]):
+            return i
+    return 0
+
+
+def final_tool_turn(messages: Sequence[BaseMessage]) -> int:
+    """Index of a running tool loop's final assistant message, else ``len``.
+
+    The last message that is not a tool result, when it is an assistant message
+    with tool calls. Every Claude model with thinking on requires it to start
+    with the thinking block it was produced with.
+    """
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if not isinstance(message, ToolMessage):
+            if isinstance(message, AIMessage) and message.tool_calls:
+                return i
+            break
+    return len(messages)
+
+
+def is_reasoning_item(block: object) -> bool:
+    """An OpenAI Responses ``reasoning`` item kept as a content block.
+
+    It has an ``rs_`` id, a ``summary`` or ``encrypted_content``; the API
+    requires the item produced after it (a message or function call) to follow
+    it, and rejects that item without it while the item keeps its id.
+    """
+    if not isinstance(block, dict) or block.get("type") != "reasoning":
+        return False
+    return (
+        str(block.get("id") or "").startswith("rs_")
+        or "summary" in block
+        or "encrypted_content" in block
+    )
+
+
 def text_of(content: str | list[Any]) -> str:
     """Plain text of message content (text blocks joined by newlines)."""
     if isinstance(content, str):

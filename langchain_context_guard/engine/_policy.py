@@ -167,15 +167,18 @@ class GuardPolicy(BaseModel):
     )
     keep_recent_thinking: int = Field(1, ge=0, description="Newest N keep reasoning.")
     keep_first_user: bool = Field(True, description="Keep the first user message.")
-    bound_thinking: bool = Field(
-        True,
-        description="Drop signed reasoning (``thinking`` with a signature, "
-        "``redacted_thinking``) whose prefix is no longer the prompt that produced "
-        "it (the guard's last prompt plus what was added since): newer Claude "
-        "models bind each block to it and reject a stale one. Without "
-        "stable_prefix, signed blocks are also left out of the strip of old "
-        "reasoning, which would make the newest block stale on every call. "
-        "Harmless elsewhere: Anthropic requires stale blocks gone anyway.",
+    bound_thinking: bool | None = Field(
+        None,
+        description="Whether the model binds signed reasoning (``thinking`` with "
+        "a signature, ``redacted_thinking``) to the prompt that produced it. "
+        "True: a block whose prefix is no longer that prompt (the guard's last "
+        "prompt plus what was added since) is dropped outside the running tool "
+        "loop, and, without stable_prefix, signed blocks are left out of the "
+        "strip of old reasoning. False: signed reasoning is stripped like any "
+        "other. None (the default): per model, from the documented table "
+        "(``BINDING_MODELS``: Claude Fable 5.1) and the models whose binding "
+        "error the guard has seen. Every model keeps the running tool loop's "
+        "reasoning: Anthropic requires it in the final assistant turn.",
     )
     trim_step: float = Field(
         0.5,

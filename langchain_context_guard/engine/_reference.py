@@ -125,7 +125,7 @@ def reference_prune(
     if policy.bound_thinking:
         produced = read if setting.produced is None else setting.produced
         history = drop_stale_thinking(history, produced)
-    bound = policy.bound_thinking
+    bound = policy.bound_thinking is True
     return enforce_provider_hygiene(history, removed=opened, bound=bound)
 
 
@@ -186,7 +186,7 @@ def guard_setting(
     from .tokens._anchor import scan_history
     from .tokens._counters import REPLY_OVERHEAD
 
-    policy = guard.policy
+    policy = guard.policy_for(model)
     original = to_messages(messages)
     info = guard.window(model)
     budget = guard._budget(info.tokens, model, info.source)

@@ -85,7 +85,7 @@ def reuse_prompt(
         "hygiene": tidy_message,
     }
     passes = tuple((kind, each[kind]) for kind in APPENDED)
-    appended = append(stable, tail, passes, count, bound=policy.bound_thinking)
+    appended = append(stable, tail, passes, count, bound=policy.bound_thinking is True)
     if appended is None:
         return None
     kept, closing = appended.messages, appended.closing

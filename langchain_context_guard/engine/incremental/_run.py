@@ -220,7 +220,7 @@ class Run:
 
     def _hygiene(self) -> None:
         prev, count = self._prev(), self.setting.count
-        bound = self.setting.policy.bound_thinking
+        bound = self.setting.policy.bound_thinking is True
         hygiene = partial(hygiene_step, removed=self._opened(), bound=bound)
         grown = hygiene(self.source, count, prev) if prev is not None else None
         self._add(grown or _full(hygiene(self.source, count)))

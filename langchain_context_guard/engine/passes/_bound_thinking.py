@@ -22,6 +22,13 @@ digest, reasoning stripped by the trim), every later block goes: exactly the
 ones an edit made stale. The message keeps its text and tool calls; one left
 with nothing goes at hygiene. Where the prompt is what was sent plus the new
 messages, nothing is done.
+
+A running tool loop's final assistant message (``final_tool_turn``) keeps its
+blocks: every Claude model with thinking on requires it to start with its
+thinking block, so dropping it is refused whatever the binding. A stale block
+there is the provider's to drop: the middleware asks binding models for
+``prefix_mismatch_behavior="drop_block"`` (``_thinking_binding``). Blocks
+before it may go: only the final turn needs one.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .._messages import memo_rewrite, same_message
+from .._messages import final_tool_turn, memo_rewrite, same_message
 
 
 def is_signed(block: Any) -> bool:
@@ -70,7 +77,7 @@ def drop_stale_thinking(
         d += 1
     out: list[BaseMessage] | None = None
     following = True
-    for i in range(d, len(sent)):
+    for i in range(d, final_tool_turn(sent)):
         message = sent[i]
         if following:
             was = produced[i] if i < len(produced) else None

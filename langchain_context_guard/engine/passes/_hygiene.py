@@ -14,7 +14,14 @@ from langchain_core.messages import (
 )
 
 from .._events import Edits
-from .._messages import MARKER_KEY, is_empty, label, map_messages, memo_rewrite
+from .._messages import (
+    MARKER_KEY,
+    is_empty,
+    is_reasoning_item,
+    label,
+    map_messages,
+    memo_rewrite,
+)
 from ._bound_thinking import is_signed
 
 HISTORY_START = (
@@ -209,22 +216,26 @@ def join_turns(
 ) -> AIMessage:
     """One assistant message saying what ``first`` then ``second`` said.
 
-    The content blocks of both in order (reasoning blocks first: Anthropic wants
-    a turn's thinking before its text and tool use), ``second``'s tool calls,
+    The content blocks of both in order (thinking blocks first: Anthropic wants
+    a turn's thinking before its text and tool use; an OpenAI reasoning item
+    stays right before the item it belongs to, ``_leads``), ``second``'s tool calls,
     id, name and metadata, and a ``merged`` marker with the ids of all the
     messages it stands for. With ``bound`` (the model binds signed reasoning to
     its prefix), ``second``'s signed reasoning goes when ``first`` says
     anything: moved in front of it, the block no longer follows the prefix that
-    produced it (``_bound_thinking``).
+    produced it (``_bound_thinking``). Not when ``second`` calls tools: it may
+    be a running tool loop's final turn, which must start with its block on
+    every Claude model; a stale one there is the provider's to drop
+    (``drop_block``).
     The same two messages always give an equal message, so a prompt that sends
     it again is byte-identical; its text is the history's (not the guard's).
     """
     earlier, later = _as_blocks(first.content), _as_blocks(second.content)
-    if bound and not all(map(_is_reasoning, earlier)):
+    if bound and not second.tool_calls and not all(map(_is_reasoning, earlier)):
         later = [b for b in later if not is_signed(b)]
     blocks = [*earlier, *later]
-    reasoning = [b for b in blocks if _is_reasoning(b)]
-    content = [*reasoning, *(b for b in blocks if not _is_reasoning(b))]
+    leading = [b for b in blocks if _leads(b)]
+    content = [*leading, *(b for b in blocks if not _leads(b))]
     joined = [*_joined_ids(first), *_joined_ids(second)]
     return second.model_copy(
         update={
@@ -246,6 +257,15 @@ def _as_blocks(content: str | list[str | dict[str, Any]]) -> list[Any]:
 
 def _is_reasoning(block: object) -> bool:
     return isinstance(block, dict) and block.get("type") in _REASONING
+
+
+def _leads(block: object) -> bool:
+    """A reasoning block a joined message puts first: not an OpenAI item.
+
+    The Responses API requires each ``reasoning`` item to be followed by the
+    item it was produced with, so those stay where they are.
+    """
+    return _is_reasoning(block) and not is_reasoning_item(block)
 
 
 def _joined_ids(message: BaseMessage) -> list[str | None]:

@@ -18,9 +18,9 @@ from bisect import bisect_left
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
-from .._messages import is_user, memo_rewrite
+from .._messages import memo_rewrite, running_turn_start
 from .._policy import GuardPolicy
 from ._bound_thinking import is_signed
 
@@ -30,7 +30,7 @@ REASONING_KWARGS = ("reasoning_content", "reasoning")
 
 def signed_stays(policy: GuardPolicy) -> bool:
     """Whether ``strip_old_thinking`` leaves signed reasoning (module docstring)."""
-    return policy.bound_thinking and not policy.stable_prefix
+    return policy.bound_thinking is True and not policy.stable_prefix
 
 
 def has_reasoning(message: BaseMessage) -> bool:
@@ -66,22 +66,6 @@ def _strip(message: BaseMessage, keep_signed: bool = False) -> BaseMessage:
         if not content:
             content = ""
     return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
-
-
-def _current_turn_start(messages: Sequence[BaseMessage]) -> int:
-    """Index from which messages belong to an unfinished tool-use turn.
-
-    The turn is unfinished when the last message that is not a tool result is an
-    assistant message with tool calls (its results are in, or on their way, and
-    the model has not answered yet). Stray results do not count.
-    """
-    last = next((m for m in reversed(messages) if not isinstance(m, ToolMessage)), None)
-    if not (isinstance(last, AIMessage) and last.tool_calls):
-        return len(messages)
-    for i in range(len(messages) - 1, -1, -1):
-        if is_user(messages[i]):
-            return i
-    return 0
 
 
 def stripped_count(holders: Sequence[int], start: int, keep_recent: int) -> int:
@@ -167,7 +151,7 @@ def strip_old_thinking(
     docstring says why).
     """
     holders = [i for i, m in enumerate(messages) if has_reasoning(m)]
-    count = stripped_count(holders, _current_turn_start(messages), keep_recent)
+    count = stripped_count(holders, running_turn_start(messages), keep_recent)
     if not count:
         return messages if isinstance(messages, list) else list(messages)
     strip, changed = stripper(keep_signed), False
