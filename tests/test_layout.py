@@ -128,12 +128,12 @@ def test_lower_layers_never_import_higher_ones() -> None:
     assert wrong == set()
 
 
-def test_no_module_over_400_lines() -> None:
+def test_no_module_over_500_lines() -> None:
     sizes = {
         str(p.relative_to(PACKAGE)): len(p.read_text(encoding="utf-8").splitlines())
         for p in PACKAGE.rglob("*.py")
     }
-    assert {name: n for name, n in sizes.items() if n > 400} == {}
+    assert {name: n for name, n in sizes.items() if n > 500} == {}
 
 
 def test_every_subpackage_says_what_it_owns() -> None:

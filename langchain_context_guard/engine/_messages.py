@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 import weakref
-from collections.abc import Callable, Collection, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from itertools import islice
 from operator import attrgetter
 from typing import Any, TypeVar
@@ -166,100 +166,6 @@ def with_marker(
     }
     if content is not None:
         update["content"] = content
-    return message.model_copy(update=update)
-
-
-def without_tool_calls(message: AIMessage, drop_ids: Collection[str]) -> AIMessage:
-    """A copy of an AIMessage without the named tool calls, everywhere they appear.
-
-    Removes them from ``tool_calls``, ``invalid_tool_calls``, Anthropic ``tool_use``
-    content blocks, and the raw ``additional_kwargs["tool_calls"]`` that some
-    integrations send when ``tool_calls`` is empty.
-    """
-    drop = set(drop_ids)
-    kwargs = dict(message.additional_kwargs)
-    raw = kwargs.get("tool_calls")
-    if isinstance(raw, list):
-        kept_raw = [
-            c for c in raw if not (isinstance(c, dict) and (c.get("id") or "") in drop)
-        ]
-        if kept_raw:
-            kwargs["tool_calls"] = kept_raw
-        else:
-            kwargs.pop("tool_calls")
-    content: Any = message.content
-    if isinstance(content, list):
-        content = [
-            b
-            for b in content
-            if not (
-                isinstance(b, dict)
-                and b.get("type") in {"tool_use", "tool_call"}
-                and (b.get("id") or "") in drop
-            )
-        ]
-    return message.model_copy(
-        update={
-            "tool_calls": [
-                c for c in message.tool_calls if (c.get("id") or "") not in drop
-            ],
-            "invalid_tool_calls": [
-                c for c in message.invalid_tool_calls if (c.get("id") or "") not in drop
-            ],
-            "additional_kwargs": kwargs,
-            "content": content,
-        }
-    )
-
-
-def _first_per_id(items: list[Any], is_call: Callable[[Any], bool]) -> list[Any]:
-    """``items`` without a call whose id an earlier call in it has."""
-    seen: set[str] = set()
-    out: list[Any] = []
-    for item in items:
-        key = item.get("id") if is_call(item) else None
-        if isinstance(key, str) and key:
-            if key in seen:
-                continue
-            seen.add(key)
-        out.append(item)
-    return out
-
-
-def _is_block_call(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") in {"tool_use", "tool_call"}
-
-
-def first_calls(message: AIMessage) -> AIMessage:
-    """``message`` with each repeated tool-call id kept once (the first).
-
-    In ``tool_calls``, Anthropic ``tool_use`` content blocks and the raw
-    ``additional_kwargs["tool_calls"]``: providers reject a request that repeats
-    a call id. ``message`` itself when no id repeats.
-    """
-    content: Any = message.content
-    blocks = _first_per_id(content, _is_block_call) if isinstance(content, list) else []
-    raw = message.additional_kwargs.get("tool_calls")
-    raw_kept = (
-        _first_per_id(raw, lambda c: isinstance(c, dict))
-        if isinstance(raw, list)
-        else []
-    )
-    calls = _first_per_id(message.tool_calls, lambda c: True)
-    if (
-        len(calls) == len(message.tool_calls)
-        and (not isinstance(content, list) or len(blocks) == len(content))
-        and (not isinstance(raw, list) or len(raw_kept) == len(raw))
-    ):
-        return message
-    update: dict[str, Any] = {"tool_calls": calls}
-    if isinstance(content, list):
-        update["content"] = blocks
-    if isinstance(raw, list):
-        update["additional_kwargs"] = {
-            **message.additional_kwargs,
-            "tool_calls": raw_kept,
-        }
     return message.model_copy(update=update)
 
 

@@ -169,7 +169,9 @@ def _check_bound(prompt: list[BaseMessage], left: set[str]) -> bool:
 def test_an_agent_whose_model_binds_thinking_never_gets_a_stale_block(stable):
     """The model signs each reply with its prompt; every block before the running
     tool loop's final turn matches it, and that turn always keeps its block."""
-    policy = GuardPolicy(context_window=16_000, stable_prefix=stable, bound_thinking=True)
+    policy = GuardPolicy(
+        context_window=16_000, stable_prefix=stable, bound_thinking=True
+    )
     guard = ContextGuard(policy, token_counter=COUNTER)
     history: list[BaseMessage] = agent_history(0)
     kept = dropped = stale = 0
@@ -214,7 +216,9 @@ def _agent(policy: GuardPolicy, steps: int) -> list[list[BaseMessage]]:
 
 def test_a_reply_behind_a_pruned_prompt_keeps_its_block_while_that_prompt_holds():
     """Bound to the prompt sent (pruned), not to the history as read."""
-    policy = GuardPolicy(context_window=16_000, stable_prefix=False, bound_thinking=True)
+    policy = GuardPolicy(
+        context_window=16_000, stable_prefix=False, bound_thinking=True
+    )
     prompts = _agent(policy, 45)
     fresh = 0
     left: set[str] = set()
@@ -256,7 +260,9 @@ def test_a_reply_joined_to_the_assistant_turn_before_it_loses_its_block(stable):
     it first (it may be a running loop's final turn, which must start with its
     block: a stale one is the provider's to drop); a reply without calls loses
     it."""
-    policy = GuardPolicy(context_window=16_000, stable_prefix=stable, bound_thinking=True)
+    policy = GuardPolicy(
+        context_window=16_000, stable_prefix=stable, bound_thinking=True
+    )
     guard = ContextGuard(policy, token_counter=COUNTER)
     history: list[BaseMessage] = [
         HumanMessage("task", id="u"),

@@ -97,9 +97,9 @@ def test_two_assistant_turns_in_a_row_reach_every_provider_as_one(stable, bound)
     """Anthropic wants roles to alternate and Gemini rejects a function call right
     after a model turn: the guard joins the turns (their text, the reasoning
     first, the second's calls, id and metadata), as the provider would read them,
-    without touching the caller's messages. Signed reasoning moved in front of
-    the first turn's text no longer follows its prefix: with ``bound_thinking``
-    it goes."""
+    without touching the caller's messages. The second calls tools, so its
+    signed reasoning stays first even with ``bound_thinking``: a running loop's
+    final turn must start with it."""
     history = [m.model_copy(deep=True) for m in HISTORY]
     before = snapshot(history)
     assert violations(history) != {}  # as given, two providers refuse it
@@ -113,7 +113,7 @@ def test_two_assistant_turns_in_a_row_reach_every_provider_as_one(stable, bound)
     assert [m.id for m in sent] == ["h", "a2", "t1"]
     joined = sent[1]
     assert isinstance(joined, AIMessage)
-    reasoning = [] if bound else [HISTORY[2].content[0]]
+    reasoning = [HISTORY[2].content[0]]
     assert joined.content == [*reasoning, {"type": "text", "text": "thinking aloud"}]
     assert joined.tool_calls == HISTORY[2].tool_calls
     assert joined.response_metadata == {"n": 2}

@@ -10,13 +10,8 @@ from typing import cast
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import Edits
-from .._messages import (
-    MARKER_KEY,
-    is_empty,
-    label,
-    memo_rewrite,
-    without_tool_calls,
-)
+from .._messages import MARKER_KEY, is_empty, label, memo_rewrite
+from .._tool_calls import without_tool_calls
 
 SYNTHETIC_RESULT = (
     "Error: no result is available for this tool call; it was lost or removed "

@@ -13,16 +13,16 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from .._messages import (
-    first_calls,
-    is_empty,
-    map_messages,
-    memo_rewrite,
-    without_tool_calls,
-)
+from .._messages import is_empty, map_messages, memo_rewrite
+from .._tool_calls import first_calls, without_tool_calls
 
-TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-"""Tool names that OpenAI, Anthropic and Gemini all accept."""
+TOOL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:-]{0,127}$|^[A-Za-z0-9_-]{1,128}$")
+"""Tool names some provider accepts: a call to a tool with such a name was
+declared to that provider, which checked the name then. OpenAI takes
+``^[a-zA-Z0-9_-]{1,64}$``, Anthropic ``^[a-zA-Z0-9_-]{1,128}$``, Gemini a
+letter or underscore, then letters, digits, ``_ . : -`` (``mcp.read:file``).
+Refused: a name no provider would have declared (blank, spaces, slashes,
+too long)."""
 
 
 def _valid(call_id: str, name: object, seen: set[str]) -> bool:

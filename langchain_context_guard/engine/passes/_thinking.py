@@ -20,7 +20,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from .._messages import memo_rewrite, running_turn_start
+from .._messages import is_reasoning_item, memo_rewrite, running_turn_start
 from .._policy import GuardPolicy
 from ._bound_thinking import is_signed
 
@@ -63,9 +63,28 @@ def _strip(message: BaseMessage, keep_signed: bool = False) -> BaseMessage:
             and kwargs == (message.additional_kwargs)
         ):
             return message  # only signed reasoning: nothing to strip
+        if any(map(is_reasoning_item, message.content)):
+            content = [_unlinked(b) for b in content]
         if not content:
             content = ""
     return message.model_copy(update={"content": content, "additional_kwargs": kwargs})
+
+
+_LINKED = frozenset({"text", "output_text", "refusal", "function_call"})
+"""Responses items that carry the id tying them to the reasoning item before them."""
+
+
+def _unlinked(block: Any) -> Any:
+    """``block`` without the item id that requires its reasoning item.
+
+    The Responses API rejects a ``message`` or ``function_call`` item that keeps
+    the id it was produced with once the reasoning item before it is gone
+    ("provided without its required 'reasoning' item"); without an id the item
+    is plain input, as a client writes it.
+    """
+    if isinstance(block, dict) and block.get("type") in _LINKED and "id" in block:
+        return {k: v for k, v in block.items() if k != "id"}
+    return block
 
 
 def stripped_count(holders: Sequence[int], start: int, keep_recent: int) -> int:
