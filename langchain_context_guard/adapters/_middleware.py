@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 try:
@@ -54,7 +55,7 @@ except ImportError as exc:  # pragma: no cover - exercised by a test
         'Install it with: pip install "langchain-context-guard[agents]"'
     ) from exc
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
@@ -132,6 +133,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             beta ``thinking.block_binding.prefix_mismatch_behavior =
             "drop_block"``, on a copy of the agent's model). Only for an
             Anthropic model with thinking on; others are called as they are.
+            None (the default): for the models the guard holds to binding
+            (``ContextGuard.binds``), whose running tool loop's final turn keeps
+            its block even when a pruning made it stale.
         provider_compaction: Also ask the provider to compact the conversation
             once its input reaches this many tokens (True: 0.8 of the budget):
             Anthropic's server-side compaction, OpenAI's Responses compaction
@@ -161,7 +165,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         persist: bool = False,
         archive: ResultArchive | None = None,
         cache_breakpoints: bool | dict[str, Any] = False,
-        provider_drops_stale_thinking: bool = False,
+        provider_drops_stale_thinking: bool | None = None,
         provider_compaction: bool | int = False,
         **settings: Any,
     ) -> None:
@@ -172,8 +176,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.cache_breakpoints = cache_breakpoints
         self._options: list[Any] = []
         """Copies of the agent's model with request options, in order."""
-        if provider_drops_stale_thinking:
-            self._options.append(DropStaleThinking())
+        if provider_drops_stale_thinking is not False:
+            binds = None if provider_drops_stale_thinking else self._binds
+            self._options.append(DropStaleThinking(binds))
         if provider_compaction is not False:
             trigger = check_trigger(provider_compaction)
             budget = self._budget
@@ -238,6 +243,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def _budget(self, model: Any) -> int:
         return self._guard_for(model).budget(self.model or model)
 
+    def _binds(self, model: Any) -> bool:
+        return self._guard_for(model).binds(self.model or model)
+
     def _model(self, request: ModelRequest[Any]) -> Any:
         return self.model if self.model is not None else request.model
 
@@ -292,18 +300,32 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         wanted = policy.report_usage or policy.usage_notices
         return result.usage() if wanted else None
 
+    def _noted(
+        self, result: PrepareResult, usage: ContextUsage | None
+    ) -> tuple[HumanMessage | None, ContextUsage | None]:
+        """The usage note this call sends, if any, and ``usage`` counting it."""
+        guard = self._guard_for(None)
+        fractions = guard.policy.usage_notices
+        if usage is None or not fractions:
+            return None, usage
+        last = result.messages[-1] if result.messages else None
+        note = usage_notice(usage, fractions, last)
+        if note is None:
+            return None, usage
+        tokens = guard.counter.count_message(note)
+        return note, replace(
+            usage, notes=usage.notes + tokens, messages=usage.messages + 1
+        )
+
     def _apply(
         self,
         request: ModelRequest[Any],
         result: PrepareResult,
-        usage: ContextUsage | None,
+        note: HumanMessage | None,
     ) -> ModelRequest[Any]:
         kept = self._restored(result.messages)
-        fractions = self._guard_for(None).policy.usage_notices
-        if usage is not None and fractions:
-            note = usage_notice(usage, fractions, kept[-1] if kept else None)
-            if note is not None:  # this call only: never stored in the state
-                kept = [*kept, note]
+        if note is not None:  # this call only: never stored in the state
+            kept = [*kept, note]
         if self.cache_breakpoints:
             control = self.cache_breakpoints
             kept = mark_cache_breakpoints(
@@ -326,9 +348,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> Result:
         """Prune the request, then call the model."""
         result, state = self._prepare(request)
-        usage = self._usage(result)
+        note, usage = self._noted(result, self._usage(result))
         emit(result.report, source="middleware", usage=self._reported(usage))
-        response = handler(self._apply(request, result, usage))
+        response = handler(self._apply(request, result, note))
         checked = warn_silent_overflow(
             response, result.report, self._guard_for(None), self._model(request)
         )
@@ -342,8 +364,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Async ``wrap_model_call``; the counting runs in an executor."""
         result, state = await run_in_executor(None, self._prepare, request)
         usage = await run_in_executor(None, self._usage, result)
+        note, usage = self._noted(result, usage)
         await aemit(result.report, source="middleware", usage=self._reported(usage))
-        response = await handler(self._apply(request, result, usage))
+        response = await handler(self._apply(request, result, note))
         checked = warn_silent_overflow(
             response, result.report, self._guard_for(None), self._model(request)
         )

@@ -13,6 +13,7 @@ of the model, kept while the agent's model is the same object.
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from typing import Any
 
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
@@ -23,7 +24,9 @@ DROP_BLOCK: dict[str, str] = {"prefix_mismatch_behavior": "drop_block"}
 class DropStaleThinking:
     """The agent's model asking for ``drop_block`` (Anthropic, thinking on)."""
 
-    def __init__(self) -> None:
+    def __init__(self, binds: Callable[[Any], bool] | None = None) -> None:
+        """``binds``: ask only for the models it says bind (None: for every one)."""
+        self._binds = binds
         self._last: tuple[Any, Any] | None = None
         self._lock = threading.Lock()
 
@@ -40,6 +43,7 @@ class DropStaleThinking:
             or thinking.get("type") == "disabled"
             or not hasattr(model, "betas")
             or not hasattr(model, "model_copy")
+            or (self._binds is not None and not self._binds(model))
         ):
             return model
         with self._lock:

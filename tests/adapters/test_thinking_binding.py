@@ -39,3 +39,20 @@ def test_without_the_option_or_without_thinking_the_model_is_sent_as_it_is():
     )
     assert sent_models(off, thinking)[0] is thinking
     assert sent_models(on, plain)[0] is plain
+
+
+def test_by_default_only_a_binding_model_asks_for_drop_block():
+    """A binding model's loop keeps a stale final-turn block: the API drops it."""
+    fable = ChatAnthropic(
+        model="claude-fable-5-1", api_key="x", thinking={"type": "adaptive"}
+    )  # type: ignore[call-arg]
+    opus = ChatAnthropic(model="claude-opus-5", api_key="x", thinking=THINKING)  # type: ignore[call-arg]
+    middleware = ContextGuardMiddleware(context_window=16_000)
+    [sent, _] = sent_models(middleware, fable)
+    payload = sent._get_request_payload([HumanMessage("Fix the bug.")])
+    assert payload["thinking"]["block_binding"] == DROP_BLOCK
+    assert sent_models(ContextGuardMiddleware(context_window=16_000), opus)[0] is opus
+    off = ContextGuardMiddleware(
+        context_window=16_000, provider_drops_stale_thinking=False
+    )
+    assert sent_models(off, fable)[0] is fable

@@ -91,3 +91,17 @@ def test_no_note_below_the_fractions() -> None:
 def _is_note(message: BaseMessage) -> bool:
     mark = message.additional_kwargs.get(MARKER_KEY) or {}
     return bool(mark.get("kind") == "usage_notice")
+
+
+def test_the_reported_usage_counts_the_note_sent() -> None:
+    """What the model got, note included: the note is among the ``notes``."""
+    model = ScriptedChatModel(messages=iter(["done"]))
+    agent = _agent(model, usage_notices=(0.1,), report_usage=True)
+    state = agent.invoke({"messages": HISTORY})
+    [sent] = model.received
+    assert _is_note(sent[-1])
+    usage = state["messages"][-1].response_metadata[USAGE_KEY]
+    counted = _guard().context_usage(sent)
+    assert usage["total"] == counted.total
+    assert usage["notes"] == counted.notes > 0
+    assert usage["messages"] == len(sent)
