@@ -34,6 +34,9 @@ if TYPE_CHECKING:
     from ._results import ResultArchive, make_result_reader, read_result
     from ._runnable import GuardRunnable, as_runnable
     from ._silent import note_silent_overflow as note_silent_overflow
+    from ._thinking_binding import (
+        drop_stale_thinking_model as drop_stale_thinking_model,
+    )
 
 __getattr__ = lazy_getattr(
     __name__,
@@ -50,6 +53,7 @@ __getattr__ = lazy_getattr(
         "aemit": "._callbacks",
         "emit": "._callbacks",
         "note_silent_overflow": "._silent",
+        "drop_stale_thinking_model": "._thinking_binding",
         "ProviderCompactionWarning": "._provider_compaction",
         "ContextGuardMiddleware": "._middleware",
         "GuardedAgentState": "._langgraph",

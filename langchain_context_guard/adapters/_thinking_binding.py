@@ -59,3 +59,15 @@ class DropStaleThinking:
             )
             self._last = (model, copy)
             return copy
+
+
+def drop_stale_thinking_model(model: Any) -> Any:
+    """``model``'s copy asking for ``drop_block``.
+
+    ``model`` itself where it asks already or cannot (not an Anthropic model
+    with thinking on).
+    """
+    thinking = getattr(model, "thinking", None)
+    if isinstance(thinking, dict) and thinking.get("block_binding") == DROP_BLOCK:
+        return model
+    return DropStaleThinking().model(model)

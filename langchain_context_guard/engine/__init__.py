@@ -15,6 +15,9 @@ incremental and cache-friendly; ``tests/engine/test_reference.py`` holds their
 output equal to the reference's.
 """
 
+# For the library's own subpackages, which meet the engine here (not public API).
+from ._binding import BINDING_MODELS as BINDING_MODELS
+from ._binding import is_binding_error as is_binding_error
 from ._context_usage import ContextUsage
 from ._context_usage import usage_notice as usage_notice
 from ._errors import (
@@ -26,8 +29,6 @@ from ._errors import (
     InvalidInputError,
     WindowTooSmallError,
 )
-
-# For the library's own subpackages, which meet the engine here (not public API).
 from ._errors import unknown_setting as unknown_setting
 from ._events import GuardEvent, GuardReport, PrepareResult
 from ._events import diff_event as diff_event

@@ -15,6 +15,12 @@ refused as too long with ``handler(request.override(messages=...))``, going down
 guard with ``ContextGuardMiddleware`` (listed first, so it runs outside) makes the
 limit learned from an error apply to every later call. The agent's state is not
 changed; only the retried request is.
+
+A refusal of a signed thinking block as "bound to a different conversation"
+teaches the guard that the model binds its blocks (``ContextGuard.learn_binding``:
+from then on it drops stale ones, and ``ContextGuardMiddleware`` asks for
+``drop_block``), and the call is retried once asking Anthropic to drop the
+stale block itself.
 """
 
 from __future__ import annotations
@@ -39,9 +45,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables.config import ensure_config
 from langgraph.errors import GraphBubbleUp
 
-from ..adapters import RequestInputs
+from ..adapters import RequestInputs, drop_stale_thinking_model
 from ..engine import ContextOverflowError as GuardOverflowError
-from ..engine import OverflowInfo
+from ..engine import OverflowInfo, is_binding_error
 from ._chain import (
     RecoveryChain,
     overflow_info,
@@ -120,6 +126,10 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             except GraphBubbleUp:
                 raise
             except Exception as exc:
+                rebound = self._rebound(request, current, exc)
+                if rebound is not None:
+                    current = rebound
+                    continue
                 info = overflow_info(exc)
                 if info is None:
                     raise
@@ -147,6 +157,10 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             except GraphBubbleUp:
                 raise
             except Exception as exc:
+                rebound = self._rebound(request, current, exc)
+                if rebound is not None:
+                    current = rebound
+                    continue
                 info = overflow_info(exc)
                 if info is None:
                     raise
@@ -163,6 +177,22 @@ class OverflowRecoveryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     def _model(self, request: ModelRequest[Any]) -> Any:
         return self.model if self.model is not None else request.model
+
+    def _rebound(
+        self, request: ModelRequest[Any], current: ModelRequest[Any], exc: Exception
+    ) -> ModelRequest[Any] | None:
+        """The retry of a call refused for a stale bound block, once; else None.
+
+        The guard learns that the model binds; the retry's model asks Anthropic
+        to drop the stale block (a model that cannot ask is not retried).
+        """
+        if not is_binding_error(exc):
+            return None
+        self.guard.learn_binding(self._model(request))
+        model = drop_stale_thinking_model(current.model)
+        if model is current.model:
+            return None  # already asking, or not a model that can
+        return current.override(model=model)
 
     def _step(
         self,

@@ -56,3 +56,34 @@ def test_by_default_only_a_binding_model_asks_for_drop_block():
         context_window=16_000, provider_drops_stale_thinking=False
     )
     assert sent_models(off, fable)[0] is fable
+
+
+def test_a_binding_refusal_teaches_the_guard_and_is_retried_with_drop_block():
+    from langchain.agents.middleware.types import ModelRequest, ModelResponse
+    from langchain_core.messages import AIMessage
+
+    from langchain_context_guard import ContextGuard, GuardPolicy
+    from langchain_context_guard.recovery import OverflowRecoveryMiddleware
+
+    refusal = (
+        "messages.1.content.0: Invalid `signature` in `thinking` block. The block "
+        "is bound to a different conversation. Remove the block, or set "
+        '`thinking.block_binding.prefix_mismatch_behavior` to "drop_block".'
+    )
+    model = ChatAnthropic(model="claude-opus-5", api_key="x", thinking=THINKING)  # type: ignore[call-arg]
+    guard = ContextGuard(GuardPolicy(context_window=16_000))
+    seen: list[object] = []
+
+    def handler(request: ModelRequest) -> ModelResponse:
+        seen.append(request.model)
+        if len(seen) == 1:
+            raise ValueError(refusal)
+        return ModelResponse(result=[AIMessage("ok")])
+
+    recovery = OverflowRecoveryMiddleware(guard)
+    assert not guard.binds(model)
+    request = ModelRequest(model=model, messages=[HumanMessage("Fix the bug.")])
+    recovery.wrap_model_call(request, handler)
+    assert guard.binds(model)  # remembered for this model
+    assert seen[0] is model and seen[1].thinking["block_binding"] == DROP_BLOCK
+    assert ContextGuardMiddleware(guard)._binds(model)  # the middleware asks too
