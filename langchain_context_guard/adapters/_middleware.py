@@ -301,12 +301,20 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return result.usage() if wanted else None
 
     def _noted(
-        self, result: PrepareResult, usage: ContextUsage | None
+        self,
+        request: ModelRequest[Any],
+        result: PrepareResult,
+        usage: ContextUsage | None,
     ) -> tuple[HumanMessage | None, ContextUsage | None]:
-        """The usage note this call sends, if any, and ``usage`` counting it."""
+        """The usage note this call sends, if any, and ``usage`` counting it.
+
+        None for a model that binds signed reasoning: the reply would be bound
+        to a prompt ending in a note the next call leaves out, so its block
+        would be stale on every later call.
+        """
         guard = self._guard_for(None)
         fractions = guard.policy.usage_notices
-        if usage is None or not fractions:
+        if usage is None or not fractions or self._binds(self._model(request)):
             return None, usage
         last = result.messages[-1] if result.messages else None
         note = usage_notice(usage, fractions, last)
@@ -348,7 +356,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> Result:
         """Prune the request, then call the model."""
         result, state = self._prepare(request)
-        note, usage = self._noted(result, self._usage(result))
+        note, usage = self._noted(request, result, self._usage(result))
         emit(result.report, source="middleware", usage=self._reported(usage))
         response = handler(self._apply(request, result, note))
         checked = warn_silent_overflow(
@@ -364,7 +372,7 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         """Async ``wrap_model_call``; the counting runs in an executor."""
         result, state = await run_in_executor(None, self._prepare, request)
         usage = await run_in_executor(None, self._usage, result)
-        note, usage = self._noted(result, usage)
+        note, usage = self._noted(request, result, usage)
         await aemit(result.report, source="middleware", usage=self._reported(usage))
         response = await handler(self._apply(request, result, note))
         checked = warn_silent_overflow(

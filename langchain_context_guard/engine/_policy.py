@@ -279,7 +279,9 @@ class GuardPolicy(BaseModel):
         (),
         description="Fractions of the window (e.g. (0.5, 0.75)) past which the "
         "middleware tells the model, in a note at the end of its prompt, how full "
-        "its context is. Empty (the default): no note.",
+        "its context is (not a model that binds signed reasoning: the next call "
+        "leaves the note out, which would make the reply's block stale). Empty "
+        "(the default): no note.",
     )
     usage_anchoring: bool = Field(
         True,

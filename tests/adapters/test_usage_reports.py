@@ -105,3 +105,14 @@ def test_the_reported_usage_counts_the_note_sent() -> None:
     assert usage["total"] == counted.total
     assert usage["notes"] == counted.notes > 0
     assert usage["messages"] == len(sent)
+
+
+def test_a_model_that_binds_its_thinking_gets_no_note() -> None:
+    """The next call leaves the note out: the reply's block would be stale."""
+    model = ScriptedChatModel(messages=iter(["done"]))
+    agent = _agent(model, usage_notices=(0.1,), report_usage=True, bound_thinking=True)
+    state = agent.invoke({"messages": HISTORY})
+    [sent] = model.received
+    assert not any(map(_is_note, sent))
+    usage = state["messages"][-1].response_metadata[USAGE_KEY]
+    assert usage["total"] == _guard().context_usage(sent).total
