@@ -14,7 +14,7 @@ from ._notices import Notices
 from ._policy import GuardPolicy
 from ._window import WindowInfo
 from .incremental._first_run import CallCounts, count_new
-from .incremental._produced import produced_prompt, rewritten_record
+from .incremental._produced import produced_for, rewritten_record
 from .incremental._read_history import update_known
 from .incremental._record import CallKey, Setting
 from .incremental._reuse import Limits
@@ -38,6 +38,8 @@ class Reader(Protocol):
     def _stables(self) -> MutableMapping[tuple[Any, ...], Sent]: ...
     @property
     def _ends(self) -> MutableMapping[tuple[Any, ...], Any]: ...
+    @property
+    def _unknown(self) -> MutableMapping[tuple[Any, ...], bool]: ...
 
     _clock: CacheClock
 
@@ -97,6 +99,8 @@ class Call:
     events: list[GuardEvent]
     cold: bool = False
     """More than ``cache_ttl_seconds`` passed since the conversation's last call."""
+    unknown: bool = False
+    """A record says the conversation was pruned out of sight (``_handover``)."""
 
     def scan(self) -> Scan:
         """The history's counts, as ``prune`` reads them."""
@@ -116,7 +120,7 @@ class Call:
             digest=digest_room(key.policy, key.budget),
             exact=exact,
             prime=self.prime,
-            produced=produced_prompt(self.sent, self.original)
+            produced=produced_for(self.sent, self.original, self.unknown)
             if key.policy.bound_thinking
             else None,
         )
@@ -177,9 +181,11 @@ def read_call(
     info, policy = guard.window(model), guard.policy_for(model)
     sent = guard._last_sent(original)
     stable = sent if policy.stable_prefix else None
+    unknown = False
     if sent is None and policy.bound_thinking and policy.enabled:
         with guard._lock:
             sent = rewritten_record(guard._stables, guard._ends, original)
+            unknown = bool(original) and conversation(original) in guard._unknown
     seen = None if known is None else known.size
     count, prime, counts = count_new(
         guard.counter, original, seen, stable is None, policy, info.tokens
@@ -215,4 +221,5 @@ def read_call(
         counts=counts,
         events=events,
         cold=_cold(guard._clock, original, sent_at) or cold,
+        unknown=unknown,
     )

@@ -101,6 +101,9 @@ class ContextGuard:
         # What was sent last, per conversation (keyed by its first message).
         self._stables: LRUCache[tuple[Any, ...], Sent] = LRUCache(_STABLE_MEMORY)
         self._ends: LRUCache[tuple[Any, ...], Any] = LRUCache(_STABLE_MEMORY)
+        # Conversations a record says were pruned by a guard this one cannot
+        # reproduce (``_handover``): their signed reasoning has no known prompt.
+        self._unknown: LRUCache[tuple[Any, ...], bool] = LRUCache(_STABLE_MEMORY)
         self._ratios: LRUCache[str, float] = LRUCache(_RATIO_MEMORY)
         self._tools: tuple[tuple[int, ...], list[Any], int] | None = None
         self._last = Known([], [], 0, -1, 0)
@@ -427,3 +430,5 @@ class ContextGuard:
         if self.policy.stable_prefix or self.policy.bound_thinking is not False:
             with self._lock:
                 keep_sent(self._stables, self._ends, sent)
+                if sent.source:  # its own prompt now: the one replies follow
+                    self._unknown.pop(conversation(sent.source), None)

@@ -21,8 +21,9 @@ from ._errors import BudgetExceededError
 from ._input import to_messages
 from ._tool_policy import last_tools, result_caps, supersede_keys, whole_tools
 from .incremental._digest_step import digest_step
-from .incremental._produced import produced_prompt, rewritten_record
+from .incremental._produced import produced_for, rewritten_record
 from .incremental._record import Setting
+from .incremental._stable_prefix import conversation
 from .incremental._steps import NONE, first_diff, opens_with_user
 from .incremental._trim_step import message_costs, trim_step
 from .passes._bound_thinking import drop_stale_thinking
@@ -193,11 +194,12 @@ def guard_setting(
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
     _, usage_at, usage_body = scan_history(original, guard.counter.count_message)
     gauge = guard._gauge(original, usage_at, usage_body, extra, model)
-    sent = None
+    sent, unknown = None, False
     if policy.bound_thinking:
         sent = guard._last_sent(original) or rewritten_record(
             guard._stables, guard._ends, original
         )
+        unknown = bool(original) and conversation(original) in guard._unknown
     return Setting(
         policy=policy,
         budget=budget,
@@ -206,7 +208,7 @@ def guard_setting(
         count=guard.counter.count_message,
         gauge=gauge,
         digest=digest_room(policy, budget),
-        produced=produced_prompt(sent, original),
+        produced=produced_for(sent, original, unknown),
     )
 
 

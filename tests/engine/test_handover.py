@@ -97,8 +97,8 @@ def test_records_are_small_and_json() -> None:
 
     records = _serve(ContextGuard(POLICY), _history(10))
     for record in records.values():
-        assert set(record) <= {"v", "base", "sent", "ratio"}
-        assert len(json.dumps(record)) < 80
+        assert set(record) <= {"v", "base", "sent", "ratio", "fp", "head"}
+        assert len(json.dumps(record)) < 140
     assert ContextGuard(POLICY).export_state([]) == {}
     ContextGuard(POLICY).restore_state(_history(2), {})  # nothing to do
 
@@ -163,7 +163,9 @@ JUNK_RECORDS = st.one_of(
     ),
 )
 BAD_FIELDS = {
-    "v": st.one_of(st.integers(min_value=3), st.just(0), st.text(max_size=3)),
+    "v": st.one_of(st.integers(min_value=4), st.just(0), st.text(max_size=3)),
+    "fp": st.one_of(st.text(max_size=3), st.integers(), st.just("G" * 16)),
+    "head": st.one_of(st.text(max_size=3), st.booleans(), st.just("0" * 17)),
     "sent": st.one_of(
         st.lists(st.integers(min_value=1, max_value=5), max_size=1),
         st.tuples(st.integers(max_value=0), st.booleans()),
@@ -250,16 +252,16 @@ def test_records_carry_their_version_and_other_versions_are_ignored(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     at = max(GOOD)
-    assert GOOD[at]["v"] == 1
-    legacy = {k: v for k, v in GOOD[at].items() if k != "v"}
+    assert GOOD[at]["v"] == 3  # a base: its fingerprint and head
+    legacy = {k: v for k, v in GOOD[at].items() if k not in {"v", "fp", "head"}}
     restored = ContextGuard(POLICY)
     restored.restore_state(STEP, {at: legacy})  # written before the key existed
     kept = restored.prepare(STEP)
     assert kept.messages != FRESH.messages  # the record was used
     future = ContextGuard(POLICY)
     with caplog.at_level(logging.DEBUG, logger="langchain_context_guard"):
-        future.restore_state(STEP, {at: {**GOOD[at], "v": 3}})
-    assert "handover record ignored (version 3" in caplog.text
+        future.restore_state(STEP, {at: {**GOOD[at], "v": 4}})
+    assert "handover record ignored (version 4" in caplog.text
     assert future.prepare(STEP).messages == FRESH.messages
 
 
@@ -302,12 +304,12 @@ def _timed(guard: ContextGuard, upto: int, cold_at: int) -> dict[int, Any]:
 
 def test_records_say_when_the_prompt_was_sent_and_if_the_cache_was_cold() -> None:
     records = _timed(ContextGuard(TIMED), 40, 38)
-    assert records[36] == {**records[36], "v": 2, "at": 36.0}
+    assert records[36] == {**records[36], "v": 3, "at": 36.0}
     assert "cold" not in records[36]
     assert records[38]["cold"] is True and records[40]["cold"] is True
     assert records[40]["base"] == 38 and records[40]["at"] == 940.0
     plain = _serve(ContextGuard(POLICY), _history(4))
-    assert all(r["v"] == 1 and "at" not in r for r in plain.values())
+    assert all(r["v"] in (1, 3) and "at" not in r for r in plain.values())
 
 
 def test_a_guard_taking_over_knows_when_the_cache_went_cold() -> None:

@@ -17,6 +17,16 @@ whether the prune at ``base`` was taken because the cache had expired
 (``cold``): the guard that takes the thread over knows when its cache was last
 warmed, and rebuilds a cold prune as deep.
 
+A record also names the policy and counter that pruned (``fp``) and the message
+its ``base`` ended at (``head``). A guard whose own differ does not rebuild that
+prompt: it would get another one, and trust signed reasoning the model never
+saw behind it (a worker with other settings; a history that
+``CompactionMiddleware`` rewrote since, so ``base`` points elsewhere). The
+conversation is then marked as pruned out of sight (``ContextGuard._unknown``):
+signed reasoning in it is held to no known prompt, so it goes (but for a
+running tool loop's final turn, ``_bound_thinking``) until the guard sends its
+own prompt.
+
 Records come back from checkpoints and replies that anyone may have edited,
 truncated or written with another version: they are untrusted input. Each is
 checked against the schema below (``checked_records``) and one that does not
@@ -26,8 +36,11 @@ record never raises and never inflates a count.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
+import re
 import threading
 from collections.abc import Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Protocol
@@ -42,19 +55,41 @@ from ._stable_prefix import Sent, conversation
 
 STATE_KEY = "context_guard"
 """Where the adapters keep the record in a reply's ``response_metadata``."""
-VERSION = 2
-"""The record's schema: ``{"v": 2, "sent": [tokens, whole], "base": index,
-"ratio": provider/our count, "at": seconds, "cold": bool}``, every key but
-``v`` optional. Version 1 has no ``at`` and ``cold``; a record without them is
-written as version 1, read by every release (a record without ``v`` is read as
-version 1, as written before the key existed)."""
+VERSION = 3
+"""The record's schema: ``{"v": 3, "sent": [tokens, whole], "base": index,
+"ratio": provider/our count, "at": seconds, "cold": bool, "fp": hex, "head":
+hex}``, every key but ``v`` optional. Version 2 has no ``fp`` and ``head``,
+version 1 no ``at`` and ``cold`` either; a record is written at the lowest
+version its keys allow (a record without ``v`` is read as version 1, as written
+before the key existed)."""
 MAX_TOKENS = 100_000_000
 """No prompt's count is larger: ten times the largest context window."""
 
 _KEYS = {
     1: frozenset({"v", "sent", "base", "ratio"}),
     2: frozenset({"v", "sent", "base", "ratio", "at", "cold"}),
+    3: frozenset({"v", "sent", "base", "ratio", "at", "cold", "fp", "head"}),
 }
+_HEX = re.compile(r"^[0-9a-f]{16}$")
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def policy_fingerprint(policy: GuardPolicy, counter: TokenCounter) -> str:
+    """What decides a pruning's output besides the history: settings and counter."""
+    name = getattr(counter, "name", None) or type(counter).__name__
+    return _digest(f"{policy.model_dump_json()}|{name}")
+
+
+def message_key(message: BaseMessage) -> str:
+    """A stable key of one message (the same in every process)."""
+    body = json.dumps(
+        [message.type, message.id, message.content], sort_keys=True, default=repr
+    )
+    return _digest(body)
+
 
 logger = logging.getLogger("langchain_context_guard")
 
@@ -65,6 +100,8 @@ def record(
     ratio: float | None,
     at: float | None = None,
     cold: bool = False,
+    fp: str | None = None,
+    head: str | None = None,
 ) -> dict[str, Any]:
     """The JSON record of one prepared prompt (keys only for what is known).
 
@@ -73,7 +110,8 @@ def record(
     ``ratio`` is the provider/our count ratio the guard carries after it: it
     decides between readings of the next reply's usage (``_anchor.make_gauge``).
     ``at``: when the prompt was sent; ``cold``: the prune at ``base`` was taken
-    because the cache had expired.
+    because the cache had expired. ``fp`` and ``head``: the pruning's
+    fingerprint and the key of the message at ``base - 1`` (the module docstring).
     """
     state: dict[str, Any] = {}
     if sent is not None:
@@ -86,7 +124,9 @@ def record(
         state["at"] = at
     if cold and base is not None:
         state["cold"] = True
-    version = VERSION if {"at", "cold"} & state.keys() else 1
+    if base is not None and fp is not None and head is not None:
+        state["fp"], state["head"] = fp, head
+    version = next(v for v, keys in _KEYS.items() if {"v", *state} <= keys)
     return {"v": version, **state} if state else state
 
 
@@ -133,6 +173,10 @@ def problem(state: object, at: int) -> str | None:
     cold = state.get("cold")
     if cold is not None and (type(cold) is not bool or base is None):
         return "'cold' is not a bool beside a 'base'"
+    for key in ("fp", "head"):
+        value = state.get(key)
+        if value is not None and not (isinstance(value, str) and _HEX.match(value)):
+            return f"'{key}' is not 16 hex digits"
     return None
 
 
@@ -263,6 +307,21 @@ def latest_base(states: Mapping[int, Mapping[str, Any]]) -> tuple[int, int] | No
     return last, base
 
 
+def rebuildable(
+    guard: _Guard, original: list[BaseMessage], state: Mapping[str, Any], base: int
+) -> bool:
+    """Whether pruning ``original[:base]`` again gives the prompt ``state`` names.
+
+    Not when the record was pruned with another fingerprint, or its ``base``
+    ended at another message (the history was rewritten since). A record
+    without them (an earlier release's) is taken as it was.
+    """
+    fp, head = state.get("fp"), state.get("head")
+    if fp is not None and fp != policy_fingerprint(guard.policy, guard.counter):
+        return False
+    return head is None or head == message_key(original[base - 1])
+
+
 def stale(mine: Sent | None, original: list[BaseMessage], last: int, base: int) -> bool:
     """Whether the prompt a guard holds is not the one the records describe."""
     if mine is None or mine.base != base:
@@ -287,6 +346,8 @@ class _Guard(Protocol):
     def _ratios(self) -> MutableMapping[str, float]: ...
     @property
     def _clock(self) -> CacheClock: ...
+    @property
+    def _unknown(self) -> MutableMapping[tuple[Any, ...], bool]: ...
 
     def _name(self, model: Any) -> str: ...
 
@@ -318,7 +379,10 @@ def export_state(
     base = sent.base if sent and kept else None
     sent_at = guard._clock.last(conversation(original)) if original else None
     ratio = guard._ratios.get(guard._name(model))
-    return record(hit or None, base, ratio, sent_at, bool(sent and sent.cold))
+    fp = policy_fingerprint(guard.policy, guard.counter)
+    head = message_key(original[base - 1]) if base else None
+    cold = bool(sent and sent.cold)
+    return record(hit or None, base, ratio, sent_at, cold, fp=fp, head=head)
 
 
 def restore_state(
@@ -339,10 +403,14 @@ def restore_state(
     if latest and stale(guard._last_sent(original), original, *latest):
         with guard._lock:
             guard._stables.pop(conversation(original), None)
-        set_ratio(guard._ratios, name, ratio_before(states, latest[1]))
-        cold = bool(states[latest[0]].get("cold"))
-        with guard._calls:  # as ``prepare``, cold as the call that pruned
-            guard._prepare(original[: latest[1]], tools, model, None, None, cold)
+        if not rebuildable(guard, original, states[latest[0]], latest[1]):
+            with guard._lock:  # pruned out of sight: no prompt to hold blocks to
+                guard._unknown[conversation(original)] = True
+        else:
+            set_ratio(guard._ratios, name, ratio_before(states, latest[1]))
+            cold = bool(states[latest[0]].get("cold"))
+            with guard._calls:  # as ``prepare``, cold as the call that pruned
+                guard._prepare(original[: latest[1]], tools, model, None, None, cold)
     if last:
         set_ratio(guard._ratios, name, states[last].get("ratio"))
         sent_at = states[last].get("at")

@@ -59,6 +59,20 @@ def produced_prompt(
     return drop_before_compaction(prompt) if compacted else prompt
 
 
+def produced_for(
+    sent: Sent | None, history: list[BaseMessage], unknown: bool
+) -> list[BaseMessage] | None:
+    """``produced_prompt``, or no prompt at all for a conversation pruned out of sight.
+
+    ``unknown``: a handover record says another guard pruned it in a way this
+    one cannot reproduce (``_handover``); with no record of its own, no signed
+    block has a known prefix (an empty prompt: every one of them is stale).
+    """
+    if sent is None and unknown:
+        return []
+    return produced_prompt(sent, history)
+
+
 def shaped_output(
     steps: Sequence[Step], sent: list[BaseMessage], closing: int
 ) -> list[BaseMessage]:
