@@ -108,12 +108,12 @@ def _without_call_blocks(
     return out
 
 
-def _first_per_id(items: list[Any], is_call: Callable[[Any], bool]) -> list[Any]:
+def _first_per_id(items: list[Any], key_of: Callable[[Any], object]) -> list[Any]:
     """``items`` without a call whose id an earlier call in it has."""
     seen: set[str] = set()
     out: list[Any] = []
     for item in items:
-        key = item.get("id") if is_call(item) else None
+        key = key_of(item)
         if isinstance(key, str) and key:
             if key in seen:
                 continue
@@ -122,26 +122,33 @@ def _first_per_id(items: list[Any], is_call: Callable[[Any], bool]) -> list[Any]
     return out
 
 
-def _is_block_call(block: Any) -> bool:
-    return isinstance(block, dict) and block.get("type") in {"tool_use", "tool_call"}
+def _block_call_id(block: Any) -> object:
+    """The call id of a content block that is a call (None for other blocks)."""
+    if not isinstance(block, dict):
+        return None
+    kind = block.get("type")
+    if kind in {"tool_use", "tool_call"}:
+        return block.get("id")
+    return block.get("call_id") if kind == "function_call" else None
+
+
+def _raw_call_id(call: Any) -> object:
+    return call.get("id") if isinstance(call, dict) else None
 
 
 def first_calls(message: AIMessage) -> AIMessage:
     """``message`` with each repeated tool-call id kept once (the first).
 
-    In ``tool_calls``, Anthropic ``tool_use`` content blocks and the raw
-    ``additional_kwargs["tool_calls"]``: providers reject a request that repeats
-    a call id. ``message`` itself when no id repeats.
+    In ``tool_calls``, Anthropic ``tool_use`` and Responses ``function_call``
+    content blocks and the raw ``additional_kwargs["tool_calls"]``: providers
+    reject a request that repeats a call id. ``message`` itself when no id
+    repeats.
     """
     content: Any = message.content
-    blocks = _first_per_id(content, _is_block_call) if isinstance(content, list) else []
+    blocks = _first_per_id(content, _block_call_id) if isinstance(content, list) else []
     raw = message.additional_kwargs.get("tool_calls")
-    raw_kept = (
-        _first_per_id(raw, lambda c: isinstance(c, dict))
-        if isinstance(raw, list)
-        else []
-    )
-    calls = _first_per_id(message.tool_calls, lambda c: True)
+    raw_kept = _first_per_id(raw, _raw_call_id) if isinstance(raw, list) else []
+    calls = _first_per_id(message.tool_calls, _raw_call_id)
     if (
         len(calls) == len(message.tool_calls)
         and (not isinstance(content, list) or len(blocks) == len(content))

@@ -15,6 +15,12 @@
 - Gemini (``generateContent``, "function calling"): a function-call turn comes
   right after a user turn or a function-response turn, and the next turn answers
   it with as many function responses; no empty parts or empty text.
+- OpenAI Responses ("reasoning", "function calling"): a ``reasoning`` item is
+  followed by an item produced with it; a ``message`` or ``function_call`` item
+  that keeps its id has its reasoning item before it; every ``function_call`` is
+  answered by one ``function_call_output`` with its ``call_id``, and no output
+  comes without its call. Items of one reply share the suffix of their ids
+  (``rs_a3``, ``msg_a3``, ``fc_a3-0``), as the generated histories name them.
 
 ``histories`` is a hypothesis strategy of messy agent histories (orphans,
 duplicates, invalid tool calls, empty content, thinking blocks, an assistant
@@ -59,6 +65,53 @@ def _gemini() -> Any:
     from langchain_google_genai import ChatGoogleGenerativeAI
 
     return ChatGoogleGenerativeAI(model="gemini-2.5-pro", api_key="x")
+
+
+@functools.cache
+def _responses() -> Any:
+    from langchain_openai import ChatOpenAI
+
+    return ChatOpenAI(
+        model="o4-mini", api_key="x", use_responses_api=True, output_version="v0"
+    )  # type: ignore[arg-type]
+
+
+def responses_payload(messages: Sequence[BaseMessage]) -> Payload:
+    """The Responses API body ``ChatOpenAI(use_responses_api=True)`` would send."""
+    return dict(_responses()._get_request_payload(list(messages)))
+
+
+def _reply_of(item_id: str) -> str:
+    """The reply an item id names: ``a3`` of ``rs_a3``, ``msg_a3``, ``fc_a3-0``."""
+    return item_id.partition("_")[2].partition("-")[0]
+
+
+def responses_violations(payload: Payload) -> list[str]:
+    """Breaches of the Responses API's reasoning and function-call rules."""
+    out: list[str] = []
+    items = payload["input"]
+    seen: set[str] = set()
+    open_calls: list[str] = []
+    for i, item in enumerate(items):
+        kind, item_id = item.get("type"), str(item.get("id") or "")
+        if kind == "reasoning":
+            nxt = items[i + 1] if i + 1 < len(items) else {}
+            if _reply_of(str(nxt.get("id") or "")) != _reply_of(item_id):
+                out.append(f"[{i}] {item_id}: reasoning without its following item")
+            seen.add(_reply_of(item_id))
+        elif item_id[:4] in {"msg_", "fc_a"} and _reply_of(item_id) not in seen:
+            out.append(f"[{i}] {item_id}: without its required reasoning item")
+        if kind == "function_call":
+            if item["call_id"] in open_calls:
+                out.append(f"[{i}] call {item['call_id']} made twice")
+            open_calls.append(item["call_id"])
+        elif kind == "function_call_output":
+            if item["call_id"] not in open_calls:
+                out.append(f"[{i}] output for no call {item['call_id']}")
+            else:
+                open_calls.remove(item["call_id"])
+    out += [f"[end] no output for call {c}" for c in open_calls]
+    return out
 
 
 def openai_payload(messages: Sequence[BaseMessage]) -> Payload:
@@ -213,6 +266,7 @@ PROVIDERS: dict[str, tuple[Callable[..., Payload], Callable[[Payload], list[str]
     "openai": (openai_payload, openai_violations),
     "anthropic": (anthropic_payload, anthropic_violations),
     "gemini": (gemini_payload, gemini_violations),
+    "responses": (responses_payload, responses_violations),
 }
 """Provider name: (request builder, checker)."""
 
@@ -242,6 +296,43 @@ def _content(draw: Any, text: str) -> Any:
     if shape == "empty-block":
         return [{"type": "text", "text": ""}, {"type": "text", "text": text}]
     return [THINKING, {"type": "text", "text": text}]
+
+
+def _ai_content(
+    draw: Any, text: str, name: str, calls: list[dict[str, Any]]
+) -> tuple[Any, dict[str, Any]]:
+    """A reply's content and metadata as one of the providers' clients keeps it.
+
+    Besides ``_content``'s shapes: an OpenAI Responses reply (a reasoning item,
+    its message and its function calls, ids sharing the reply's name) and a
+    Gemini reply (thought signatures per call id, the raw ``function_call``).
+    """
+    shape = draw(st.sampled_from(["plain", "plain", "responses", "gemini"]))
+    if shape == "responses":
+        blocks: list[Any] = [
+            {"type": "reasoning", "id": f"rs_{name}", "summary": []},
+            {"type": "text", "text": text, "id": f"msg_{name}"},
+        ]
+        blocks += [
+            {
+                "type": "function_call",
+                "id": f"fc_{name}-{j}",
+                "call_id": c["id"],
+                "name": c["name"],
+                "arguments": "{}",
+            }
+            for j, c in enumerate(calls)
+        ]
+        return blocks, {}
+    if shape == "gemini" and calls:
+        signatures = {c["id"]: "c2lnCg==" for c in calls}
+        raw = {"name": calls[0]["name"], "arguments": "{}"}
+        kwargs = {
+            "__gemini_function_call_thought_signatures__": signatures,
+            "function_call": raw,
+        }
+        return _content(draw, text), kwargs
+    return _content(draw, text), {}
 
 
 @st.composite
@@ -279,11 +370,13 @@ def histories(draw: Any, *, adjacent: bool = False) -> list[BaseMessage]:  # noq
             invalid = [
                 {"name": "bash", "args": "{oops", "id": f"bad{k}", "error": "json"}
             ]
+        content, kwargs = _ai_content(draw, draw(TEXTS), f"a{k}", calls)
         out.append(
             AIMessage(
-                _content(draw, draw(TEXTS)),
+                content,
                 tool_calls=calls,
                 invalid_tool_calls=invalid,
+                additional_kwargs=kwargs,
                 id=f"a{k}",
             )
         )

@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import pytest
@@ -20,7 +19,12 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_context_guard import ContextGuard, GuardPolicy
 from tests.engine._support import call, lines, result
-from tests.providers._support import anthropic_payload, gemini_payload
+from tests.providers._support import (
+    anthropic_payload,
+    gemini_payload,
+    responses_payload,
+    responses_violations,
+)
 
 Payload = dict[str, Any]
 
@@ -74,43 +78,6 @@ def test_binding_follows_the_model_table_and_what_a_provider_said():
 
 
 # -- OpenAI Responses ---------------------------------------------------------------
-
-
-@functools.cache
-def _responses() -> Any:
-    from langchain_openai import ChatOpenAI
-
-    return ChatOpenAI(
-        model="o4-mini", api_key="x", use_responses_api=True, output_version="v0"
-    )  # type: ignore[arg-type]
-
-
-def responses_payload(messages: list[BaseMessage]) -> Payload:
-    """The Responses API body ``ChatOpenAI(use_responses_api=True)`` would send."""
-    return dict(_responses()._get_request_payload(messages))
-
-
-def responses_violations(payload: Payload) -> list[str]:
-    """Reasoning-item rules, for items named ``rs_k``, ``msg_k``, ``fc_k``.
-
-    Items of one reply share their suffix: a reasoning item must be followed by
-    an item of its reply, and an item that keeps its id must have its reply's
-    reasoning item before it.
-    """
-    out: list[str] = []
-    items = payload["input"]
-    seen: set[str] = set()
-    for i, item in enumerate(items):
-        item_id = str(item.get("id") or "")
-        step = item_id.partition("_")[2]
-        if item.get("type") == "reasoning":
-            nxt = items[i + 1] if i + 1 < len(items) else {}
-            if str(nxt.get("id") or "").partition("_")[2] != step:
-                out.append(f"{item_id}: reasoning without its following item")
-            seen.add(step)
-        elif item_id[:3] in {"msg", "fc_"} and step not in seen:
-            out.append(f"{item_id}: provided without its required reasoning item")
-    return out
 
 
 def _responses_turn(k: int, size: int = 400) -> list[BaseMessage]:
