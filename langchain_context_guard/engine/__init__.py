@@ -36,6 +36,7 @@ from ._events import log_event as log_event
 from ._guard import ContextGuard
 from ._input import to_messages as to_messages
 from ._messages import MARKER_KEY
+from ._messages import final_tool_turn as final_tool_turn
 from ._messages import is_summary as is_summary
 from ._messages import is_user as is_user
 from ._messages import kept_whole as kept_whole

@@ -26,7 +26,7 @@ from .incremental._record import Setting
 from .incremental._stable_prefix import conversation
 from .incremental._steps import NONE, first_diff, opens_with_user
 from .incremental._trim_step import message_costs, trim_step
-from .passes._bound_thinking import drop_stale_thinking
+from .passes._bound_thinking import drop_stale_thinking, keep_final_thinking
 from .passes._compress import (
     compress_floor,
     compress_old_tool_results,
@@ -154,7 +154,9 @@ def reference_prepare(
     budget (``_cost_model``), not to the budget: ``reference_prepare`` describes the
     ``stable_prefix=False`` policy exactly, and a pruning's depth with
     ``budget`` replaced by that depth. The last try, when the calls of
-    ``drop_last`` tools do not all fit, drops them like the rest.
+    ``drop_last`` tools do not all fit, drops them like the rest. For a model
+    that binds signed reasoning, the running tool loop's final turn is sent with
+    the blocks it opened with (``keep_final_thinking``).
     """
     setting = guard_setting(
         guard, messages, tools=tools, model=model, session_kind=session_kind
@@ -167,12 +169,18 @@ def reference_prepare(
         tries.append(replace(setting, digest=0))
     if last_tools(setting.policy):
         tries.append(replace(tries[-1], hold=False))
+    sent = None
     for attempt in tries[:-1]:
         try:
-            return reference_prune(original, attempt)
+            sent = reference_prune(original, attempt)
+            break
         except BudgetExceededError:
             pass
-    return reference_prune(original, tries[-1])
+    if sent is None:
+        sent = reference_prune(original, tries[-1])
+    if setting.policy.bound_thinking:
+        sent = keep_final_thinking(sent, original)
+    return sent
 
 
 def guard_setting(

@@ -343,7 +343,7 @@ def replay(
     ``signed_thinking``: give every assistant message a signed thinking block
     and count, per strategy, the calls that keep one, drop one, and would be
     rejected by a model that binds each block to the prompt that produced it
-    (``_signed``).
+    (``_signed``); the guards then hold signed reasoning to its prefix.
     """
     clock = _Clock(cache_ttl, gaps or GapModel())
     counter = TiktokenCounter()
@@ -352,7 +352,12 @@ def replay(
     for window in windows:
         res = default_reserve(window) if reserve is None else reserve
         built = make_strategies(
-            strategies, window, res, counter=counter, guard_variants=guard_variants
+            strategies,
+            window,
+            res,
+            counter=counter,
+            guard_variants=guard_variants,
+            binding=signed_thinking,
         )
         setups += [
             (s, Tally(s.name, window, res, s.counter, signed=signed_thinking))

@@ -7,7 +7,13 @@ gives every assistant message of a transcript such a block (its text and
 signature derived from the message, so the same on every run), and ``Binding``
 checks each prompt a strategy sends: the prompt of call ``k`` produced the
 assistant message ``k``, so a block it keeps must sit behind exactly that
-prompt again.
+prompt again. A stale block in a running tool loop's final turn is the one
+exception: every Claude model requires that turn to start with its block, so
+no strategy may drop it, and the API drops it when asked (``drop_block``, as
+``ContextGuardMiddleware`` asks for binding models); such a call counts as one
+that drops a block, not as rejected, and the reply is taken as produced behind
+the prompt the model read, without that block (our reading: the API binds a
+reply to what its model saw).
 """
 
 from __future__ import annotations
@@ -19,6 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
+
+from ..engine import final_tool_turn
 
 _PREFIX = "replay-"
 
@@ -78,6 +86,8 @@ class Binding:
         """Whether call ``k``'s prompt keeps a block, drops one, has a stale one."""
         keys = [self._key(m) for m in sent]
         kept = dropped = rejected = False
+        final = final_tool_turn(sent)
+        stale_final: list[Any] = []
         for i, message in enumerate(sent):
             if not isinstance(message, AIMessage):
                 continue
@@ -91,9 +101,18 @@ class Binding:
             for at, reply in enumerate(replies):
                 if reply is None:
                     continue
-                kept = True
                 prefix = keys[:i] + ([_blocks(content[:at])] if at else [])
-                rejected = rejected or prefix != self.produced.get(reply)
+                stale = prefix != self.produced.get(reply)
+                if stale and i == final:
+                    dropped = True  # the API's to drop (drop_block)
+                    stale_final.append(content[at])
+                    continue
+                kept = True
+                rejected = rejected or stale
+        if stale_final:  # the prompt as the model read it
+            message = sent[final]
+            content = [b for b in message.content if b not in stale_final]
+            keys[final] = _key(message.model_copy(update={"content": content}))
         self.produced[k] = keys
         return kept, dropped, rejected
 

@@ -286,12 +286,15 @@ def make_strategies(
     *,
     counter: TiktokenCounter,
     guard_variants: dict[str, dict[str, Any]] | None = None,
+    binding: bool = False,
 ) -> list[Strategy]:
     """Build the named strategies for one window (budget = window - reserve).
 
     ``guard_variants`` maps extra names to ``GuardPolicy`` settings, so several
     policies of ours can be compared in one run (``"guard"`` uses the defaults);
     ``"compaction": True`` adds the ``Compactor``, with ``"summary_mode"``.
+    ``binding``: the replayed model binds signed reasoning to its prefix, so the
+    guards hold it there (``bound_thinking``) unless a variant says otherwise.
     """
     budget = window - reserve
     variants: dict[str, dict[str, Any]] = {
@@ -314,6 +317,7 @@ def make_strategies(
             options: dict[str, Any] = {
                 "context_window": window,
                 "reserve_tokens": reserve,
+                **({"bound_thinking": True} if binding else {}),
                 **variants[name],
             }
             compaction = bool(options.pop("compaction", False))

@@ -31,8 +31,32 @@ def _seal(payload: Payload, upto: int, before: list[Any]) -> str:
     return hashlib.sha256(json.dumps(prefix, sort_keys=True).encode()).hexdigest()
 
 
+def _as_read(payload: Payload) -> Payload:
+    """``payload`` less the stale blocks of a running loop's final turn, which
+    the API drops (``drop_block``): our reading is that a reply is bound to what
+    its model saw."""
+    messages = payload["messages"]
+    final = _final_tool_turn(messages)
+    if final == len(messages):
+        return payload
+    content = messages[final]["content"]
+    kept = [
+        b
+        for t, b in enumerate(content)
+        if b.get("type") not in SIGNED
+        or (b.get("signature") or b.get("data")) == _seal(payload, final, content[:t])
+    ]
+    if len(kept) == len(content):
+        return payload
+    out = list(messages)
+    out[final] = {**messages[final], "content": kept}
+    return {**payload, "messages": out}
+
+
 def _reply(k: int, payload: Payload, kinds: tuple[str, ...]) -> AIMessage:
-    """The model's reply to ``payload``: blocks of ``kinds``, then a tool call."""
+    """The model's reply to ``payload`` as it read it: blocks of ``kinds``, then
+    a tool call."""
+    payload = _as_read(payload)
     upto = len(payload["messages"])
     blocks: list[dict[str, Any]] = []
     for kind in kinds:
@@ -61,15 +85,12 @@ def _final_tool_turn(messages: list[Payload]) -> int:
     return len(messages) - 2 if answers else len(messages)
 
 
-def _check(
-    payload: Payload, compactions: dict[str, dict[str, Any]], left: set[str]
-) -> bool:
+def _check(payload: Payload, compactions: dict[str, dict[str, Any]]) -> bool:
     """Assert every signed block sits behind its own prefix.
 
     But in a running tool loop's final turn, which must start with its block on
     every Claude model: a stale one there is the provider's to drop
-    (``drop_block``), and stays left to it (``left``). Returns whether the last
-    reply sent kept one.
+    (``drop_block``). Returns whether the last reply sent kept one.
     """
     kept = False
     final = _final_tool_turn(payload["messages"])
@@ -81,9 +102,7 @@ def _check(
             if block.get("type") in SIGNED:
                 seal = block.get("signature") or block.get("data")
                 if seal != _seal(payload, j, content[:t]):
-                    if j == final:
-                        left.add(seal)
-                    assert seal in left, (j, t)
+                    assert j == final, (j, t)  # a stale final turn's: drop_block's
             elif block.get("type") == "compaction":
                 assert block == compactions[block["content"]]
         if message["role"] == "assistant":
@@ -98,12 +117,11 @@ def _run(guard: ContextGuard, turns: list[tuple[tuple[str, ...], int]]) -> list[
     """
     history: list[BaseMessage] = agent_history(0)
     compactions: dict[str, dict[str, Any]] = {}
-    left: set[str] = set()
     kept = []
     for k, (kinds, size) in enumerate(turns):
         payload = anthropic_payload(guard.prepare(history).messages)
         assert anthropic_violations(payload) == []
-        kept.append(_check(payload, compactions, left))
+        kept.append(_check(payload, compactions))
         reply = _reply(k, payload, kinds)
         history = [*history, reply]
         for block in reply.content:

@@ -73,12 +73,14 @@ def produced_for(
     return produced_prompt(sent, history)
 
 
-def shaped_output(
-    steps: Sequence[Step], sent: list[BaseMessage], closing: int
-) -> list[BaseMessage]:
-    """``sent`` as the passes left it before hygiene, less the ``closing`` results."""
-    shaped = steps[-1].source if steps and steps[-1].kind == "hygiene" else sent
-    return shaped[: len(shaped) - closing] if closing else shaped
+def shaped_output(steps: Sequence[Step], sent: list[BaseMessage]) -> list[BaseMessage]:
+    """``sent`` as the passes left it before hygiene.
+
+    With the stand-in results closing open calls: they are not kept for the
+    next call (the real ones may follow), but the reply to this prompt was
+    produced behind them.
+    """
+    return steps[-1].source if steps and steps[-1].kind == "hygiene" else sent
 
 
 def pruned_record(
@@ -101,7 +103,7 @@ def pruned_record(
     if closing:
         del kept[-closing:]
     body = run.body - sum(map(count, sent[len(kept) :]))
-    shaped = shaped_output(run.steps, sent, closing)
+    shaped = shaped_output(run.steps, sent)
     return Sent.of(key, given, kept, body, size=size, cold=cold, shaped=shaped)
 
 

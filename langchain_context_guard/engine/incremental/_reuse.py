@@ -151,6 +151,6 @@ def reuse_prompt(
             base=stable.base,
             size=len(original),
             cold=stable.cold,
-            shaped=appended.shaped,
+            shaped=None if appended.shaped is None else [*appended.shaped, *closing],
         ),
     )

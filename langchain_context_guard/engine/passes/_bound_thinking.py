@@ -23,12 +23,14 @@ ones an edit made stale. The message keeps its text and tool calls; one left
 with nothing goes at hygiene. Where the prompt is what was sent plus the new
 messages, nothing is done.
 
-A running tool loop's final assistant message (``final_tool_turn``) keeps its
-blocks: every Claude model with thinking on requires it to start with its
-thinking block, so dropping it is refused whatever the binding. A stale block
-there is the provider's to drop: the middleware asks binding models for
-``prefix_mismatch_behavior="drop_block"`` (``_thinking_binding``). Blocks
-before it may go: only the final turn needs one.
+A running tool loop's final assistant message is the one exception, applied to
+what is sent and never to what is recorded (``keep_final_thinking``, after
+every pass): every Claude model with thinking on requires it to start with its
+thinking block, so the blocks this pass took from it are put back, and a stale
+one is the provider's to drop (the middleware asks binding models for
+``prefix_mismatch_behavior="drop_block"``, ``_thinking_binding``). The record of
+the prompt lacks them, as the provider read it, so on the next call the block,
+no longer final, goes like any other stale one.
 """
 
 from __future__ import annotations
@@ -77,7 +79,7 @@ def drop_stale_thinking(
         d += 1
     out: list[BaseMessage] | None = None
     following = True
-    for i in range(d, final_tool_turn(sent)):
+    for i in range(d, len(sent)):
         message = sent[i]
         if following:
             was = produced[i] if i < len(produced) else None
@@ -125,3 +127,44 @@ def _edited_in_place(message: BaseMessage, was: BaseMessage | None) -> BaseMessa
     if not any(map(is_signed, content[same:])):
         return message
     return _unsigned(message, same)
+
+
+def keep_final_thinking(
+    sent: list[BaseMessage], history: Sequence[BaseMessage]
+) -> list[BaseMessage]:
+    """``sent`` with a running tool loop's final turn opening with its blocks.
+
+    Where that turn does not open with a signed block, the ones the same reply
+    (by id) opens with in ``history`` are put back in front (the binding check
+    or a join took them). The same list when the turn opens with one already
+    (its own, or a turn's joined in front of it, which the guard holds valid).
+    """
+    final = final_tool_turn(sent)
+    message = sent[final] if final < len(sent) else None
+    if not isinstance(message, AIMessage) or message.id is None:
+        return sent
+    source = next((m for m in reversed(history) if m.id == message.id), None)
+    if not isinstance(source, AIMessage) or not isinstance(source.content, list):
+        return sent
+    leading = []
+    for block in source.content:
+        if not is_signed(block):
+            break
+        leading.append(block)
+    content: Any = message.content
+    if not leading or (isinstance(content, list) and content and is_signed(content[0])):
+        return sent
+    rest = [b for b in _as_list(content) if b not in leading]
+    out = list(sent)
+    out[final] = memo_rewrite(
+        message,
+        ("final_thinking", id(source)),
+        lambda m: m.model_copy(update={"content": [*leading, *rest]}),
+    )
+    return out
+
+
+def _as_list(content: Any) -> list[Any]:
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    return list(content)

@@ -223,15 +223,13 @@ def join_turns(
     messages it stands for. With ``bound`` (the model binds signed reasoning to
     its prefix), ``second``'s signed reasoning goes when ``first`` says
     anything: moved in front of it, the block no longer follows the prefix that
-    produced it (``_bound_thinking``). Not when ``second`` calls tools: it may
-    be a running tool loop's final turn, which must start with its block on
-    every Claude model; a stale one there is the provider's to drop
-    (``drop_block``).
+    produced it (``_bound_thinking``); a running tool loop's final turn gets it
+    back when it is sent (``keep_final_thinking``).
     The same two messages always give an equal message, so a prompt that sends
     it again is byte-identical; its text is the history's (not the guard's).
     """
     earlier, later = _as_blocks(first.content), _as_blocks(second.content)
-    if bound and not second.tool_calls and not all(map(_is_reasoning, earlier)):
+    if bound and not all(map(_is_reasoning, earlier)):
         later = [b for b in later if not is_signed(b)]
     blocks = [*earlier, *later]
     leading = [b for b in blocks if _leads(b)]
