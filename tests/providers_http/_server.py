@@ -32,6 +32,8 @@ from typing import Any, Literal
 
 from . import _replies as replies
 from . import _rules as rules
+from . import _rules_anthropic as thinking
+from . import _rules_names as names
 from ._rules import Body, Refusal
 
 Provider = Literal["openai", "anthropic"]
@@ -56,6 +58,8 @@ class Exchange:
     """The ``anthropic-beta`` header."""
     compacted: bool = False
     """Answered with a ``compaction`` block (server-side compaction)."""
+    dropped: tuple[thinking.Stale, ...] = ()
+    """Stale thinking blocks a binding model dropped (``drop_block``)."""
 
 
 @dataclass
@@ -104,6 +108,8 @@ class ProviderServer:
         self.exchanges: list[Exchange] = []
         self._accepted = 0
         self._cache = _Cache()
+        self.ledger = thinking.Ledger()
+        """The thinking blocks this server signed (Anthropic)."""
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._http.provider = self  # type: ignore[attr-defined]
@@ -141,11 +147,19 @@ class ProviderServer:
     ) -> tuple[int, bytes, bool]:
         """Status, body and whether it is an event stream, for one request."""
         with self._lock:
+            refusal, dropped = self._refusal(provider, body, betas)
+            read = thinking.without(body, dropped) if dropped else body
             count = (
                 rules.openai_tokens if provider == "openai" else rules.anthropic_tokens
             )
-            prompt = count(body, self.multiplier)
-            refusal = self._refusal(provider, body, prompt, betas)
+            prompt = count(read, self.multiplier)
+            if refusal is None and prompt > self.limit:
+                too_long = (
+                    rules.openai_too_long
+                    if provider == "openai"
+                    else rules.anthropic_too_long
+                )
+                refusal = too_long(prompt, self.limit)
             if refusal is not None:
                 self.exchanges.append(
                     Exchange(
@@ -167,7 +181,9 @@ class ProviderServer:
             )
             compacted = trigger is not None and prompt >= trigger
             step = replies.Step(index, tool, compacted)
-            usage = self._usage(provider, body, prompt, step)
+            if provider == "anthropic" and thinking.thinking_on(body):
+                step = self._signed(body, step)
+            usage = self._usage(provider, read, prompt, step)
             self.exchanges.append(
                 Exchange(
                     provider,
@@ -178,26 +194,43 @@ class ProviderServer:
                     usage=usage,
                     betas=betas,
                     compacted=compacted,
+                    dropped=tuple(dropped),
                 )
             )
-        payload, stream = _reply(provider, body, step, usage)
+        payload, stream = _reply(provider, body, step, usage, dropped)
         return 200, payload, stream
 
+    def _signed(self, body: Body, step: replies.Step) -> replies.Step:
+        """``step`` with its thinking block signed behind the request's prefix."""
+        before = replies.anthropic_content(step)[: int(step.compacted)]
+        reply = {"role": "assistant", "content": before}
+        messages = [*body["messages"], reply]
+        prefix = thinking.prefix_of(
+            {**body, "messages": messages}, len(messages) - 1, len(before)
+        )
+        unsigned = replies.Step(step.index, step.tool, step.compacted)
+        signature = self.ledger.sign(
+            unsigned.thought, prefix, str(body.get("model", ""))
+        )
+        return replies.Step(step.index, step.tool, step.compacted, signature)
+
     def _refusal(
-        self, provider: Provider, body: Body, prompt: int, betas: str
-    ) -> Refusal | None:
-        if provider == "anthropic" and rules.compaction_trigger(body) is not None:
-            if "compact-2026-01-12" not in betas.split(","):
-                return rules.anthropic_beta_missing("compact-2026-01-12")
+        self, provider: Provider, body: Body, betas: str
+    ) -> tuple[Refusal | None, list[thinking.Stale]]:
+        """The first rule ``body`` breaks, and the stale blocks to drop."""
         if provider == "openai":
-            broken = rules.openai_violation(body)
-            too_long = rules.openai_too_long
-        else:
-            broken = rules.anthropic_violation(body)
-            too_long = rules.anthropic_too_long
+            broken = rules.openai_violation(body) or names.openai_violation(body)
+            return broken, []
+        if rules.compaction_trigger(body) is not None:
+            if "compact-2026-01-12" not in betas.split(","):
+                return rules.anthropic_beta_missing("compact-2026-01-12"), []
+        broken = rules.anthropic_violation(body) or names.anthropic_violation(body)
         if broken is not None:
-            return broken
-        return too_long(prompt, self.limit) if prompt > self.limit else None
+            return broken, []
+        verdict = thinking.thinking_violation(body, betas, self.ledger)
+        if isinstance(verdict, Refusal):
+            return verdict, []
+        return None, verdict or []
 
     def _usage(
         self, provider: Provider, body: Body, prompt: int, step: replies.Step
@@ -245,15 +278,27 @@ class ProviderServer:
 
 
 def _reply(
-    provider: Provider, body: Body, step: replies.Step, usage: replies.Usage
+    provider: Provider,
+    body: Body,
+    step: replies.Step,
+    usage: replies.Usage,
+    dropped: list[thinking.Stale],
 ) -> tuple[bytes, bool]:
     """The scripted reply as the request asked for it: JSON, or SSE events."""
     model = str(body.get("model", ""))
-    if not body.get("stream"):
-        make = replies.openai_reply if provider == "openai" else replies.anthropic_reply
-        return replies.dump(make(step, model, usage)), False
     if provider == "anthropic":
-        return replies.sse(replies.anthropic_stream(step, model, usage)), True
+        reports = [s.report() for s in dropped]
+        if not body.get("stream"):
+            reply = replies.anthropic_reply(step, model, usage)
+            if reports:
+                reply["input_transformations"] = reports
+            return replies.dump(reply), False
+        events = replies.anthropic_stream(step, model, usage)
+        if reports:
+            events[0][1]["message"]["input_transformations"] = reports  # type: ignore[index]
+        return replies.sse(events), True
+    if not body.get("stream"):
+        return replies.dump(replies.openai_reply(step, model, usage)), False
     with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
     return replies.sse(replies.openai_stream(step, model, usage, with_usage)), True
 
