@@ -40,8 +40,10 @@ class Step:
     """The tool to call, or None for the final text answer."""
     compacted: bool = False
     """Anthropic compacted the request on the server: a ``compaction`` block first."""
-    signature: str | None = None
-    """Thinking is on: the signature of the reply's thinking block (Anthropic)."""
+    thinks: bool = False
+    """Thinking or reasoning is on: the reply thinks before it answers."""
+    signature: str = ""
+    """The signature of the reply's thinking (Anthropic, Gemini)."""
 
     @property
     def thought(self) -> str:
@@ -65,7 +67,7 @@ class Step:
     def output_tokens(self, multiplier: float) -> int:
         """Completion tokens of this reply."""
         raw = tokens(self.text)
-        if self.signature is not None:
+        if self.thinks:
             raw += tokens(self.thought)
         if self.tool is not None:
             raw += tokens(self.tool) + tokens(json.dumps(self.arguments))
@@ -73,9 +75,10 @@ class Step:
 
 
 def first_tool(body: Body) -> str | None:
-    """The name of the request's first tool (either provider's shape)."""
+    """The name of the request's first tool (any provider's shape)."""
     for tool in body.get("tools") or []:
-        function = tool.get("function", tool)
+        declared = tool.get("functionDeclarations")  # Gemini
+        function = declared[0] if declared else tool.get("function", tool)
         return str(function["name"])
     return None
 
@@ -190,7 +193,7 @@ def anthropic_thinking(step: Step) -> Body:
 
 def anthropic_content(step: Step) -> list[Body]:
     content: list[Body] = [{"type": "text", "text": step.text}]
-    if step.signature is not None:
+    if step.thinks:
         content.insert(0, anthropic_thinking(step))
     if step.compacted:
         content.insert(0, {"type": "compaction", "content": COMPACTION_SUMMARY})

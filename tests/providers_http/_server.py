@@ -21,9 +21,11 @@ up to its last breakpoint.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import math
+import re
 import socket
 import threading
 from dataclasses import dataclass, field
@@ -31,15 +33,36 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from . import _replies as replies
+from . import _replies_gemini as gemini_replies
+from . import _replies_responses as responses_replies
 from . import _rules as rules
 from . import _rules_anthropic as thinking
+from . import _rules_gemini as gemini
 from . import _rules_names as names
+from . import _rules_responses as responses
 from ._rules import Body, Refusal
 
-Provider = Literal["openai", "anthropic"]
+Provider = Literal["openai", "anthropic", "responses", "gemini"]
 PATHS: dict[str, Provider] = {
     "/v1/chat/completions": "openai",
     "/v1/messages": "anthropic",
+    "/v1/responses": "responses",
+}
+GEMINI_PATH = re.compile(
+    r"^/(?:v1|v1beta)/models/([^/:]+):(generateContent|streamGenerateContent)$"
+)
+"""Gemini's route: the model and the method are in the path."""
+COUNT = {
+    "openai": rules.openai_tokens,
+    "anthropic": rules.anthropic_tokens,
+    "responses": responses.responses_tokens,
+    "gemini": gemini.gemini_tokens,
+}
+TOO_LONG = {
+    "openai": rules.openai_too_long,
+    "anthropic": rules.anthropic_too_long,
+    "responses": responses.responses_too_long,
+    "gemini": gemini.gemini_too_long,
 }
 
 
@@ -110,6 +133,10 @@ class ProviderServer:
         self._cache = _Cache()
         self.ledger = thinking.Ledger()
         """The thinking blocks this server signed (Anthropic)."""
+        self.reasoning = responses.Ledger()
+        """The reasoning items this server produced (Responses)."""
+        self.signatures = gemini.Ledger()
+        """The thought signatures this server issued (Gemini)."""
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._http.provider = self  # type: ignore[attr-defined]
@@ -149,17 +176,9 @@ class ProviderServer:
         with self._lock:
             refusal, dropped = self._refusal(provider, body, betas)
             read = thinking.without(body, dropped) if dropped else body
-            count = (
-                rules.openai_tokens if provider == "openai" else rules.anthropic_tokens
-            )
-            prompt = count(read, self.multiplier)
+            prompt = COUNT[provider](read, self.multiplier)
             if refusal is None and prompt > self.limit:
-                too_long = (
-                    rules.openai_too_long
-                    if provider == "openai"
-                    else rules.anthropic_too_long
-                )
-                refusal = too_long(prompt, self.limit)
+                refusal = TOO_LONG[provider](prompt, self.limit)
             if refusal is not None:
                 self.exchanges.append(
                     Exchange(
@@ -176,13 +195,18 @@ class ProviderServer:
             index = self._accepted
             self._accepted += 1
             tool = replies.first_tool(body) if index < self.tool_steps else None
-            trigger = (
-                rules.compaction_trigger(body) if provider == "anthropic" else None
-            )
+            trigger = {
+                "anthropic": rules.compaction_trigger,
+                "responses": responses.compaction_threshold,
+            }.get(provider, lambda _: None)(body)
             compacted = trigger is not None and prompt >= trigger
             step = replies.Step(index, tool, compacted)
             if provider == "anthropic" and thinking.thinking_on(body):
                 step = self._signed(body, step)
+            elif provider == "gemini" or (
+                body.get("reasoning") and provider == "responses"
+            ):
+                step = dataclasses.replace(step, thinks=True)
             usage = self._usage(provider, read, prompt, step)
             self.exchanges.append(
                 Exchange(
@@ -197,7 +221,7 @@ class ProviderServer:
                     dropped=tuple(dropped),
                 )
             )
-        payload, stream = _reply(provider, body, step, usage, dropped)
+            payload, stream = self._reply(provider, body, step, usage, dropped)
         return 200, payload, stream
 
     def _signed(self, body: Body, step: replies.Step) -> replies.Step:
@@ -208,11 +232,8 @@ class ProviderServer:
         prefix = thinking.prefix_of(
             {**body, "messages": messages}, len(messages) - 1, len(before)
         )
-        unsigned = replies.Step(step.index, step.tool, step.compacted)
-        signature = self.ledger.sign(
-            unsigned.thought, prefix, str(body.get("model", ""))
-        )
-        return replies.Step(step.index, step.tool, step.compacted, signature)
+        signature = self.ledger.sign(step.thought, prefix, str(body.get("model", "")))
+        return dataclasses.replace(step, thinks=True, signature=signature)
 
     def _refusal(
         self, provider: Provider, body: Body, betas: str
@@ -221,6 +242,13 @@ class ProviderServer:
         if provider == "openai":
             broken = rules.openai_violation(body) or names.openai_violation(body)
             return broken, []
+        if provider == "responses":
+            broken = names.responses_violation(body) or responses.responses_violation(
+                body, self.reasoning
+            )
+            return broken, []
+        if provider == "gemini":
+            return gemini.gemini_violation(body, self.signatures), []
         if rules.compaction_trigger(body) is not None:
             if "compact-2026-01-12" not in betas.split(","):
                 return rules.anthropic_beta_missing("compact-2026-01-12"), []
@@ -236,6 +264,14 @@ class ProviderServer:
         self, provider: Provider, body: Body, prompt: int, step: replies.Step
     ) -> replies.Usage:
         output = step.output_tokens(self.multiplier)
+        if provider == "gemini":
+            return replies.Usage(prompt, output)
+        if provider == "responses":
+            items = responses.items_of(body)
+            items = items[responses.latest_compaction(items) :]
+            sizes = [responses.item_tokens(i) for i in items]
+            cached = self._openai_prefix([body.get("tools"), *items], [0, *sizes])
+            return replies.Usage(prompt, output, cache_read=cached)
         if provider == "openai":
             return replies.Usage(prompt, output, cache_read=self._openai_cached(body))
         read, write = self._anthropic_cached(body, prompt)
@@ -245,14 +281,59 @@ class ProviderServer:
         """Tokens of the leading messages this request shares with the previous one."""
         messages = body["messages"]
         keys = [_key([body.get("tools"), m]) for m in messages]
+        sizes = [rules.openai_messages_tokens([m]) for m in messages]
+        return self._shared(keys, sizes)
+
+    def _openai_prefix(self, units: list[Any], sizes: list[int]) -> int:
+        """``_openai_cached`` for any sequence of units and their token sizes."""
+        return self._shared([_key(u) for u in units], sizes)
+
+    def _shared(self, keys: list[str], sizes: list[int]) -> int:
         earlier, shared = self._cache.openai, 0
         while shared < min(len(keys), len(earlier)) and keys[shared] == earlier[shared]:
             shared += 1
         self._cache.openai = keys
-        cached = math.ceil(
-            rules.openai_messages_tokens(messages[:shared]) * self.multiplier
-        )
+        cached = math.ceil(sum(sizes[:shared]) * self.multiplier)
         return cached // 128 * 128 if cached >= 1_024 else 0
+
+    def _reply(
+        self,
+        provider: Provider,
+        body: Body,
+        step: replies.Step,
+        usage: replies.Usage,
+        dropped: list[thinking.Stale],
+    ) -> tuple[bytes, bool]:
+        """The scripted reply as the request asked for it: JSON, or SSE events."""
+        model = str(body.get("model", ""))
+        streaming = bool(body.get("stream"))
+        if provider == "responses":
+            items = responses_replies.output(step, body, self.reasoning)
+            whole = responses_replies.response(step, body, usage, items)
+            if streaming:
+                return replies.sse(responses_replies.stream(whole)), True
+            return replies.dump(whole), False
+        if provider == "gemini":
+            parts = gemini_replies.parts(step, body, self.signatures)
+            whole = gemini_replies.response(step, body, usage, parts)
+            if streaming:
+                return replies.sse(gemini_replies.stream(whole)), True
+            return replies.dump(whole), False
+        if provider == "anthropic":
+            reports = [s.report() for s in dropped]
+            if not streaming:
+                reply = replies.anthropic_reply(step, model, usage)
+                if reports:
+                    reply["input_transformations"] = reports
+                return replies.dump(reply), False
+            events = replies.anthropic_stream(step, model, usage)
+            if reports:
+                events[0][1]["message"]["input_transformations"] = reports  # type: ignore[index]
+            return replies.sse(events), True
+        if not streaming:
+            return replies.dump(replies.openai_reply(step, model, usage)), False
+        with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return replies.sse(replies.openai_stream(step, model, usage, with_usage)), True
 
     def _anthropic_cached(self, body: Body, prompt: int) -> tuple[int, int]:
         """Tokens read from and written to the cache, by ``cache_control`` marks."""
@@ -277,32 +358,6 @@ class ProviderServer:
         return rules.anthropic_tokens({**body, "messages": messages}, self.multiplier)
 
 
-def _reply(
-    provider: Provider,
-    body: Body,
-    step: replies.Step,
-    usage: replies.Usage,
-    dropped: list[thinking.Stale],
-) -> tuple[bytes, bool]:
-    """The scripted reply as the request asked for it: JSON, or SSE events."""
-    model = str(body.get("model", ""))
-    if provider == "anthropic":
-        reports = [s.report() for s in dropped]
-        if not body.get("stream"):
-            reply = replies.anthropic_reply(step, model, usage)
-            if reports:
-                reply["input_transformations"] = reports
-            return replies.dump(reply), False
-        events = replies.anthropic_stream(step, model, usage)
-        if reports:
-            events[0][1]["message"]["input_transformations"] = reports  # type: ignore[index]
-        return replies.sse(events), True
-    if not body.get("stream"):
-        return replies.dump(replies.openai_reply(step, model, usage)), False
-    with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    return replies.sse(replies.openai_stream(step, model, usage, with_usage)), True
-
-
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     wbufsize = 1 << 16  # headers and body leave in one write, flushed per request
@@ -312,14 +367,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self) -> None:
-        provider = PATHS.get(self.path.split("?")[0])
+        path = self.path.split("?")[0]
+        provider = PATHS.get(path)
         length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        route = GEMINI_PATH.match(path)
+        if route is not None:
+            provider = "gemini"
+            streaming = route.group(2) == "streamGenerateContent"
+            body = {**body, "model": route.group(1), "stream": streaming}
         if provider is None:
             self._send(404, b'{"error": {"message": "not found"}}', stream=False)
             return
         status, payload, stream = self.server.provider.answer(  # type: ignore[attr-defined]
-            provider, json.loads(raw), self.headers.get("anthropic-beta", "")
+            provider, body, self.headers.get("anthropic-beta", "")
         )
         self._send(status, payload, stream=stream)
 
