@@ -13,41 +13,19 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-import httpx
 import pytest
 
+from ._reasoning import Body, error_of, post
 from ._rules_anthropic import BINDING_BETA
 from ._server import ProviderServer
 
 MakeServer = Callable[..., ProviderServer]
-Body = dict[str, Any]
-PATHS = {
-    "anthropic": "/v1/messages",
-    "responses": "/v1/responses",
-    "gemini": "/v1beta/models/gemini-3-pro-preview:generateContent",
-}
 TOOL = {
     "name": "read_file",
     "description": "Read a file.",
     "input_schema": {"type": "object", "properties": {"path": {"type": "string"}}},
 }
 ON = {"type": "enabled", "budget_tokens": 1024}
-
-
-def post(
-    server: ProviderServer, provider: str, body: Body, betas: str = ""
-) -> httpx.Response:
-    """Send ``body`` to the server as ``provider``'s client would."""
-    headers = {"anthropic-beta": betas} if betas else {}
-    return httpx.post(
-        server.url + PATHS[provider], json=body, headers=headers, timeout=5
-    )
-
-
-def error_of(answer: httpx.Response) -> str:
-    """The error message of a 400 (any provider's error body)."""
-    assert answer.status_code == 400, answer.text
-    return str(answer.json()["error"]["message"])
 
 
 # -- Anthropic ------------------------------------------------------------------
