@@ -1,22 +1,48 @@
-"""A stand-in for the OpenAI and Anthropic HTTP APIs, on 127.0.0.1.
+"""A stand-in for the OpenAI, Anthropic and Gemini HTTP APIs, on 127.0.0.1.
 
-``ProviderServer`` serves ``POST /v1/chat/completions`` (OpenAI) and
-``POST /v1/messages`` (Anthropic) from a ``ThreadingHTTPServer`` in a thread.
-Each request is counted and checked (``_rules``): over ``limit`` or breaking a
-message rule, it gets the provider's 400; otherwise a scripted reply with the
-provider's usage fields (``_replies``), streamed as SSE when the request asks.
+``ProviderServer`` serves ``POST /v1/chat/completions`` (OpenAI Chat
+Completions), ``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages``
+(Anthropic) and ``POST /v1beta/models/{model}:generateContent`` /
+``:streamGenerateContent`` (Gemini; ``/v1/`` too) from a ``ThreadingHTTPServer``
+in a thread. Each request is counted and checked (``_rules*``): over ``limit`` or
+breaking a rule, it gets the provider's 400; otherwise a scripted reply with the
+provider's usage fields (``_replies*``), streamed as SSE when the request asks.
 Every request is kept in ``exchanges`` with its verdict.
 
 Anthropic's server-side compaction: a request with the ``compact_20260112`` edit
 (refused without its ``compact-2026-01-12`` beta header) whose input reaches the
 edit's trigger gets a ``compaction`` block first in its reply; the input of a
-request is counted from its latest compaction block on (``_rules``).
+request is counted from its latest compaction block on (``_rules``). The
+Responses API does the same with ``context_management``'s ``compact_threshold``
+and a ``compaction`` item.
 
 Prompt caching, as the providers report it: OpenAI reports the leading messages
-a request shares with the previous one as ``cached_tokens`` (from 1,024 tokens, in
-steps of 128); Anthropic reads back the longest prefix ending at a
-``cache_control`` breakpoint that an earlier request wrote, and writes the rest
-up to its last breakpoint.
+(or input items) a request shares with the previous one as ``cached_tokens``
+(from 1,024 tokens, in steps of 128); Anthropic reads back the longest prefix
+ending at a ``cache_control`` breakpoint that an earlier request wrote, and
+writes the rest up to its last breakpoint.
+
+Reasoning rules (each module's docstring gives the sources, and marks what is
+our reading with [inferred]); replies think when the request asks for it, so a
+scripted agent carries the provider's signed reasoning back:
+
+- Anthropic, thinking on (``_rules_anthropic``): replies start with a signed
+  ``thinking`` block; a running tool loop's assistant message starts with
+  thinking; thinking comes first in its message and never last; a thinking block
+  keeps the text its signature was given; thinking off: no thinking in a final
+  assistant message. Binding models (``claude-fable-5-1``) refuse a block whose
+  prefix changed ("bound to a different conversation"), or drop it and report
+  ``input_transformations`` with ``prefix_mismatch_behavior: "drop_block"`` and
+  the ``thinking-binding-controls-2026-08-01`` beta. ``ledger`` holds the blocks.
+- OpenAI Responses (``_rules_responses``): a ``reasoning`` item is followed by
+  its item, an item produced with reasoning keeps it, ``encrypted_content`` comes
+  back unchanged with ``store=false``, every ``function_call`` is answered, input
+  before the latest ``compaction`` item is not read. ``reasoning`` holds the items.
+- Gemini (``_rules_gemini``): the current turn's function calls carry their
+  ``thoughtSignature``, a signature vouches for its exact part, every call turn
+  is answered with as many function responses. ``signatures`` holds them.
+- Tool names (``_rules_names``): each provider's pattern, on ``tools`` and on
+  the calls in the history.
 """
 
 from __future__ import annotations
