@@ -70,7 +70,7 @@ def reasoning_model(kind: str, server: ProviderServer, **settings: Any) -> Any:
         return ChatGoogleGenerativeAI(
             model="gemini-3-pro-preview",
             base_url=server.url,
-            google_api_key="test",  # type: ignore[arg-type]
+            google_api_key="test",
             max_retries=0,
             include_thoughts=True,
             **settings,

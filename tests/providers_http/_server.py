@@ -48,13 +48,11 @@ scripted agent carries the provider's signed reasoning back:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
-import math
 import re
 import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
@@ -66,6 +64,7 @@ from . import _rules_anthropic as thinking
 from . import _rules_gemini as gemini
 from . import _rules_names as names
 from . import _rules_responses as responses
+from ._cache import PromptCache
 from ._rules import Body, Refusal
 
 Provider = Literal["openai", "anthropic", "responses", "gemini"]
@@ -111,36 +110,6 @@ class Exchange:
     """Stale thinking blocks a binding model dropped (``drop_block``)."""
 
 
-@dataclass
-class _Cache:
-    """What earlier accepted requests left in the provider's prompt cache."""
-
-    openai: list[str] = field(default_factory=list)
-    anthropic: set[str] = field(default_factory=set)
-
-
-def _key(value: Any) -> str:
-    """A digest of a JSON value without its ``cache_control`` marks."""
-
-    def strip(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if k != "cache_control"}
-        if isinstance(v, list):
-            return [strip(x) for x in v]
-        return v
-
-    text = json.dumps(strip(value), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _marked(value: Any) -> bool:
-    if isinstance(value, dict):
-        return "cache_control" in value or any(map(_marked, value.values()))
-    if isinstance(value, list):
-        return any(map(_marked, value))
-    return False
-
-
 class ProviderServer:
     """Both providers on one port; see the module docstring."""
 
@@ -156,7 +125,7 @@ class ProviderServer:
         self.tool_steps = tool_steps
         self.exchanges: list[Exchange] = []
         self._accepted = 0
-        self._cache = _Cache()
+        self._cache = PromptCache(multiplier)
         self.ledger = thinking.Ledger()
         """The thinking blocks this server signed (Anthropic)."""
         self.reasoning = responses.Ledger()
@@ -290,37 +259,8 @@ class ProviderServer:
         self, provider: Provider, body: Body, prompt: int, step: replies.Step
     ) -> replies.Usage:
         output = step.output_tokens(self.multiplier)
-        if provider == "gemini":
-            return replies.Usage(prompt, output)
-        if provider == "responses":
-            items = responses.items_of(body)
-            items = items[responses.latest_compaction(items) :]
-            sizes = [responses.item_tokens(i) for i in items]
-            cached = self._openai_prefix([body.get("tools"), *items], [0, *sizes])
-            return replies.Usage(prompt, output, cache_read=cached)
-        if provider == "openai":
-            return replies.Usage(prompt, output, cache_read=self._openai_cached(body))
-        read, write = self._anthropic_cached(body, prompt)
+        read, write = self._cache.measure(provider, body, prompt)
         return replies.Usage(prompt, output, cache_read=read, cache_write=write)
-
-    def _openai_cached(self, body: Body) -> int:
-        """Tokens of the leading messages this request shares with the previous one."""
-        messages = body["messages"]
-        keys = [_key([body.get("tools"), m]) for m in messages]
-        sizes = [rules.openai_messages_tokens([m]) for m in messages]
-        return self._shared(keys, sizes)
-
-    def _openai_prefix(self, units: list[Any], sizes: list[int]) -> int:
-        """``_openai_cached`` for any sequence of units and their token sizes."""
-        return self._shared([_key(u) for u in units], sizes)
-
-    def _shared(self, keys: list[str], sizes: list[int]) -> int:
-        earlier, shared = self._cache.openai, 0
-        while shared < min(len(keys), len(earlier)) and keys[shared] == earlier[shared]:
-            shared += 1
-        self._cache.openai = keys
-        cached = math.ceil(sum(sizes[:shared]) * self.multiplier)
-        return cached // 128 * 128 if cached >= 1_024 else 0
 
     def _reply(
         self,
@@ -360,28 +300,6 @@ class ProviderServer:
             return replies.dump(replies.openai_reply(step, model, usage)), False
         with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return replies.sse(replies.openai_stream(step, model, usage, with_usage)), True
-
-    def _anthropic_cached(self, body: Body, prompt: int) -> tuple[int, int]:
-        """Tokens read from and written to the cache, by ``cache_control`` marks."""
-        head = [body.get("tools"), body.get("system")]
-        messages = body["messages"]
-        breakpoints = [i for i, m in enumerate(messages) if _marked(m)]
-        if _marked(body.get("system")):
-            breakpoints.insert(0, -1)
-        if not breakpoints:
-            return 0, 0
-        sizes = {b: self._prefix_tokens(body, messages[: b + 1]) for b in breakpoints}
-        keys = {b: _key([head, messages[: b + 1]]) for b in breakpoints}
-        read = max(
-            (sizes[b] for b in breakpoints if keys[b] in self._cache.anthropic),
-            default=0,
-        )
-        self._cache.anthropic.update(keys.values())
-        read = min(read, prompt)
-        return read, min(max(sizes[breakpoints[-1]] - read, 0), prompt - read)
-
-    def _prefix_tokens(self, body: Body, messages: list[Body]) -> int:
-        return rules.anthropic_tokens({**body, "messages": messages}, self.multiplier)
 
 
 class _Handler(BaseHTTPRequestHandler):
