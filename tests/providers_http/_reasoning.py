@@ -39,16 +39,18 @@ def reasoning_model(kind: str, server: ProviderServer, **settings: Any) -> Any:
         from langchain_anthropic import ChatAnthropic
 
         binding = kind == "claude-binding"
+        thinking = (
+            {"type": "adaptive"}
+            if binding
+            else {"type": "enabled", "budget_tokens": 1_024}
+        )
         return ChatAnthropic(  # type: ignore[call-arg]
             model="claude-fable-5-1" if binding else "claude-sonnet-4-6",
             base_url=server.url,
             api_key="test",  # type: ignore[arg-type]
             max_retries=0,
             max_tokens=4_096,
-            thinking={"type": "adaptive"}
-            if binding
-            else {"type": "enabled", "budget_tokens": 1_024},
-            **settings,
+            **{"thinking": thinking, **settings},
         )
     if kind == "responses":
         from langchain_openai import ChatOpenAI

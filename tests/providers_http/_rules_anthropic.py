@@ -33,8 +33,12 @@ Thinking is on when the request's ``thinking.type`` is ``enabled`` or
   ``compaction`` block on). A replayed block whose prefix differs is refused,
   unless the request sets ``thinking.block_binding.prefix_mismatch_behavior`` to
   ``"drop_block"`` with the ``thinking-binding-controls-2026-08-01`` beta: then
-  the stale blocks are dropped, reported in ``input_transformations`` and not
-  counted. Our reading of "to drop the block and continue instead": the
+  the stale blocks are dropped with the rest of their run of consecutive thinking
+  blocks, reported in ``input_transformations`` (``[]`` when nothing is dropped,
+  on every reply to a request with that beta, as the SDK's ``BetaMessage``
+  documents) and not counted. The stand-in enforces the check as for an account
+  created after 2026-08-31 (no ``thinking_mismatch_allowed`` entries). Our
+  reading of "to drop the block and continue instead": the
   final-turn rule holds the request as it was sent, so a block the server drops
   itself never makes the request fail that rule. The prefix a block binds to is
   the request as sent [inferred].
@@ -194,12 +198,12 @@ class Stale:
     block: int
 
     def report(self) -> Body:
-        """Its entry in ``input_transformations``."""
+        """Its entry in ``input_transformations`` (the SDK's
+        ``BetaThinkingDroppedInputTransformation``)."""
         return {
             "type": "thinking_dropped",
             "reason": "prefix_binding_mismatch",
-            "message_index": self.message,
-            "content_index": self.block,
+            "path": f"messages.{self.message}.content.{self.block}",
         }
 
 
@@ -294,7 +298,7 @@ def thinking_violation(
                     f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
                 )
             if binds(model) and not same_prefix(issued.prefix, prefix_of(body, i, j)):
-                stale.append(Stale(i, j))
+                stale += _with_its_run(messages[i], i, j, stale)
     if stale and not drops_stale(body, betas):
         first = stale[0]
         return _anthropic_error(
@@ -306,6 +310,17 @@ def thinking_violation(
             "`anthropic-beta` header."
         )
     return stale
+
+
+def _with_its_run(message: Body, i: int, j: int, stale: list[Stale]) -> list[Stale]:
+    """Block ``j`` and the rest of its run of consecutive thinking blocks."""
+    run: list[Stale] = []
+    blocks = _blocks(message)
+    while j < len(blocks) and blocks[j].get("type") in THINKING:
+        if Stale(i, j) not in stale:
+            run.append(Stale(i, j))
+        j += 1
+    return run
 
 
 def without(body: Body, stale: list[Stale]) -> Body:

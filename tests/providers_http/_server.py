@@ -216,7 +216,7 @@ class ProviderServer:
                     dropped=tuple(dropped),
                 )
             )
-            payload, stream = self._reply(provider, body, step, usage, dropped)
+            payload, stream = self._reply(provider, body, step, usage, dropped, betas)
         return 200, payload, stream
 
     def _signed(self, body: Body, step: replies.Step) -> replies.Step:
@@ -269,6 +269,7 @@ class ProviderServer:
         step: replies.Step,
         usage: replies.Usage,
         dropped: list[thinking.Stale],
+        betas: str,
     ) -> tuple[bytes, bool]:
         """The scripted reply as the request asked for it: JSON, or SSE events."""
         model = str(body.get("model", ""))
@@ -286,15 +287,15 @@ class ProviderServer:
                 return replies.sse(gemini_replies.stream(whole)), True
             return replies.dump(whole), False
         if provider == "anthropic":
-            reports = [s.report() for s in dropped]
+            reply = replies.anthropic_reply(step, model, usage)
+            if thinking.BINDING_BETA in betas.split(","):
+                reply["input_transformations"] = [s.report() for s in dropped]
             if not streaming:
-                reply = replies.anthropic_reply(step, model, usage)
-                if reports:
-                    reply["input_transformations"] = reports
                 return replies.dump(reply), False
             events = replies.anthropic_stream(step, model, usage)
-            if reports:
-                events[0][1]["message"]["input_transformations"] = reports  # type: ignore[index]
+            if "input_transformations" in reply:  # final in ``message_start``
+                start = events[0][1]["message"]  # type: ignore[index]
+                start["input_transformations"] = reply["input_transformations"]
             return replies.sse(events), True
         if not streaming:
             return replies.dump(replies.openai_reply(step, model, usage)), False

@@ -228,13 +228,14 @@ def test_anthropic_drop_block_drops_stale_blocks_and_reports_them(
         {
             "type": "thinking_dropped",
             "reason": "prefix_binding_mismatch",
-            "message_index": 3,
-            "content_index": 0,
+            "path": "messages.3.content.0",
         }
     ]
     refused, dropped = server.exchanges[-2:]
     assert dropped.dropped and not refused.dropped
     assert dropped.tokens < refused.tokens  # a dropped block is not counted
+    fresh = post(server, "anthropic", claude(messages, model), betas=BINDING_BETA)
+    assert fresh.json()["input_transformations"] == []
     # The client removing that block itself breaks the final-turn rule.
     removed = claude(_edited(messages), model, thinking=DROP)
     del removed["messages"][3]["content"][0]
