@@ -15,14 +15,15 @@ from typing import Any
 import pytest
 from anthropic import BadRequestError
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_context_guard import ContextGuard, ContextGuardMiddleware
 
 from ._reasoning import REASONING, reasoning_model
+from ._rules_anthropic import BINDING_BETA
 from ._server import ProviderServer
-from ._support import SYSTEM, TASK, TOOLS, policy
+from ._support import SYSTEM, TASK, TOOLS, opening, policy, run_tools
 
 MakeServer = Callable[..., ProviderServer]
 STEPS = 4
@@ -88,3 +89,33 @@ def test_a_guarded_reasoning_agent_prunes_without_a_refusal(
     assert [e.error for e in server.rejections] == []
     assert len(server.accepted) == PRUNED_STEPS + 1
     assert max(e.tokens for e in server.accepted) > 0.6 * policy().context_window
+
+
+def test_a_dropped_block_reaches_the_client_as_an_input_transformation(
+    make_server: MakeServer,
+) -> None:
+    server = make_server(tool_steps=3)
+    drop = {
+        "type": "adaptive",
+        "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+    }
+    model = reasoning_model(
+        "claude-binding", server, thinking=drop, betas=[BINDING_BETA]
+    ).bind_tools(TOOLS)
+    history = opening(ids=False)
+    for _ in range(2):
+        reply = model.invoke(history)
+        history += [reply, *run_tools(reply, ids=False)]
+    assert reply.response_metadata["input_transformations"] == []
+    first = history[3]
+    history[3] = ToolMessage("[cut]", tool_call_id=first.tool_call_id)  # an edit
+    reply = model.invoke(history)
+    assert reply.response_metadata["input_transformations"] == [
+        {
+            "type": "thinking_dropped",
+            "reason": "prefix_binding_mismatch",
+            "path": "messages.3.content.0",
+        }
+    ]
+    assert server.rejections == []
+    assert [len(e.dropped) for e in server.exchanges] == [0, 0, 1]
