@@ -61,7 +61,7 @@ THINKING = frozenset({"thinking", "redacted_thinking"})
 _BINDING_MODEL = re.compile(r"^claude-fable-5-1(?:-\d{8})?$")
 Token = tuple[str, str]
 """One item of a canonical prefix: its kind (``role``, a block type, ``head``)
-and its JSON."""
+and a digest of its JSON."""
 
 
 def binds(model: str) -> bool:
@@ -112,7 +112,8 @@ def _canonical_block(block: Body) -> Body:
 
 
 def _dump(value: Any) -> str:
-    return json.dumps(value, sort_keys=True)
+    text = json.dumps(value, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 def head_tokens(body: Body) -> list[Token]:
@@ -140,15 +141,19 @@ def from_compaction(tokens: list[Token]) -> list[Token]:
     return tokens[:1] + tokens[cut:] if cut else tokens
 
 
-def prefix_of(body: Body, i: int, j: int) -> list[Token]:
-    """The prefix block ``j`` of message ``i`` stands behind, in canonical items."""
-    tokens = head_tokens(body)
-    for m in body["messages"][:i]:
-        tokens += message_tokens(m)
-    tokens += message_tokens(
-        {**body["messages"][i], "content": _blocks(body["messages"][i])[:j]}
-    )
-    return from_compaction(tokens)
+class Prefixes:
+    """The canonical prefix of every block of one request, read once."""
+
+    def __init__(self, body: Body) -> None:
+        self.flat = head_tokens(body)
+        self.starts: list[int] = []
+        for m in body["messages"]:
+            self.starts.append(len(self.flat))
+            self.flat += message_tokens(m)
+
+    def of(self, i: int, j: int) -> list[Token]:
+        """The prefix block ``j`` of message ``i`` stands behind."""
+        return from_compaction(self.flat[: self.starts[i] + 1 + j])
 
 
 def same_prefix(issued: list[Token], sent: list[Token]) -> bool:
@@ -288,6 +293,7 @@ def thinking_violation(
     )
     checked = [i for i in assistant if i >= start] if binds(model) else assistant[-1:]
     stale: list[Stale] = []
+    prefixes = Prefixes(body)
     for i in checked:
         for j, b in enumerate(_blocks(messages[i])):
             if b.get("type") != "thinking":
@@ -297,7 +303,7 @@ def thinking_violation(
                 return _anthropic_error(
                     f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
                 )
-            if binds(model) and not same_prefix(issued.prefix, prefix_of(body, i, j)):
+            if binds(model) and not same_prefix(issued.prefix, prefixes.of(i, j)):
                 stale += _with_its_run(messages[i], i, j, stale)
     if stale and not drops_stale(body, betas):
         first = stale[0]

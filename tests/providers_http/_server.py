@@ -224,8 +224,8 @@ class ProviderServer:
         before = replies.anthropic_content(step)[: int(step.compacted)]
         reply = {"role": "assistant", "content": before}
         messages = [*body["messages"], reply]
-        prefix = thinking.prefix_of(
-            {**body, "messages": messages}, len(messages) - 1, len(before)
+        prefix = thinking.Prefixes({**body, "messages": messages}).of(
+            len(messages) - 1, len(before)
         )
         signature = self.ledger.sign(step.thought, prefix, str(body.get("model", "")))
         return dataclasses.replace(step, thinks=True, signature=signature)
