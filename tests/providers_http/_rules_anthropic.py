@@ -293,7 +293,7 @@ def thinking_violation(
     )
     checked = [i for i in assistant if i >= start] if binds(model) else assistant[-1:]
     stale: list[Stale] = []
-    prefixes = Prefixes(body)
+    prefixes = Prefixes(body) if binds(model) else None
     for i in checked:
         for j, b in enumerate(_blocks(messages[i])):
             if b.get("type") != "thinking":
@@ -303,7 +303,7 @@ def thinking_violation(
                 return _anthropic_error(
                     f"messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
                 )
-            if binds(model) and not same_prefix(issued.prefix, prefixes.of(i, j)):
+            if prefixes and not same_prefix(issued.prefix, prefixes.of(i, j)):
                 stale += _with_its_run(messages[i], i, j, stale)
     if stale and not drops_stale(body, betas):
         first = stale[0]
