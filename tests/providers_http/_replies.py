@@ -40,6 +40,17 @@ class Step:
     """The tool to call, or None for the final text answer."""
     compacted: bool = False
     """Anthropic compacted the request on the server: a ``compaction`` block first."""
+    thinks: bool = False
+    """Thinking or reasoning is on: the reply thinks before it answers."""
+    signature: str = ""
+    """The signature of the reply's thinking (Anthropic, Gemini)."""
+
+    @property
+    def thought(self) -> str:
+        """The reply's thinking (or reasoning summary) text."""
+        if self.tool is not None:
+            return f"The checksum may break in module {self.index}: read it next."
+        return f"Every module is read after {self.index} tool calls: answer now."
 
     @property
     def arguments(self) -> Body:
@@ -56,15 +67,18 @@ class Step:
     def output_tokens(self, multiplier: float) -> int:
         """Completion tokens of this reply."""
         raw = tokens(self.text)
+        if self.thinks:
+            raw += tokens(self.thought)
         if self.tool is not None:
             raw += tokens(self.tool) + tokens(json.dumps(self.arguments))
         return math.ceil(raw * multiplier)
 
 
 def first_tool(body: Body) -> str | None:
-    """The name of the request's first tool (either provider's shape)."""
+    """The name of the request's first tool (any provider's shape)."""
     for tool in body.get("tools") or []:
-        function = tool.get("function", tool)
+        declared = tool.get("functionDeclarations")  # Gemini
+        function = declared[0] if declared else tool.get("function", tool)
         return str(function["name"])
     return None
 
@@ -172,8 +186,15 @@ COMPACTION_SUMMARY = (
 """The text of the stand-in's ``compaction`` block."""
 
 
-def _anthropic_content(step: Step) -> list[Body]:
+def anthropic_thinking(step: Step) -> Body:
+    """The reply's signed ``thinking`` block."""
+    return {"type": "thinking", "thinking": step.thought, "signature": step.signature}
+
+
+def anthropic_content(step: Step) -> list[Body]:
     content: list[Body] = [{"type": "text", "text": step.text}]
+    if step.thinks:
+        content.insert(0, anthropic_thinking(step))
     if step.compacted:
         content.insert(0, {"type": "compaction", "content": COMPACTION_SUMMARY})
     if step.tool is not None:
@@ -195,7 +216,7 @@ def anthropic_reply(step: Step, model: str, usage: Usage) -> Body:
         "type": "message",
         "role": "assistant",
         "model": model,
-        "content": _anthropic_content(step),
+        "content": anthropic_content(step),
         "stop_reason": "end_turn" if step.tool is None else "tool_use",
         "stop_sequence": None,
         "usage": _anthropic_usage(usage),
@@ -210,10 +231,15 @@ def anthropic_stream(step: Step, model: str, usage: Usage) -> list[Event]:
     events: list[Event] = [
         ("message_start", {"type": "message_start", "message": start})
     ]
-    for index, block in enumerate(_anthropic_content(step)):
+    for index, block in enumerate(anthropic_content(step)):
+        deltas: list[Body] = []
         if block["type"] == "text":
             opening: Body = {"type": "text", "text": ""}
             delta: Body = {"type": "text_delta", "text": block["text"]}
+        elif block["type"] == "thinking":
+            opening = {"type": "thinking", "thinking": "", "signature": ""}
+            delta = {"type": "thinking_delta", "thinking": block["thinking"]}
+            deltas = [{"type": "signature_delta", "signature": block["signature"]}]
         else:
             opening = {**block, "input": {}}
             delta = {
@@ -229,12 +255,17 @@ def anthropic_stream(step: Step, model: str, usage: Usage) -> list[Event]:
                     "content_block": opening,
                 },
             ),
+        ]
+        events += [
             (
                 "content_block_delta",
-                {"type": "content_block_delta", "index": index, "delta": delta},
-            ),
-            ("content_block_stop", {"type": "content_block_stop", "index": index}),
+                {"type": "content_block_delta", "index": index, "delta": d},
+            )
+            for d in [delta, *deltas]
         ]
+        events.append(
+            ("content_block_stop", {"type": "content_block_stop", "index": index})
+        )
     stop = "end_turn" if step.tool is None else "tool_use"
     events.append(
         (

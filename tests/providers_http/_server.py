@@ -1,43 +1,93 @@
-"""A stand-in for the OpenAI and Anthropic HTTP APIs, on 127.0.0.1.
+"""A stand-in for the OpenAI, Anthropic and Gemini HTTP APIs, on 127.0.0.1.
 
-``ProviderServer`` serves ``POST /v1/chat/completions`` (OpenAI) and
-``POST /v1/messages`` (Anthropic) from a ``ThreadingHTTPServer`` in a thread.
-Each request is counted and checked (``_rules``): over ``limit`` or breaking a
-message rule, it gets the provider's 400; otherwise a scripted reply with the
-provider's usage fields (``_replies``), streamed as SSE when the request asks.
+``ProviderServer`` serves ``POST /v1/chat/completions`` (OpenAI Chat
+Completions), ``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages``
+(Anthropic) and ``POST /v1beta/models/{model}:generateContent`` /
+``:streamGenerateContent`` (Gemini; ``/v1/`` too) from a ``ThreadingHTTPServer``
+in a thread. Each request is counted and checked (``_rules*``): over ``limit`` or
+breaking a rule, it gets the provider's 400; otherwise a scripted reply with the
+provider's usage fields (``_replies*``), streamed as SSE when the request asks.
 Every request is kept in ``exchanges`` with its verdict.
 
 Anthropic's server-side compaction: a request with the ``compact_20260112`` edit
 (refused without its ``compact-2026-01-12`` beta header) whose input reaches the
 edit's trigger gets a ``compaction`` block first in its reply; the input of a
-request is counted from its latest compaction block on (``_rules``).
+request is counted from its latest compaction block on (``_rules``). The
+Responses API does the same with ``context_management``'s ``compact_threshold``
+and a ``compaction`` item.
 
 Prompt caching, as the providers report it: OpenAI reports the leading messages
-a request shares with the previous one as ``cached_tokens`` (from 1,024 tokens, in
-steps of 128); Anthropic reads back the longest prefix ending at a
-``cache_control`` breakpoint that an earlier request wrote, and writes the rest
-up to its last breakpoint.
+(or input items) a request shares with the previous one as ``cached_tokens``
+(from 1,024 tokens, in steps of 128); Anthropic reads back the longest prefix
+ending at a ``cache_control`` breakpoint that an earlier request wrote, and
+writes the rest up to its last breakpoint.
+
+Reasoning rules (each module's docstring gives the sources, and marks what is
+our reading with [inferred]); replies think when the request asks for it, so a
+scripted agent carries the provider's signed reasoning back:
+
+- Anthropic, thinking on (``_rules_anthropic``): replies start with a signed
+  ``thinking`` block; a running tool loop's assistant message starts with
+  thinking; thinking comes first in its message and never last; a thinking block
+  keeps the text its signature was given; thinking off: no thinking in a final
+  assistant message. Binding models (``claude-fable-5-1``) refuse a block whose
+  prefix changed ("bound to a different conversation"), or drop it and report
+  ``input_transformations`` with ``prefix_mismatch_behavior: "drop_block"`` and
+  the ``thinking-binding-controls-2026-08-01`` beta. ``ledger`` holds the blocks.
+- OpenAI Responses (``_rules_responses``): a ``reasoning`` item is followed by
+  its item, an item produced with reasoning keeps it, ``encrypted_content`` comes
+  back unchanged with ``store=false``, every ``function_call`` is answered, input
+  before the latest ``compaction`` item is not read. ``reasoning`` holds the items.
+- Gemini (``_rules_gemini``): the current turn's function calls carry their
+  ``thoughtSignature``, a signature vouches for its exact part, every call turn
+  is answered with as many function responses. ``signatures`` holds them.
+- Tool names (``_rules_names``): each provider's pattern, on ``tools`` and on
+  the calls in the history.
 """
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import json
-import math
+import re
 import socket
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
 
 from . import _replies as replies
+from . import _replies_gemini as gemini_replies
+from . import _replies_responses as responses_replies
 from . import _rules as rules
+from . import _rules_anthropic as thinking
+from . import _rules_gemini as gemini
+from . import _rules_names as names
+from . import _rules_responses as responses
+from ._cache import PromptCache
 from ._rules import Body, Refusal
 
-Provider = Literal["openai", "anthropic"]
+Provider = Literal["openai", "anthropic", "responses", "gemini"]
 PATHS: dict[str, Provider] = {
     "/v1/chat/completions": "openai",
     "/v1/messages": "anthropic",
+    "/v1/responses": "responses",
+}
+GEMINI_PATH = re.compile(
+    r"^/(?:v1|v1beta)/models/([^/:]+):(generateContent|streamGenerateContent)$"
+)
+"""Gemini's route: the model and the method are in the path."""
+COUNT = {
+    "openai": rules.openai_tokens,
+    "anthropic": rules.anthropic_tokens,
+    "responses": responses.responses_tokens,
+    "gemini": gemini.gemini_tokens,
+}
+TOO_LONG = {
+    "openai": rules.openai_too_long,
+    "anthropic": rules.anthropic_too_long,
+    "responses": responses.responses_too_long,
+    "gemini": gemini.gemini_too_long,
 }
 
 
@@ -56,36 +106,8 @@ class Exchange:
     """The ``anthropic-beta`` header."""
     compacted: bool = False
     """Answered with a ``compaction`` block (server-side compaction)."""
-
-
-@dataclass
-class _Cache:
-    """What earlier accepted requests left in the provider's prompt cache."""
-
-    openai: list[str] = field(default_factory=list)
-    anthropic: set[str] = field(default_factory=set)
-
-
-def _key(value: Any) -> str:
-    """A digest of a JSON value without its ``cache_control`` marks."""
-
-    def strip(v: Any) -> Any:
-        if isinstance(v, dict):
-            return {k: strip(x) for k, x in v.items() if k != "cache_control"}
-        if isinstance(v, list):
-            return [strip(x) for x in v]
-        return v
-
-    text = json.dumps(strip(value), sort_keys=True)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _marked(value: Any) -> bool:
-    if isinstance(value, dict):
-        return "cache_control" in value or any(map(_marked, value.values()))
-    if isinstance(value, list):
-        return any(map(_marked, value))
-    return False
+    dropped: tuple[thinking.Stale, ...] = ()
+    """Stale thinking blocks a binding model dropped (``drop_block``)."""
 
 
 class ProviderServer:
@@ -103,7 +125,13 @@ class ProviderServer:
         self.tool_steps = tool_steps
         self.exchanges: list[Exchange] = []
         self._accepted = 0
-        self._cache = _Cache()
+        self._cache = PromptCache(multiplier)
+        self.ledger = thinking.Ledger()
+        """The thinking blocks this server signed (Anthropic)."""
+        self.reasoning = responses.Ledger()
+        """The reasoning items this server produced (Responses)."""
+        self.signatures = gemini.Ledger()
+        """The thought signatures this server issued (Gemini)."""
         self._lock = threading.Lock()
         self._http = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
         self._http.provider = self  # type: ignore[attr-defined]
@@ -141,11 +169,11 @@ class ProviderServer:
     ) -> tuple[int, bytes, bool]:
         """Status, body and whether it is an event stream, for one request."""
         with self._lock:
-            count = (
-                rules.openai_tokens if provider == "openai" else rules.anthropic_tokens
-            )
-            prompt = count(body, self.multiplier)
-            refusal = self._refusal(provider, body, prompt, betas)
+            refusal, dropped = self._refusal(provider, body, betas)
+            read = thinking.without(body, dropped) if dropped else body
+            prompt = COUNT[provider](read, self.multiplier)
+            if refusal is None and prompt > self.limit:
+                refusal = TOO_LONG[provider](prompt, self.limit)
             if refusal is not None:
                 self.exchanges.append(
                     Exchange(
@@ -162,12 +190,19 @@ class ProviderServer:
             index = self._accepted
             self._accepted += 1
             tool = replies.first_tool(body) if index < self.tool_steps else None
-            trigger = (
-                rules.compaction_trigger(body) if provider == "anthropic" else None
-            )
+            trigger = {
+                "anthropic": rules.compaction_trigger,
+                "responses": responses.compaction_threshold,
+            }.get(provider, lambda _: None)(body)
             compacted = trigger is not None and prompt >= trigger
             step = replies.Step(index, tool, compacted)
-            usage = self._usage(provider, body, prompt, step)
+            if provider == "anthropic" and thinking.thinking_on(body):
+                step = self._signed(body, step)
+            elif provider == "gemini" or (
+                body.get("reasoning") and provider == "responses"
+            ):
+                step = dataclasses.replace(step, thinks=True)
+            usage = self._usage(provider, read, prompt, step)
             self.exchanges.append(
                 Exchange(
                     provider,
@@ -178,84 +213,94 @@ class ProviderServer:
                     usage=usage,
                     betas=betas,
                     compacted=compacted,
+                    dropped=tuple(dropped),
                 )
             )
-        payload, stream = _reply(provider, body, step, usage)
+            payload, stream = self._reply(provider, body, step, usage, dropped, betas)
         return 200, payload, stream
 
+    def _signed(self, body: Body, step: replies.Step) -> replies.Step:
+        """``step`` with its thinking block signed behind the request's prefix."""
+        before = replies.anthropic_content(step)[: int(step.compacted)]
+        reply = {"role": "assistant", "content": before}
+        messages = [*body["messages"], reply]
+        prefix = thinking.Prefixes({**body, "messages": messages}).of(
+            len(messages) - 1, len(before)
+        )
+        signature = self.ledger.sign(step.thought, prefix, str(body.get("model", "")))
+        return dataclasses.replace(step, thinks=True, signature=signature)
+
     def _refusal(
-        self, provider: Provider, body: Body, prompt: int, betas: str
-    ) -> Refusal | None:
-        if provider == "anthropic" and rules.compaction_trigger(body) is not None:
-            if "compact-2026-01-12" not in betas.split(","):
-                return rules.anthropic_beta_missing("compact-2026-01-12")
+        self, provider: Provider, body: Body, betas: str
+    ) -> tuple[Refusal | None, list[thinking.Stale]]:
+        """The first rule ``body`` breaks, and the stale blocks to drop."""
         if provider == "openai":
-            broken = rules.openai_violation(body)
-            too_long = rules.openai_too_long
-        else:
-            broken = rules.anthropic_violation(body)
-            too_long = rules.anthropic_too_long
+            broken = rules.openai_violation(body) or names.openai_violation(body)
+            return broken, []
+        if provider == "responses":
+            broken = names.responses_violation(body) or responses.responses_violation(
+                body, self.reasoning
+            )
+            return broken, []
+        if provider == "gemini":
+            return gemini.gemini_violation(body, self.signatures), []
+        if rules.compaction_trigger(body) is not None:
+            if "compact-2026-01-12" not in betas.split(","):
+                return rules.anthropic_beta_missing("compact-2026-01-12"), []
+        broken = rules.anthropic_violation(body) or names.anthropic_violation(body)
         if broken is not None:
-            return broken
-        return too_long(prompt, self.limit) if prompt > self.limit else None
+            return broken, []
+        verdict = thinking.thinking_violation(body, betas, self.ledger)
+        if isinstance(verdict, Refusal):
+            return verdict, []
+        return None, verdict or []
 
     def _usage(
         self, provider: Provider, body: Body, prompt: int, step: replies.Step
     ) -> replies.Usage:
         output = step.output_tokens(self.multiplier)
-        if provider == "openai":
-            return replies.Usage(prompt, output, cache_read=self._openai_cached(body))
-        read, write = self._anthropic_cached(body, prompt)
+        read, write = self._cache.measure(provider, body, prompt)
         return replies.Usage(prompt, output, cache_read=read, cache_write=write)
 
-    def _openai_cached(self, body: Body) -> int:
-        """Tokens of the leading messages this request shares with the previous one."""
-        messages = body["messages"]
-        keys = [_key([body.get("tools"), m]) for m in messages]
-        earlier, shared = self._cache.openai, 0
-        while shared < min(len(keys), len(earlier)) and keys[shared] == earlier[shared]:
-            shared += 1
-        self._cache.openai = keys
-        cached = math.ceil(
-            rules.openai_messages_tokens(messages[:shared]) * self.multiplier
-        )
-        return cached // 128 * 128 if cached >= 1_024 else 0
-
-    def _anthropic_cached(self, body: Body, prompt: int) -> tuple[int, int]:
-        """Tokens read from and written to the cache, by ``cache_control`` marks."""
-        head = [body.get("tools"), body.get("system")]
-        messages = body["messages"]
-        breakpoints = [i for i, m in enumerate(messages) if _marked(m)]
-        if _marked(body.get("system")):
-            breakpoints.insert(0, -1)
-        if not breakpoints:
-            return 0, 0
-        sizes = {b: self._prefix_tokens(body, messages[: b + 1]) for b in breakpoints}
-        keys = {b: _key([head, messages[: b + 1]]) for b in breakpoints}
-        read = max(
-            (sizes[b] for b in breakpoints if keys[b] in self._cache.anthropic),
-            default=0,
-        )
-        self._cache.anthropic.update(keys.values())
-        read = min(read, prompt)
-        return read, min(max(sizes[breakpoints[-1]] - read, 0), prompt - read)
-
-    def _prefix_tokens(self, body: Body, messages: list[Body]) -> int:
-        return rules.anthropic_tokens({**body, "messages": messages}, self.multiplier)
-
-
-def _reply(
-    provider: Provider, body: Body, step: replies.Step, usage: replies.Usage
-) -> tuple[bytes, bool]:
-    """The scripted reply as the request asked for it: JSON, or SSE events."""
-    model = str(body.get("model", ""))
-    if not body.get("stream"):
-        make = replies.openai_reply if provider == "openai" else replies.anthropic_reply
-        return replies.dump(make(step, model, usage)), False
-    if provider == "anthropic":
-        return replies.sse(replies.anthropic_stream(step, model, usage)), True
-    with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    return replies.sse(replies.openai_stream(step, model, usage, with_usage)), True
+    def _reply(
+        self,
+        provider: Provider,
+        body: Body,
+        step: replies.Step,
+        usage: replies.Usage,
+        dropped: list[thinking.Stale],
+        betas: str,
+    ) -> tuple[bytes, bool]:
+        """The scripted reply as the request asked for it: JSON, or SSE events."""
+        model = str(body.get("model", ""))
+        streaming = bool(body.get("stream"))
+        if provider == "responses":
+            items = responses_replies.output(step, body, self.reasoning)
+            whole = responses_replies.response(step, body, usage, items)
+            if streaming:
+                return replies.sse(responses_replies.stream(whole)), True
+            return replies.dump(whole), False
+        if provider == "gemini":
+            parts = gemini_replies.parts(step, body, self.signatures)
+            whole = gemini_replies.response(step, body, usage, parts)
+            if streaming:
+                return replies.sse(gemini_replies.stream(whole)), True
+            return replies.dump(whole), False
+        if provider == "anthropic":
+            reply = replies.anthropic_reply(step, model, usage)
+            if thinking.BINDING_BETA in betas.split(","):
+                reply["input_transformations"] = [s.report() for s in dropped]
+            if not streaming:
+                return replies.dump(reply), False
+            events = replies.anthropic_stream(step, model, usage)
+            if "input_transformations" in reply:  # final in ``message_start``
+                start = events[0][1]["message"]  # type: ignore[index]
+                start["input_transformations"] = reply["input_transformations"]
+            return replies.sse(events), True
+        if not streaming:
+            return replies.dump(replies.openai_reply(step, model, usage)), False
+        with_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+        return replies.sse(replies.openai_stream(step, model, usage, with_usage)), True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -267,14 +312,20 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self) -> None:
-        provider = PATHS.get(self.path.split("?")[0])
+        path = self.path.split("?")[0]
+        provider = PATHS.get(path)
         length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        route = GEMINI_PATH.match(path)
+        if route is not None:
+            provider = "gemini"
+            streaming = route.group(2) == "streamGenerateContent"
+            body = {**body, "model": route.group(1), "stream": streaming}
         if provider is None:
             self._send(404, b'{"error": {"message": "not found"}}', stream=False)
             return
         status, payload, stream = self.server.provider.answer(  # type: ignore[attr-defined]
-            provider, json.loads(raw), self.headers.get("anthropic-beta", "")
+            provider, body, self.headers.get("anthropic-beta", "")
         )
         self._send(status, payload, stream=stream)
 

@@ -282,6 +282,6 @@ def test_no_connection_leaves_the_machine() -> None:
 
 def test_an_unknown_path_is_not_served(make_server: MakeServer) -> None:
     server = make_server()
-    answer = httpx.post(server.url + "/v1/responses", content=json.dumps({}))
+    answer = httpx.post(server.url + "/v1/assistants", content=json.dumps({}))
     assert answer.status_code == 404
     assert server.exchanges == []
