@@ -167,8 +167,10 @@ class CompactorBase:
                 reason="nothing_to_compact",
                 hint="lower `keep`, or let the deterministic passes trim instead.",
             )
-        if self.settings.summary_mode == "append":
-            plan = replace(plan, sent=self._as_sent(msgs, plan, model))
+        last = SENT_PREFIX.get()
+        if self.settings.summary_mode == "append" and (last is None or last.seen):
+            sent = self._as_sent(msgs, plan, model)
+            plan = replace(plan, appended=True, sent=sent)
         return msgs, plan
 
     def _as_sent(
