@@ -29,6 +29,7 @@ from ..engine import (
 )
 from ._archive import aarchive, archive, archive_ops, archive_scope
 from ._plan import CompactionPlan, plan_compaction, rebuild
+from ._reported import reported_tokens
 from ._settings import CompactionSettings
 from ._summarizer import SENT_PREFIX, SummarizerClient
 from ._summary import Summary, summary_message
@@ -62,6 +63,9 @@ class CompactorBase:
         self.guard = guard or ContextGuard()
         self.store = store
         self._summarizer = SummarizerClient(summarizer, self.settings)
+        self.agent_model: Any = None
+        """The agent's chat model, whose provider reported usage must come from
+        (``CompactionMiddleware`` sets it; else the guard's model)."""
 
     # -- measuring -------------------------------------------------------------
 
@@ -118,16 +122,28 @@ class CompactorBase:
         """Whether the trigger is reached, and the tokens it was judged on.
 
         The history's own count first (cheap, and never under what is sent); only
-        when that reaches the trigger, the count as sent (``sent_tokens``).
+        when that reaches the trigger, the count as sent (``sent_tokens``). The
+        provider's count of the last call (``reported_tokens``) reaches a size
+        too, as in LangChain's ``SummarizationMiddleware``.
         """
         limits = self._limits(model)
-        needs_tokens = any(k == "tokens" for c in limits.clauses for k, _ in c)
         if not limits.clauses:
             return False, 0
-        tokens = self.tokens(messages) if needs_tokens else 0
-        if needs_tokens and limits.reached(tokens, len(messages)):
+        needs_tokens = any(k == "tokens" for c in limits.clauses for k, _ in c)
+        if not needs_tokens:
+            return limits.reached(0, len(messages)), 0
+        reported = reported_tokens(messages, self._provider_model(model))
+        tokens = self.tokens(messages)
+        if limits.reached(tokens, len(messages)):
             tokens = self.sent_tokens(messages, model=model)
+        tokens = max(tokens, reported)
         return limits.reached(tokens, len(messages)), tokens
+
+    def _provider_model(self, model: Any) -> Any:
+        """The model whose provider a reported usage must come from."""
+        if model is not None:
+            return model
+        return self.agent_model if self.agent_model is not None else self.guard.model
 
     def triggered(self, messages: Sequence[BaseMessage], *, model: Any = None) -> bool:
         """Whether the prompt the guard sends for the history reaches the trigger."""

@@ -167,6 +167,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.compactor = Compactor(
             writer, _settings(settings, given), guard=guard, store=store
         )
+        self.compactor.agent_model = model
         self.fallback = fallback
         prefix = self.compactor.settings.namespace_prefix
         self.tools = (

@@ -465,3 +465,125 @@ def test_summarization_middleware_cut_moves_back_to_the_ai_message() -> None:
     plan = _pair_middleware(400).compactor.plan(messages)
     assert plan is not None
     assert list(plan.kept) == messages[1:]
+
+
+# -- reported usage (``_should_summarize_based_on_reported_tokens``) -------------
+
+
+class ProviderModel(ScriptedSummarizer):
+    """A summarizer that traces under the LangSmith provider ``ls_provider``."""
+
+    ls_provider: str | None = "anthropic"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        return {"ls_provider": self.ls_provider, "ls_model_type": "chat"}
+
+
+def _reported_middleware(
+    trigger: Any = ("tokens", 10_000), provider: str | None = "anthropic"
+) -> CompactionMiddleware:
+    # A counter that counts nothing: only the reported usage can reach the trigger
+    # (LangChain's tests call ``_should_summarize(messages, 0)``).
+    policy = GuardPolicy(
+        context_window=20_000,
+        reserve_tokens=2_000,
+        hard_min_tokens=0,
+        warn_below_tokens=0,
+    )
+    return CompactionMiddleware(
+        ProviderModel(ls_provider=provider),
+        guard=policy,
+        trigger=trigger,
+        keep=("messages", 4),
+        token_counter=lambda messages: 0,
+    )
+
+
+def _reply(text: str, total: int, provider: str = "anthropic") -> AIMessage:
+    return AIMessage(
+        text,
+        response_metadata={"model_provider": provider},
+        usage_metadata={
+            "input_tokens": total - 1_000,
+            "output_tokens": 1_000,
+            "total_tokens": total,
+        },
+    )
+
+
+def _usage_history(last_total: int, provider: str = "anthropic") -> list[BaseMessage]:
+    call = {"name": "tool", "args": {}, "id": "call1"}
+    first = _reply("msg2", 6_000).model_copy(update={"tool_calls": [call]})
+    return [
+        HumanMessage("msg1"),
+        first,
+        ToolMessage("result", tool_call_id="call1"),
+        _reply("msg3", 7_000),
+        HumanMessage("msg4"),
+        _reply("msg5", last_total, provider),
+    ]
+
+
+def test_usage_metadata_trigger() -> None:
+    mw = _reported_middleware()
+    messages = _usage_history(10_001)
+    # reported token count should override count of zero
+    assert mw.compactor.triggered(messages)
+    # don't engage unless model provider matches
+    messages += [HumanMessage("msg6"), _reply("msg7", 10_001, "not-anthropic")]
+    assert not mw.compactor.triggered(messages)
+    # don't engage if subsequent message stays under threshold
+    messages += [HumanMessage("msg8"), _reply("msg9", 9_999)]
+    assert not mw.compactor.triggered(messages)
+
+
+@pytest.mark.parametrize(
+    ("ls_provider", "model_provider", "expected"),
+    [
+        ("amazon_bedrock", "bedrock", True),
+        ("amazon_bedrock", "bedrock_converse", True),
+        ("openai-mantle", "openai", True),
+        ("anthropic-mantle", "anthropic", True),
+        ("amazon_bedrock", "anthropic", False),
+        ("openai", "openai-mantle", False),
+        (None, "anthropic", False),
+    ],
+    ids=[
+        "bedrock",
+        "bedrock-converse",
+        "openai-mantle",
+        "anthropic-mantle",
+        "bedrock-not-anthropic",
+        "no-reverse-alias",
+        "no-ls-provider",
+    ],
+)
+def test_usage_metadata_trigger_provider_aliases(
+    ls_provider: str | None, model_provider: str, expected: bool
+) -> None:
+    mw = _reported_middleware(provider=ls_provider)
+    messages = _usage_history(10_001, model_provider)
+    assert mw.compactor.triggered(messages) is expected
+
+
+@pytest.mark.parametrize(
+    ("extra_turns", "expected"), [(0, False), (2, True)], ids=["5-short", "enough"]
+)
+def test_usage_metadata_trigger_inside_and_clause(
+    extra_turns: int, expected: bool
+) -> None:
+    mw = _reported_middleware(trigger={"tokens": 10_000, "messages": 10})
+    turns: list[BaseMessage] = []
+    for k in range(extra_turns):
+        turns += [HumanMessage(f"more {k}"), AIMessage(f"ok {k}")]
+    messages = [*turns, *_usage_history(10_001)]
+    assert len(messages) >= 10 or not expected
+    assert mw.compactor.triggered(messages) is expected
+
+
+@pytest.mark.parametrize(
+    ("total", "expected"), [(10_000, True), (9_999, False)], ids=["at", "under"]
+)
+def test_usage_metadata_trigger_with_fraction(total: int, expected: bool) -> None:
+    mw = _reported_middleware(trigger=("fraction", 0.5))  # half of 20,000
+    assert mw.compactor.triggered(_usage_history(total)) is expected
