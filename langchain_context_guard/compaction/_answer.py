@@ -40,6 +40,8 @@ def retryable(error: BaseException) -> bool:
     """
     if not isinstance(error, Exception) or isinstance(error, ContextGuardError):
         return False
+    if isinstance(error, NotTextError):
+        return False
     if isinstance(error, NotASummaryError):
         return False  # the same request asks for the same kind of answer
     if classify_overflow(error) is not None:
@@ -73,13 +75,30 @@ class NotASummaryError(ValueError):
     """The summarizer answered, but not with a summary (a tool call, loose text)."""
 
 
-def check_answer(out: Any, sections: bool, *, strict: bool = False) -> Any:
+class NotTextError(TypeError):
+    """A summarizer function or runnable returned neither text nor a message.
+
+    A bug in the caller's code, not a failed summary: raised as it is, as
+    LangChain's ``SummarizationMiddleware`` raises it, never retried.
+    """
+
+
+def check_answer(
+    out: Any, sections: bool, *, strict: bool = False, text_only: bool = False
+) -> Any:
     """Normalise a summarizer answer; raise on an empty or unusable one.
 
     A reply that calls a tool is never a summary, whatever text comes with it;
     ``strict`` (an appended request, which the agent's own model may answer as a
     turn of the task) also refuses text without the summary's sections.
+    ``text_only`` (a function or runnable, not a chat model with structured
+    output): anything but text or a message raises ``NotTextError``.
     """
+    if text_only and not isinstance(out, str | BaseMessage):
+        raise NotTextError(
+            f"The summarizer must return a str (or a message), got "
+            f"{type(out).__name__}."
+        )
     if isinstance(out, BaseMessage) and getattr(out, "tool_calls", None):
         names = ", ".join(c["name"] for c in getattr(out, "tool_calls", []))
         raise NotASummaryError(f"it calls a tool ({names}) instead of summarising")

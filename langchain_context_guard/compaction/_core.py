@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
 
@@ -62,7 +62,10 @@ class CompactorBase:
         self.settings = settings or CompactionSettings()
         self.guard = guard or ContextGuard()
         self.store = store
-        self._summarizer = SummarizerClient(summarizer, self.settings)
+        count = self.guard.counter.count_message
+        self._summarizer = SummarizerClient(
+            summarizer, self.settings, lambda text: count(HumanMessage(text))
+        )
         self.agent_model: Any = None
         """The agent's chat model, whose provider reported usage must come from
         (``CompactionMiddleware`` sets it; else the guard's model)."""

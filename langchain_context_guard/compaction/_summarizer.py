@@ -33,7 +33,13 @@ from langchain_core.runnables import (
 from langgraph.constants import TAG_NOSTREAM
 
 from ..engine import CompactionError, ConfigError, classify_overflow, text_of
-from ._answer import NotASummaryError, assemble, check_answer, retryable
+from ._answer import (
+    NotASummaryError,
+    NotTextError,
+    assemble,
+    check_answer,
+    retryable,
+)
 from ._plan import CompactionPlan
 from ._summary import Summary, SummarySections
 from ._summary_prompt import append_prompt, sections_prompt, turn_prefix_prompt
@@ -99,8 +105,15 @@ def chat_model(model: Any) -> Any:
 class SummarizerClient:
     """Calls the user's summarizer (chat model, runnable or callable) for a plan."""
 
-    def __init__(self, summarizer: Any, settings: CompactionSettings) -> None:
+    def __init__(
+        self,
+        summarizer: Any,
+        settings: CompactionSettings,
+        count_text: Callable[[str], int] = lambda text: len(text) // 4,
+    ) -> None:
         self.settings = settings
+        self.count_text = count_text
+        """Tokens of a text, as the guard counts them (sizes an overflow's retry)."""
         summarizer = chat_model(summarizer)
         self.model = summarizer
         self._runnable: Runnable[Any, Any] = (
@@ -195,12 +208,20 @@ class SummarizerClient:
     ) -> list[BaseMessage] | None:
         """The serialised prompt with half its conversation, after an overflow.
 
-        Also in the ``append`` mode: the conversation as sent did not fit.
+        Also in the ``append`` mode: the conversation as sent did not fit. When
+        the summarizer's profile gives its window, the retry also stays within
+        40% of it (as LangChain's ``SummarizationMiddleware`` retries).
         """
         if not self.prompted or classify_overflow(error) is None:
             return None
         prompt = self._input(plan, sections, self.settings.max_prompt_chars)
-        return self._input(plan, sections, len(text_of(prompt[-1].content)) // 2)
+        text = text_of(prompt[-1].content)
+        chars = len(text) // 2
+        window = profile_window(self.model)
+        if window is not None:  # 40% of the summarizer's own window, at most
+            tokens = max(self.count_text(text), 1)
+            chars = min(chars, len(text) * (window * 2 // 5) // tokens)
+        return self._input(plan, sections, max(chars, 1))
 
     def _config(self, part: str, plan: CompactionPlan) -> RunnableConfig:
         metadata: dict[str, Any] = {
@@ -242,7 +263,9 @@ class SummarizerClient:
             return prompt
 
         def check(out: Any) -> Any:
-            return check_answer(out, sections, strict=appended)
+            return check_answer(
+                out, sections, strict=appended, text_only=not self.prompted
+            )
 
         def attempt(runnable: Runnable[Any, Any], tries: int) -> Runnable[Any, Any]:
             chain = RunnableLambda(start) | runnable | RunnableLambda(check)
@@ -284,14 +307,14 @@ class SummarizerClient:
         try:
             try:
                 return runnable.invoke(self._input(plan, sections), config)
-            except CompactionError:
+            except (CompactionError, NotTextError):
                 raise
             except Exception as exc:
                 shorter = self._shorter(plan, sections, exc)
                 if shorter is None:
                     raise
                 return runnable.invoke(shorter, config)
-        except CompactionError:
+        except (CompactionError, NotTextError):
             raise
         except Exception as exc:
             raise self._failed(exc, made[0]) from None
@@ -302,14 +325,14 @@ class SummarizerClient:
         try:
             try:
                 return await runnable.ainvoke(self._input(plan, sections), config)
-            except CompactionError:
+            except (CompactionError, NotTextError):
                 raise
             except Exception as exc:
                 shorter = self._shorter(plan, sections, exc)
                 if shorter is None:
                     raise
                 return await runnable.ainvoke(shorter, config)
-        except CompactionError:
+        except (CompactionError, NotTextError):
             raise
         except Exception as exc:
             raise self._failed(exc, made[0]) from None
@@ -329,6 +352,15 @@ class SummarizerClient:
         )
         err.__cause__ = error
         return err
+
+
+def profile_window(model: Any) -> int | None:
+    """``max_input_tokens`` of a chat model's profile (bound or not), if known."""
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    profile = getattr(model, "profile", None)
+    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return window if isinstance(window, int) and window > 0 else None
 
 
 def _is_chat_model(summarizer: Any) -> bool:

@@ -165,7 +165,7 @@ def serialize(
     name = _name if quoted else (lambda value: value or "")
     blocks: list[str] = []
     for m in messages:
-        text = text_of(m.content)
+        text = "\n".join([text_of(m.content), *media_lines(m.content)]).strip()
         if is_summary(m):
             blocks.append(f"[earlier summary]\n{cut(text)}")
         elif isinstance(m, HumanMessage):
@@ -182,6 +182,29 @@ def serialize(
         else:
             blocks.append(f"[{name(m.type)}]\n{cut(text)}")
     return "\n\n".join(blocks)
+
+
+def media_lines(content: object) -> list[str]:
+    """One ``<image url="..." />`` line per image given by URL in ``content``.
+
+    The summary then still names the images the conversation showed, as
+    LangChain's XML serialisation keeps them; inline (base64) data is only
+    named, never copied into the prompt.
+    """
+    if not isinstance(content, list):
+        return []
+    out: list[str] = []
+    for block in content:
+        if not isinstance(block, dict) or "image" not in str(block.get("type")):
+            continue
+        url = block.get("url") or block.get("image_url") or block.get("source")
+        if isinstance(url, dict):
+            url = url.get("url")
+        if isinstance(url, str) and not url.startswith("data:"):
+            out.append(f'<image url="{url}" />')
+        else:
+            out.append("<image (inline data) />")
+    return out
 
 
 def _conversation(

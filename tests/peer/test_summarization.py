@@ -587,3 +587,58 @@ def test_usage_metadata_trigger_inside_and_clause(
 def test_usage_metadata_trigger_with_fraction(total: int, expected: bool) -> None:
     mw = _reported_middleware(trigger=("fraction", 0.5))  # half of 20,000
     assert mw.compactor.triggered(_usage_history(total)) is expected
+
+
+# -- the summary's input and answer --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer", [123, None, {"summary": "text"}], ids=["int", "none", "dict"]
+)
+def test_summarizer_returning_non_text_raises_type_error(answer: Any) -> None:
+    # LangChain's ``_check_summary``: a summarizer must return a str.
+    history = agent_history(40)
+    with pytest.raises(TypeError, match="must return a str"):
+        compact_messages(history, lambda messages: answer, settings(), guard=GUARD)
+    compactor = Compactor(lambda messages: answer, settings(), guard=GUARD)
+    with pytest.raises(TypeError, match="must return a str"):
+        compactor.update(history)  # a bug in the caller's code, not a failure
+
+
+def test_image_urls_in_summarized_messages_reach_the_summary_prompt() -> None:
+    image = [
+        {"type": "text", "text": "What is wrong in this screenshot?"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/bug.png"}},
+        {"type": "image", "url": "https://example.com/log.png"},
+    ]
+    history = agent_history(40)
+    history.insert(2, HumanMessage(image, id="shot"))
+    summarizer = ScriptedSummarizer()
+    compact_messages(history, summarizer, settings(), guard=GUARD)
+    asked = "\n".join(prompt[-1].text for prompt in summarizer.received)
+    assert '<image url="https://example.com/bug.png" />' in asked
+    assert '<image url="https://example.com/log.png" />' in asked
+
+
+class ProfiledSmallSummarizer(ScriptedSummarizer):
+    """Overflows past its profile's window, counted by the test's guard."""
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> Any:
+        size = GUARD.count_tokens(messages)
+        window = (self.profile or {}).get("max_input_tokens", 0)
+        if size > window:
+            raise ContextOverflowError(f"prompt is too long: {size} > {window}")
+        return super().reply(messages, **kwargs)
+
+
+def test_overflow_retry_budget_uses_the_summarizer_profile() -> None:
+    # Half of the first prompt would still overflow a 3,000-token summarizer:
+    # the retry is sized to 40% of the summarizer's own window.
+    summarizer = ProfiledSmallSummarizer(profile={"max_input_tokens": 3_000})
+    history = agent_history(60)
+    compact_messages(history, summarizer, settings(retries=0), guard=GUARD)
+    first, second = summarizer.received
+    assert GUARD.count_tokens(first) // 2 > 3_000
+    asked = second[-1].text
+    conversation = asked[asked.index("<conversation>") :]
+    assert GUARD.count_tokens([HumanMessage(conversation)]) <= 3_000 * 2 // 5 + 50
