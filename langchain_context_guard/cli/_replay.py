@@ -232,6 +232,7 @@ def main_replay(argv: list[str] | None = None) -> int:
         )
         return 2
     print(format_table(result))
+    _print_summaries(result)
     _print_expired(result)
     for title, half in halves:
         print(f"\n{title}\n\n{format_table(half)}")
@@ -272,6 +273,18 @@ def _halves(args: argparse.Namespace, transcripts: dict[str, Any]) -> list[Any]:
         for which, part in parts
         if part
     ]
+
+
+def _print_summaries(result: Any) -> None:
+    """Summaries per run of each strategy that made any (compaction)."""
+    rows = [r for r in result.rows() if r["summaries_per_run_max"]]
+    if rows:
+        print("\nsummaries per run (mean / max):")
+    for r in rows:
+        print(
+            f"  {r['window'] // 1000}k {r['strategy']}: "
+            f"{r['summaries_per_run']:.2f} / {r['summaries_per_run_max']}"
+        )
 
 
 def _print_expired(result: Any) -> None:

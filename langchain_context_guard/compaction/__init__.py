@@ -1,7 +1,8 @@
 """Compaction: an LLM summary in fixed sections that rebuilds the history.
 
 ``Compactor`` plans which old turns to summarise (``_plan``), asks the injected
-chat model for the sections (``_summarizer``, ``_summary_prompt``), archives what
+chat model for the sections (``_summarizer``, ``_summary_prompt``; ``_answer``
+refuses a reply that is not a summary), archives what
 it removed (``_archive``) and rebuilds the messages; ``add_compaction`` makes it a
 LangGraph branch, ``CompactionMiddleware`` a ``create_agent`` middleware (needs the
 ``agents`` extra, loads on first use). Imports the engine and ``adapters``.
@@ -23,7 +24,7 @@ from ._graph import (
 )
 from ._plan import CompactionPlan, Mode
 from ._settings import CompactionSettings
-from ._summarizer import SUMMARIZER_TAGS
+from ._summarizer import SUMMARIZER_TAGS, SerializedSummaryWarning
 from ._summary import Summary, SummarySections
 from ._trigger import ContextSize
 
@@ -42,6 +43,7 @@ __all__ = [
     "Compactor",
     "ContextSize",
     "Mode",
+    "SerializedSummaryWarning",
     "Summary",
     "SummarySections",
     "acompact_messages",

@@ -58,10 +58,10 @@ class Compactor(CompactorBase):
         thread_id: str | None = None,
         writer: Callable[[Any], None] | None = None,
     ) -> bool:
-        """Trigger reached, and no run of useless or failed compactions to stop."""
-        if not self.triggered(messages, model=model):
+        """Trigger reached, the history grown since the last summary, no failed run."""
+        due, tokens = self.measure(messages, model=model)
+        if not due:
             return False
-        tokens = self.tokens(messages)
         limits = self._limits(model)
         prev = last_summary(messages)
         why, growth = pause_reason(
@@ -158,7 +158,7 @@ class Compactor(CompactorBase):
         thread_id: str | None,
         writer: Callable[[Any], None] | None,
     ) -> None:
-        tokens = self.tokens(messages)
+        tokens = self.sent_tokens(messages)
         self._failures.record(thread_id, tokens)
         first = str(exc).split(" Fix:")[0]
         self._emit(

@@ -7,11 +7,12 @@ failed runs) and the state update for a graph or agent.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.store.base import BaseStore, PutOp
 
@@ -24,9 +25,11 @@ from ..engine import (
     label,
     marker,
     to_messages,
+    truncate_tool_results,
 )
 from ._archive import aarchive, archive, archive_ops, archive_scope
 from ._plan import CompactionPlan, plan_compaction, rebuild
+from ._reported import reported_tokens
 from ._settings import CompactionSettings
 from ._summarizer import SENT_PREFIX, SummarizerClient
 from ._summary import Summary, summary_message
@@ -59,7 +62,13 @@ class CompactorBase:
         self.settings = settings or CompactionSettings()
         self.guard = guard or ContextGuard()
         self.store = store
-        self._summarizer = SummarizerClient(summarizer, self.settings)
+        count = self.guard.counter.count_message
+        self._summarizer = SummarizerClient(
+            summarizer, self.settings, lambda text: count(HumanMessage(text))
+        )
+        self.agent_model: Any = None
+        """The agent's chat model, whose provider reported usage must come from
+        (``CompactionMiddleware`` sets it; else the guard's model)."""
 
     # -- measuring -------------------------------------------------------------
 
@@ -83,14 +92,65 @@ class CompactorBase:
         s = self.settings
         return resolve_limits(s.trigger, s.keep, window=window, budget=budget)
 
-    def triggered(self, messages: Sequence[BaseMessage], *, model: Any = None) -> bool:
-        """Whether the history has reached the trigger."""
+    def sent_tokens(self, messages: Sequence[BaseMessage], *, model: Any = None) -> int:
+        """Tokens of the history once the guard's per-message cuts are applied.
+
+        A huge tool output counts as ``truncate_tool_results`` leaves it (the
+        guard's caps, as it sends it), so output the guard cuts anyway never sets
+        off a summary. Old results the guard compresses count whole: masking them
+        is what keeps the prompt small until a summary is due, and counting them
+        masked would put every summary off until the masked history alone filled
+        the window. With per-tool ``tool_policies`` (caps of their own) tool
+        results count whole, as before.
+        """
+        p = self.guard.policy
+        whole = bool(p.tool_policies)  # the engine resolves their caps and patterns
+        share = p.max_tool_result_share * p.budget(self.guard.window(model).tokens)
+        cut = truncate_tool_results(
+            messages,
+            max_chars=sys.maxsize if whole else p.max_tool_result_chars,
+            head_chars=p.truncate_head_chars,
+            tail_chars=p.truncate_tail_chars,
+            max_tokens=None if whole else int(share),
+            token_counter=self.guard.counter.count_message,
+            max_message_chars=p.max_chars_per_message,
+            dedupe_calls=p.dedupe_call_text,
+        )
+        tokens = self.tokens(messages)
+        return tokens if cut is messages else min(tokens, self.tokens(cut))
+
+    def measure(
+        self, messages: Sequence[BaseMessage], *, model: Any = None
+    ) -> tuple[bool, int]:
+        """Whether the trigger is reached, and the tokens it was judged on.
+
+        The history's own count first (cheap, and never under what is sent); only
+        when that reaches the trigger, the count as sent (``sent_tokens``). The
+        provider's count of the last call (``reported_tokens``) reaches a size
+        too, as in LangChain's ``SummarizationMiddleware``.
+        """
         limits = self._limits(model)
         if not limits.clauses:
-            return False
+            return False, 0
         needs_tokens = any(k == "tokens" for c in limits.clauses for k, _ in c)
-        tokens = self.tokens(messages) if needs_tokens else 0
-        return limits.reached(tokens, len(messages))
+        if not needs_tokens:
+            return limits.reached(0, len(messages)), 0
+        reported = reported_tokens(messages, self._provider_model(model))
+        tokens = self.tokens(messages)
+        if limits.reached(tokens, len(messages)):
+            tokens = self.sent_tokens(messages, model=model)
+        tokens = max(tokens, reported)
+        return limits.reached(tokens, len(messages)), tokens
+
+    def _provider_model(self, model: Any) -> Any:
+        """The model whose provider a reported usage must come from."""
+        if model is not None:
+            return model
+        return self.agent_model if self.agent_model is not None else self.guard.model
+
+    def triggered(self, messages: Sequence[BaseMessage], *, model: Any = None) -> bool:
+        """Whether the prompt the guard sends for the history reaches the trigger."""
+        return self.measure(messages, model=model)[0]
 
     def plan(
         self, messages: Sequence[BaseMessage], *, model: Any = None
@@ -167,8 +227,10 @@ class CompactorBase:
                 reason="nothing_to_compact",
                 hint="lower `keep`, or let the deterministic passes trim instead.",
             )
-        if self.settings.summary_mode == "append":
-            plan = replace(plan, sent=self._as_sent(msgs, plan, model))
+        last = SENT_PREFIX.get()
+        if self.settings.summary_mode == "append" and (last is None or last.seen):
+            sent = self._as_sent(msgs, plan, model)
+            plan = replace(plan, appended=True, sent=sent)
         return msgs, plan
 
     def _as_sent(
@@ -216,6 +278,7 @@ class CompactorBase:
             number=number,
             tokens_before=before,
             tokens_after=after,
+            sent_after=self.sent_tokens(draft, model=model),
             replaced=len(plan.removed),
             over=self.triggered(draft, model=model),
             streak=next_streak(prev, before=before, growth=limits.growth),

@@ -12,6 +12,7 @@ as it was and ``wrap_model_call`` fits that one call with the deterministic pass
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -41,7 +42,12 @@ from ..engine import ConfigError, ContextGuard, GuardPolicy
 from ._compactor import Compactor
 from ._graph import make_recall_tool
 from ._settings import CompactionSettings
-from ._summarizer import SENT_PREFIX, SentPrefix, chat_model
+from ._summarizer import (
+    SENT_PREFIX,
+    SentPrefix,
+    SerializedSummaryWarning,
+    chat_model,
+)
 
 # LangChain's names whose meaning differs here: why, and what to use instead.
 _DIFFERENT = {
@@ -161,20 +167,24 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.compactor = Compactor(
             writer, _settings(settings, given), guard=guard, store=store
         )
+        self.compactor.agent_model = model
         self.fallback = fallback
         prefix = self.compactor.settings.namespace_prefix
         self.tools = (
             [make_recall_tool(store, namespace_prefix=prefix)] if recall else []
         )
         self._request = RequestInputs()
-        self._sent: OrderedDict[str | None, SentPrefix] = OrderedDict()
+        self._sent: OrderedDict[str, SentPrefix] = OrderedDict()
         """Each thread's last model call's system prompt and tools (``append``)."""
+        self._warned = False
 
     def _remember(self, request: ModelRequest[Any], prepared: bool) -> None:
         if self.compactor.settings.summary_mode != "append":
             return
         info = getattr(request.runtime, "execution_info", None)
         thread = info.thread_id if info is not None else None
+        if thread is None:
+            return  # one slot would mix every conversation's system prompt
         tools = tuple(self._request.tools(request))
         sent = SentPrefix(request.system_message, tools, prepared)
         self._sent[thread] = sent
@@ -183,8 +193,30 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             self._sent.popitem(last=False)
 
     def _prefix(self, args: dict[str, Any]) -> Any:
-        """Set ``SENT_PREFIX`` to this thread's last call (reset with the token)."""
-        return SENT_PREFIX.set(self._sent.get(args["thread_id"]))
+        """Set ``SENT_PREFIX`` to this thread's last call (reset with the token).
+
+        A thread none of whose calls was seen, or a run without a thread id,
+        gets the serialised summary: its system prompt and tools are unknown.
+        """
+        thread = args["thread_id"]
+        if thread is None and self.compactor.settings.summary_mode == "append":
+            self._warn_serialized()
+        return SENT_PREFIX.set(self._sent.get(thread) or SentPrefix(seen=False))
+
+    def _warn_serialized(self) -> None:
+        if self._warned:
+            return
+        self._warned = True
+        warnings.warn(
+            "CompactionMiddleware(summary_mode='append') runs without a thread id, "
+            "so it cannot tell one conversation's system prompt and tools from "
+            "another's: its summaries are asked with the serialised prompt "
+            "instead. Fix: give the agent a checkpointer and "
+            "config={'configurable': {'thread_id': ...}}, or pass "
+            "summary_mode='serialize'.",
+            SerializedSummaryWarning,
+            stacklevel=2,
+        )
 
     def _args(self, runtime: Runtime[Any]) -> dict[str, Any]:
         info = runtime.execution_info

@@ -70,9 +70,12 @@ class CompactionPlan:
     original_request: str = ""
     turn_request: str = ""
     touched: tuple[str, ...] = field(default_factory=tuple)
+    appended: bool = False
+    """Whether the summary is asked by appending one instruction to the
+    conversation as sent (``summary_mode="append"``); else the serialised prompt."""
     sent: tuple[BaseMessage, ...] = field(default_factory=tuple)
     """The history as the agent's model call sends it, when that differs from the
-    state (``summary_mode="append"`` asks from it; empty: the state as it is)."""
+    state (an appended request asks from it; empty: the state as it is)."""
 
     @property
     def split(self) -> bool:

@@ -58,8 +58,9 @@ class CompactionSettings(BaseModel):
     max_consecutive: int = Field(
         2,
         ge=1,
-        description="Compactions (or failures) in a row that may end over the "
-        "trigger before compaction pauses until the history grows by `keep` again.",
+        description="Failed compactions in a row before compaction pauses until "
+        "the history grows by `keep` again (longer after each further failure). "
+        "A successful summary always waits for that growth before the next.",
     )
     summary_mode: Literal["serialize", "append"] = Field(
         "serialize",

@@ -19,10 +19,9 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from langchain_core.exceptions import ModelError
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import (
@@ -32,17 +31,17 @@ from langchain_core.runnables import (
     RunnableLambda,
 )
 from langgraph.constants import TAG_NOSTREAM
-from pydantic import BaseModel
 
-from ..engine import (
-    CompactionError,
-    ConfigError,
-    ContextGuardError,
-    classify_overflow,
-    text_of,
+from ..engine import CompactionError, ConfigError, classify_overflow, text_of
+from ._answer import (
+    NotASummaryError,
+    NotTextError,
+    assemble,
+    check_answer,
+    retryable,
 )
 from ._plan import CompactionPlan
-from ._summary import Summary, SummarySections, parse_sections
+from ._summary import Summary, SummarySections
 from ._summary_prompt import append_prompt, sections_prompt, turn_prefix_prompt
 
 if TYPE_CHECKING:
@@ -62,6 +61,14 @@ class SentPrefix:
     tools: tuple[Any, ...] = ()
     prepared: bool = True
     """Whether it sent the guard's prepared history (False: the state as it is)."""
+    seen: bool = True
+    """Whether this conversation's call was seen. False: its system prompt and
+    tools are unknown (no thread id, or none of its calls yet), so the summary is
+    asked with the serialised prompt instead of appended."""
+
+
+class SerializedSummaryWarning(UserWarning):
+    """``summary_mode="append"`` without a thread id: summaries are serialised."""
 
 
 SENT_PREFIX: contextvars.ContextVar[SentPrefix | None] = contextvars.ContextVar(
@@ -98,8 +105,15 @@ def chat_model(model: Any) -> Any:
 class SummarizerClient:
     """Calls the user's summarizer (chat model, runnable or callable) for a plan."""
 
-    def __init__(self, summarizer: Any, settings: CompactionSettings) -> None:
+    def __init__(
+        self,
+        summarizer: Any,
+        settings: CompactionSettings,
+        count_text: Callable[[str], int] = lambda text: len(text) // 4,
+    ) -> None:
         self.settings = settings
+        self.count_text = count_text
+        """Tokens of a text, as the guard counts them (sizes an overflow's retry)."""
         summarizer = chat_model(summarizer)
         self.model = summarizer
         self._runnable: Runnable[Any, Any] = (
@@ -152,7 +166,7 @@ class SummarizerClient:
     def _summarize(self, plan: CompactionPlan, stop: threading.Event) -> Summary:
         sections = self._ask(plan, True, stop) if plan.history else None
         turn = self._ask(plan, False, stop) if plan.split else None
-        return _assemble(plan, sections, turn)
+        return assemble(plan, sections, turn)
 
     async def _asummarize(self, plan: CompactionPlan) -> Summary:
         jobs: list[Awaitable[Any]] = []
@@ -162,7 +176,7 @@ class SummarizerClient:
             jobs.append(self._aask(plan, False))
         out = list(await asyncio.gather(*jobs))
         sections = out.pop(0) if plan.history else None
-        return _assemble(plan, sections, out[0] if plan.split else None)
+        return assemble(plan, sections, out[0] if plan.split else None)
 
     def _input(
         self, plan: CompactionPlan, sections: bool, max_total: int | None = None
@@ -179,7 +193,7 @@ class SummarizerClient:
             return turn_prefix_prompt(
                 plan, max_chars=s.max_input_chars, max_total=total
             )
-        if s.summary_mode == "append" and max_total is None:
+        if plan.appended and max_total is None:
             sent = SENT_PREFIX.get() or SentPrefix()
             return append_prompt(plan, system=sent.system, instructions=s.instructions)
         return sections_prompt(
@@ -194,12 +208,20 @@ class SummarizerClient:
     ) -> list[BaseMessage] | None:
         """The serialised prompt with half its conversation, after an overflow.
 
-        Also in the ``append`` mode: the conversation as sent did not fit.
+        Also in the ``append`` mode: the conversation as sent did not fit. When
+        the summarizer's profile gives its window, the retry also stays within
+        40% of it (as LangChain's ``SummarizationMiddleware`` retries).
         """
         if not self.prompted or classify_overflow(error) is None:
             return None
         prompt = self._input(plan, sections, self.settings.max_prompt_chars)
-        return self._input(plan, sections, len(text_of(prompt[-1].content)) // 2)
+        text = text_of(prompt[-1].content)
+        chars = len(text) // 2
+        window = profile_window(self.model)
+        if window is not None:  # 40% of the summarizer's own window, at most
+            tokens = max(self.count_text(text), 1)
+            chars = min(chars, len(text) * (window * 2 // 5) // tokens)
+        return self._input(plan, sections, max(chars, 1))
 
     def _config(self, part: str, plan: CompactionPlan) -> RunnableConfig:
         metadata: dict[str, Any] = {
@@ -223,7 +245,7 @@ class SummarizerClient:
         }
 
     def _attempts(
-        self, sections: bool, stop: threading.Event | None
+        self, sections: bool, stop: threading.Event | None, appended: bool = False
     ) -> tuple[Runnable[Any, Any], list[int]]:
         """The summarizer call with its retries, and a counter of attempts made.
 
@@ -241,7 +263,9 @@ class SummarizerClient:
             return prompt
 
         def check(out: Any) -> Any:
-            return _check(out, sections)
+            return check_answer(
+                out, sections, strict=appended, text_only=not self.prompted
+            )
 
         def attempt(runnable: Runnable[Any, Any], tries: int) -> Runnable[Any, Any]:
             chain = RunnableLambda(start) | runnable | RunnableLambda(check)
@@ -259,7 +283,7 @@ class SummarizerClient:
                 },
             )
 
-        if sections and s.summary_mode == "append":
+        if sections and appended:
             # Plain text, with the agent's tools: the request as the agent sends it.
             tools = (SENT_PREFIX.get() or SentPrefix()).tools
             runnable = self._runnable
@@ -278,42 +302,49 @@ class SummarizerClient:
         return attempt(self._runnable, s.retries + 1), made
 
     def _ask(self, plan: CompactionPlan, sections: bool, stop: threading.Event) -> Any:
-        runnable, made = self._attempts(sections, stop)
+        runnable, made = self._attempts(sections, stop, plan.appended)
         config = self._config("sections" if sections else "turn_prefix", plan)
         try:
             try:
                 return runnable.invoke(self._input(plan, sections), config)
-            except CompactionError:
+            except (CompactionError, NotTextError):
                 raise
             except Exception as exc:
                 shorter = self._shorter(plan, sections, exc)
                 if shorter is None:
                     raise
                 return runnable.invoke(shorter, config)
-        except CompactionError:
+        except (CompactionError, NotTextError):
             raise
         except Exception as exc:
             raise self._failed(exc, made[0]) from None
 
     async def _aask(self, plan: CompactionPlan, sections: bool) -> Any:
-        runnable, made = self._attempts(sections, None)
+        runnable, made = self._attempts(sections, None, plan.appended)
         config = self._config("sections" if sections else "turn_prefix", plan)
         try:
             try:
                 return await runnable.ainvoke(self._input(plan, sections), config)
-            except CompactionError:
+            except (CompactionError, NotTextError):
                 raise
             except Exception as exc:
                 shorter = self._shorter(plan, sections, exc)
                 if shorter is None:
                     raise
                 return await runnable.ainvoke(shorter, config)
-        except CompactionError:
+        except (CompactionError, NotTextError):
             raise
         except Exception as exc:
             raise self._failed(exc, made[0]) from None
 
     def _failed(self, error: Exception, attempts: int) -> CompactionError:
+        if isinstance(error, NotASummaryError):
+            return CompactionError(
+                f"The summarizer's answer is not a summary: {error}.",
+                reason="not_a_summary",
+                hint="history was left unchanged; a summarizer model that follows "
+                "the instruction (or summary_mode='serialize') avoids this.",
+            )
         why = "" if retryable(error) else " (not retried: a retry cannot fix it)"
         err = CompactionError(
             f"The summarizer failed {attempts} time(s){why}; last error: {error!r}.",
@@ -323,36 +354,13 @@ class SummarizerClient:
         return err
 
 
-_NOT_RETRYABLE_STATUS = frozenset({400, 401, 403, 404, 422})
-_NOT_RETRYABLE_NAMES = frozenset(
-    {
-        "AuthenticationError",
-        "PermissionDeniedError",
-        "BadRequestError",
-        "NotFoundError",
-        "UnprocessableEntityError",
-    }
-)
-
-
-def retryable(error: BaseException) -> bool:
-    """Whether calling the summarizer again may succeed.
-
-    LangChain's ``ModelError`` says so itself (``is_retryable``); otherwise an
-    authentication, permission or bad-request error (by HTTP status or SDK class
-    name) is final, as are the library's own errors and a context overflow.
-    Anything else is retried.
-    """
-    if not isinstance(error, Exception) or isinstance(error, ContextGuardError):
-        return False
-    if classify_overflow(error) is not None:
-        return False  # the same prompt overflows again; ``_shorter`` cuts it
-    if isinstance(error, ModelError):
-        return bool(error.is_retryable)
-    status = getattr(error, "status_code", None)
-    if isinstance(status, int) and status in _NOT_RETRYABLE_STATUS:
-        return False
-    return not any(c.__name__ in _NOT_RETRYABLE_NAMES for c in type(error).__mro__)
+def profile_window(model: Any) -> int | None:
+    """``max_input_tokens`` of a chat model's profile (bound or not), if known."""
+    while isinstance(model, RunnableBinding):
+        model = model.bound
+    profile = getattr(model, "profile", None)
+    window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    return window if isinstance(window, int) and window > 0 else None
 
 
 def _is_chat_model(summarizer: Any) -> bool:
@@ -360,39 +368,3 @@ def _is_chat_model(summarizer: Any) -> bool:
     while isinstance(summarizer, RunnableBinding):
         summarizer = summarizer.bound
     return isinstance(summarizer, BaseChatModel)
-
-
-def _assemble(
-    plan: CompactionPlan, sections: SummarySections | None, turn: str | None
-) -> Summary:
-    summary = replace(
-        plan.previous_summary or Summary(),
-        original_request=plan.original_request,
-        touched=plan.touched,
-        turn_context="",
-    )
-    if sections is not None:
-        summary = summary.with_sections(sections)
-    if turn:
-        request = f"Request of this turn (verbatim):\n{plan.turn_request}\n\n"
-        summary = replace(summary, turn_context=request + turn)
-    return summary
-
-
-def _check(out: Any, sections: bool) -> Any:
-    """Normalise a summarizer answer; raise on an empty or unusable one."""
-    if isinstance(out, SummarySections):
-        parsed: Any = out
-    elif isinstance(out, BaseModel | dict) and not isinstance(out, BaseMessage):
-        if not sections:
-            raise TypeError(f"summarizer returned {type(out).__name__}, not text")
-        data = out.model_dump() if isinstance(out, BaseModel) else out
-        parsed = SummarySections.model_validate(data)
-    else:
-        text = text_of(out.content) if isinstance(out, BaseMessage) else out
-        if not isinstance(text, str):
-            raise TypeError(f"summarizer returned {type(out).__name__}, not text")
-        parsed = parse_sections(text) if sections else text.strip()
-    if not parsed or (sections and not any(parsed.model_dump().values())):
-        raise ValueError("the summarizer returned an empty summary")
-    return parsed

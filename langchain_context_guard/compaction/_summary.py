@@ -175,6 +175,21 @@ def clean_items(lines: Iterable[str]) -> list[str]:
     return out
 
 
+def has_sections(text: str) -> bool:
+    """Whether ``text`` holds at least one of the summary's sections.
+
+    An XML-tagged section, or a markdown heading naming one (``## Completed``);
+    loose text is not a summary, whatever it says.
+    """
+    if _TAG.search(text):
+        return True
+    for line in text.splitlines():
+        heading = _HEADING.match(line)
+        if heading and heading.group(1).strip().lower() in _ALIASES:
+            return True
+    return False
+
+
 def parse_sections(text: str) -> SummarySections:
     """Read a text answer: XML-tagged sections, else markdown headings, else notes."""
     found: dict[str, list[str]] = {}

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -29,7 +29,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ..engine import is_summary, text_of, truncate_text
+from ..engine import MARKER_KEY, is_summary, text_of, truncate_text
 
 if TYPE_CHECKING:
     from ._plan import CompactionPlan
@@ -165,7 +165,7 @@ def serialize(
     name = _name if quoted else (lambda value: value or "")
     blocks: list[str] = []
     for m in messages:
-        text = text_of(m.content)
+        text = "\n".join([text_of(m.content), *media_lines(m.content)]).strip()
         if is_summary(m):
             blocks.append(f"[earlier summary]\n{cut(text)}")
         elif isinstance(m, HumanMessage):
@@ -182,6 +182,29 @@ def serialize(
         else:
             blocks.append(f"[{name(m.type)}]\n{cut(text)}")
     return "\n\n".join(blocks)
+
+
+def media_lines(content: object) -> list[str]:
+    """One ``<image url="..." />`` line per image given by URL in ``content``.
+
+    The summary then still names the images the conversation showed, as
+    LangChain's XML serialisation keeps them; inline (base64) data is only
+    named, never copied into the prompt.
+    """
+    if not isinstance(content, list):
+        return []
+    out: list[str] = []
+    for block in content:
+        if not isinstance(block, dict) or "image" not in str(block.get("type")):
+            continue
+        url = block.get("url") or block.get("image_url") or block.get("source")
+        if isinstance(url, dict):
+            url = url.get("url")
+        if isinstance(url, str) and not url.startswith("data:"):
+            out.append(f'<image url="{url}" />')
+        else:
+            out.append("<image (inline data) />")
+    return out
 
 
 def _conversation(
@@ -243,12 +266,53 @@ def append_prompt(
     head = (plan.previous,) if plan.previous is not None else ()
     state = (*plan.system, *head, *plan.history, *plan.turn_prefix, *plan.kept)
     body = plan.sent or state
+    tail = len(plan.turn_prefix) + len(plan.kept)
+    # The summarised part and the kept part never share a tool call (``tool_units``).
+    summarised = answer_open_calls(body[: len(body) - tail])
+    kept = answer_open_calls(body[len(body) - tail :])
     has_system = any(isinstance(m, SystemMessage) for m in body[:1])
     lead = [system] if system is not None and not has_system else []
-    ask = APPEND_PROMPT.format(kept=len(plan.turn_prefix) + len(plan.kept))
+    ask = APPEND_PROMPT.format(kept=len(kept))
     if instructions:
         ask += f"\n\nAdditional focus: {instructions}"
-    return [*lead, *body, HumanMessage(ask)]
+    return [*lead, *summarised, *kept, HumanMessage(ask)]
+
+
+OPEN_CALL_RESULT = (
+    "Not run yet: the conversation is being summarised before this call runs."
+)
+"""The result ``answer_open_calls`` gives a call that is still waiting for one."""
+
+
+def answer_open_calls(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with a result after every tool call that has none yet.
+
+    A provider refuses any other message right after an unanswered call
+    (Anthropic's ``tool_use``, OpenAI's ``tool_calls``), so the instruction that
+    follows a call still running would make the summary request fail. The
+    results are marked as the guard's; the calls' own messages stay as sent.
+    """
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    out: list[BaseMessage] = []
+    waiting: list[ToolMessage] = []
+    for m in messages:
+        if waiting and not isinstance(m, ToolMessage):
+            out += waiting
+            waiting = []
+        out.append(m)
+        if isinstance(m, AIMessage):
+            waiting = [
+                ToolMessage(
+                    OPEN_CALL_RESULT,
+                    tool_call_id=call["id"] or "",
+                    name=call["name"],
+                    id=f"context-guard-open-{call['id']}",
+                    additional_kwargs={MARKER_KEY: {"kind": "synthetic_result"}},
+                )
+                for call in m.tool_calls
+                if call["id"] not in answered
+            ]
+    return [*out, *waiting]
 
 
 def turn_prefix_prompt(

@@ -1,10 +1,9 @@
 """When compaction runs: the trigger and keep sizes, and when it pauses.
 
-A compaction that leaves the history over the trigger extends a streak stored on
-its summary; after ``max_consecutive`` of those, or of failures (remembered per
-thread by ``FailureMemory``), compaction pauses until the history has grown by
-``keep`` tokens again (failures back off further each time), so a summarizer that
-cannot help is not called on every step.
+After a summary, compaction waits until the history (as the guard sends it) has
+grown by ``keep`` tokens; after ``max_consecutive`` failures in a row (remembered
+per thread by ``FailureMemory``) it waits for that growth too, longer after each
+further failure, so a summarizer that cannot help is not called on every step.
 """
 
 from __future__ import annotations
@@ -144,16 +143,19 @@ def pause_reason(
 ) -> tuple[str, int]:
     """Why compaction pauses now ("" if it does not) and the growth that ends it.
 
-    ``prev`` is the marker of the newest summary, ``failures`` what
-    ``FailureMemory.get`` returned for the thread.
+    ``prev`` is the marker of the newest summary, ``tokens`` the history as the
+    guard sends it, ``failures`` what ``FailureMemory.get`` returned for the
+    thread. A summary waits until the history has grown by ``growth`` since the
+    last one: each summary re-reads the history and loses detail, so two in a row
+    would pay twice for what the deterministic passes handle anyway.
     """
-    if (
-        prev
-        and prev.get("over")
-        and int(prev.get("streak", 1)) >= cap
-        and tokens - int(prev.get("tokens_after", 0)) < growth
-    ):
-        return f"{cap} compactions in a row left the history over the trigger", growth
+    if prev:
+        since = int(prev.get("sent_after", prev.get("tokens_after", 0)))
+        if tokens - since < growth:
+            return (
+                f"the last summary was made {max(tokens - since, 0):,} tokens ago",
+                growth,
+            )
     failed, at = failures
     if failed >= cap:
         growth *= failed - cap + 1  # back off further after each failure

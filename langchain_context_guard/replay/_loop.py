@@ -206,6 +206,7 @@ def _replay_one(
     feedback: bool,
 ) -> None:
     strategy.start()
+    tally.summaries.append(0)
     binding = Binding() if tally.signed else None
     lived = _Lived(messages, feedback)
     budget = tally.window - tally.reserve
@@ -232,6 +233,7 @@ def _replay_one(
         previous = keys
         tally.tokens.append(size)
         tally.summary_calls += len(prompt.summaries)
+        tally.summaries[-1] += prompt.compacted
         tally.spent.append(call.scale * summaries.tokens)
         tally.spent_cached.append(call.scale * summaries.cached)
         tally.output.append(call.scale * summaries.output)

@@ -165,7 +165,7 @@ def price_replay(
                 previous: list[tuple[str, ...]] = []
                 lived = list(messages)
                 for k in _calls(messages):
-                    sent, summaries = strategy.prompt(lived[:k])
+                    sent, summaries, _ = strategy.prompt(lived[:k])
                     for call in summaries:
                         asked = [size(m) for m in call.prompt]
                         run.prompts.append(

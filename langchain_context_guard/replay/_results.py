@@ -42,6 +42,8 @@ class Tally:
     billed: list[float] = field(default_factory=list)
     summary_calls: int = 0
     """The strategy's own summary calls."""
+    summaries: list[int] = field(default_factory=list)
+    """Summaries made in each run (one per compaction, a split turn's included)."""
     spent: list[float] = field(default_factory=list)
     """Input tokens of those calls (billed in ``billed``, their cached prefix at
     ``CACHE_RATE``)."""
@@ -85,6 +87,10 @@ class Tally:
             "billed_input": round(billed),
             "billed_vs_none": round(billed / none_billed, 4) if none_billed else None,
             "summary_calls": self.summary_calls,
+            "summaries_per_run": (
+                round(statistics.mean(self.summaries), 2) if self.summaries else None
+            ),
+            "summaries_per_run_max": max(self.summaries, default=0),
             "summary_input_tokens": round(sum(self.spent)),
             "summary_cached_tokens": round(sum(self.spent_cached)),
             "summary_output_tokens": round(sum(self.output)),

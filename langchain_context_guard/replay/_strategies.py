@@ -54,6 +54,8 @@ class Prompt(NamedTuple):
     sent: list[BaseMessage]
     summaries: tuple[SummaryCall, ...] = ()
     """The summary calls made before it (billed by the replay)."""
+    compacted: bool = False
+    """Whether a summary replaced part of the history before it."""
 
 
 class Strategy:
@@ -264,11 +266,13 @@ class GuardCompaction(Strategy):
         """Append the new messages, compact if due, and prepare the state."""
         self.state = [*self.state, *history[self.seen :]]
         self.seen = len(history)
+        compacted = False
         if self.compactor.should_compact(self.state):
             with contextlib.suppress(ContextGuardError):
                 self.state = self.compactor.compact(self.state).messages
+                compacted = True
         sent = self.compactor.guard.prepare(self.state, now=now).messages
-        return Prompt(sent, self.model.take_calls())
+        return Prompt(sent, self.model.take_calls(), compacted)
 
 
 def _split_system(

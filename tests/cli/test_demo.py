@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import re
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -291,3 +292,12 @@ def test_exploration_plan_reads_the_fact_once_then_ends_on_the_bug() -> None:
         assert plan[-1][1]["path"] == BUG_FILE
     assert [s[0] for s in exploration_plan(1)] == ["grep"]
     assert exploration_plan(0) == []
+
+
+def test_the_demo_summarises_only_when_what_is_sent_needs_it() -> None:
+    # The huge outputs are truncated before sending: they set off no summary.
+    result = run_demo(POLICY, db=":memory:")
+    at = [c.index for c in result.calls if "compaction" in c.events]
+    assert 1 <= len(at) <= 4
+    assert all(b - a > 1 for a, b in pairwise(at))  # never two in a row
+    assert result.answer_quotes_fact

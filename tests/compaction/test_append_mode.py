@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
-from langchain_context_guard.compaction import Compactor
+from langchain_context_guard import GuardEvent
+from langchain_context_guard.compaction import Compactor, SerializedSummaryWarning
 from langchain_context_guard.compaction._middleware import CompactionMiddleware
 from langchain_context_guard.compaction._plan import CompactionPlan
 from langchain_context_guard.compaction._summarizer import SENT_PREFIX, SentPrefix
@@ -24,6 +26,7 @@ from tests.compaction._support import (
     settings,
     tool_calling_model,
 )
+from tests.providers._support import violations
 
 WINDOW = 30_000
 SYSTEM = "You are a careful coding agent."
@@ -160,3 +163,137 @@ def test_an_appended_prompt_that_overflows_is_retried_serialised_and_cut():
     assert "<completed>" in first[-1].text and len(first) > 2  # appended
     assert len(second) == 2 and "<conversation>" in second[1].text  # serialised
     assert "characters truncated" in second[1].text
+
+
+# -- what is accepted as a summary ------------------------------------------------
+
+
+class ToolCallingSummarizer(ScriptedSummarizer):
+    """Answers the summary request as a turn of the task: a preamble and a call."""
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        call = {"name": "read_file", "args": {"path": "src/app.py"}, "id": "x1"}
+        return AIMessage("Let me read the file first.", tool_calls=[call])
+
+
+def _refused(summarizer: ScriptedSummarizer) -> list[GuardEvent]:
+    """The events of a due compaction whose summary was refused."""
+    events: list[GuardEvent] = []
+    compactor = Compactor(
+        summarizer,
+        settings(summary_mode="append"),
+        guard=make_guard(),
+        on_event=events.append,
+    )
+    assert compactor.update(agent_history(40)) is None
+    return events
+
+
+@pytest.mark.parametrize(
+    ("summarizer", "why"),
+    [
+        pytest.param(ToolCallingSummarizer(), "calls a tool (read_file)", id="tool"),
+        pytest.param(
+            ScriptedSummarizer(responses=["I will patch handler() next."]),
+            "none of the summary's sections",
+            id="loose-text",
+        ),
+    ],
+)
+def test_an_answer_that_is_not_a_summary_leaves_the_history_unchanged(
+    summarizer: ScriptedSummarizer, why: str
+) -> None:
+    events = _refused(summarizer)
+    assert [e.kind for e in events] == ["compaction_failed"]
+    assert events[0].detail.startswith("not_a_summary:")
+    assert why in events[0].detail
+    assert len(summarizer.received) == 1  # the same request is not retried
+
+
+def test_a_serialised_summary_may_be_loose_text():
+    summarizer = ScriptedSummarizer(responses=["Read src/app.py; patch next."])
+    compactor = Compactor(summarizer, settings(), guard=make_guard())
+    result = compactor.compact(agent_history(40))
+    assert result.summary.notes == ("Read src/app.py; patch next.",)
+
+
+# -- one slot per conversation --------------------------------------------------
+
+
+def _agent(mw: CompactionMiddleware, system: str, checkpointer: Any = None) -> Any:
+    agent_model = tool_calling_model(steps=30)
+    agent_model.profile = {"max_input_tokens": WINDOW}
+    return create_agent(
+        agent_model,
+        [read_file],
+        system_prompt=system,
+        middleware=[mw],
+        checkpointer=checkpointer,
+    )
+
+
+def test_without_a_thread_id_the_summary_is_serialised_and_never_shared():
+    summarizer = ToolAwareSummarizer()
+    mw = CompactionMiddleware(
+        summarizer=summarizer,
+        model=tool_calling_model(0),
+        trigger=("fraction", 0.8),
+        keep=("messages", 10),
+        retry_delay=0.0,
+        summary_mode="append",
+    )
+    mw.model.profile = {"max_input_tokens": WINDOW}
+    config: Any = {"recursion_limit": 300}
+    with pytest.warns(SerializedSummaryWarning, match="without a thread id") as seen:
+        _agent(mw, "SECRET-A: the launch code is 0000.").invoke(
+            {"messages": [("user", TASK)]}, config
+        )
+        asked = len(summarizer.received)
+        _agent(mw, SYSTEM).invoke({"messages": [("user", TASK)]}, config)
+    assert 0 < asked < len(summarizer.received)
+    assert len(seen) == 1  # said once
+    for prompt in summarizer.received[asked:]:
+        assert all("SECRET-A" not in m.text for m in prompt)
+    assert all(
+        len(p) == 2 and "<conversation>" in p[1].text for p in summarizer.received
+    )
+    bound = [getattr(t, "name", None) for b in summarizer.bound for t in b]
+    assert "read_file" not in bound  # no agent's tools borrowed either
+
+
+# -- a call still open ------------------------------------------------------------
+
+
+def _open(call_id: str) -> AIMessage:
+    call = {"name": "read_file", "args": {"path": "src/big.py"}, "id": call_id}
+    return AIMessage("Reading the big file.", tool_calls=[call], id=f"ai-{call_id}")
+
+
+@pytest.mark.parametrize(
+    "history",
+    [
+        pytest.param([*agent_history(40), _open("open-1")], id="last-call-open"),
+        pytest.param(
+            [
+                *agent_history(4),
+                _open("open-1"),
+                HumanMessage("Skip that file.", id="skip"),
+                *agent_history(36)[2:],
+            ],
+            id="call-left-open-earlier",
+        ),
+    ],
+)
+def test_the_appended_request_is_valid_while_a_call_is_open(
+    history: list[BaseMessage],
+) -> None:
+    summarizer = ScriptedSummarizer()
+    token = SENT_PREFIX.set(SentPrefix(prepared=False))  # the state as it is
+    try:
+        Compactor(summarizer, settings(summary_mode="append")).compact(history)
+    finally:
+        SENT_PREFIX.reset(token)
+    prompt = summarizer.received[0]
+    assert "<completed>" in prompt[-1].text
+    assert violations(prompt) == {}
+    assert next(m for m in history if m.id == "ai-open-1") in prompt  # sent as is

@@ -505,29 +505,32 @@ def test_failures_pause_compaction_until_history_grows() -> None:
     assert comp.should_compact(grown, thread_id="t") is True
 
 
-def test_no_loop_when_the_kept_tail_alone_is_over_the_trigger() -> None:
+def test_no_second_summary_before_the_history_grows_by_keep() -> None:
     events: list[Any] = []
     comp = Compactor(
         ScriptedSummarizer(),
-        settings(trigger=("tokens", 8_000), keep=("messages", 6), max_consecutive=2),
+        settings(trigger=("tokens", 8_000), keep=("messages", 6)),
         guard=GUARD,
         on_event=events.append,
     )
-    history = agent_history(8, chars=10_000)
-    compactions = 0
-    for k in range(3):
-        update = comp.update(history)
-        if update is not None:
-            compactions += 1
-            history = update["messages"][1:]
-            mark = marker(history[1]) or {}
-            assert mark["over"] is True and mark["streak"] == compactions
-        history = [*history, *step(60 + k, chars=10_000)]
-    assert compactions == 2
+    update = comp.update(agent_history(8, chars=10_000))
+    assert update is not None
+    history = update["messages"][1:]
+    since = (marker(history[1]) or {})["sent_after"]
+    growth = comp._limits().growth
+    k = 0
+    while not comp.triggered(history):  # over the trigger again, soon
+        history = [*history, *step(60 + k, chars=4_000)]
+        k += 1
+    assert comp.sent_tokens(history) - since < growth
+    assert comp.update(history) is None
     assert events[-1].kind == "compaction_failed"
-    assert "2 compactions in a row" in events[-1].detail
-    grown = [*history, *step(70, chars=10_000), *step(71, chars=10_000)]
-    assert comp.should_compact(grown) is True
+    assert "the last summary was made" in events[-1].detail
+    assert f"grown by {growth:,} tokens" in events[-1].detail
+    while comp.sent_tokens(history) - since < growth:
+        history = [*history, *step(60 + k, chars=4_000)]
+        k += 1
+    assert comp.should_compact(history) is True
 
 
 # -- settings and triggers -----------------------------------------------------------
@@ -753,3 +756,16 @@ def test_no_text_in_the_history_can_open_or_close_a_data_section(tag, where) -> 
     _, human = sections_prompt(_plan(history, keep_tokens=1))
     tags = [t.lower() for t in _TAG.findall(str(human.content))]
     assert tags == ["conversation", "conversation"]
+
+
+def test_output_the_guard_truncates_never_sets_off_a_summary() -> None:
+    summarizer = ScriptedSummarizer()
+    comp = Compactor(summarizer, settings(), guard=GUARD)
+    history = [*agent_history(4), *step(99, chars=400_000)]
+    trigger = comp._limits().trigger_tokens or 0
+    assert comp.tokens(history) > trigger  # the state is over the trigger
+    assert comp.sent_tokens(history) < trigger  # what the guard sends is not
+    assert comp.update(history) is None
+    assert summarizer.received == []
+    grown = [*history, *agent_history(60)[2:]]
+    assert comp.should_compact(grown) is True  # growth that is sent still counts

@@ -465,3 +465,180 @@ def test_summarization_middleware_cut_moves_back_to_the_ai_message() -> None:
     plan = _pair_middleware(400).compactor.plan(messages)
     assert plan is not None
     assert list(plan.kept) == messages[1:]
+
+
+# -- reported usage (``_should_summarize_based_on_reported_tokens``) -------------
+
+
+class ProviderModel(ScriptedSummarizer):
+    """A summarizer that traces under the LangSmith provider ``ls_provider``."""
+
+    ls_provider: str | None = "anthropic"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        return {"ls_provider": self.ls_provider, "ls_model_type": "chat"}
+
+
+def _reported_middleware(
+    trigger: Any = ("tokens", 10_000), provider: str | None = "anthropic"
+) -> CompactionMiddleware:
+    # A counter that counts nothing: only the reported usage can reach the trigger
+    # (LangChain's tests call ``_should_summarize(messages, 0)``).
+    policy = GuardPolicy(
+        context_window=20_000,
+        reserve_tokens=2_000,
+        hard_min_tokens=0,
+        warn_below_tokens=0,
+    )
+    return CompactionMiddleware(
+        ProviderModel(ls_provider=provider),
+        guard=policy,
+        trigger=trigger,
+        keep=("messages", 4),
+        token_counter=lambda messages: 0,
+    )
+
+
+def _reply(text: str, total: int, provider: str = "anthropic") -> AIMessage:
+    return AIMessage(
+        text,
+        response_metadata={"model_provider": provider},
+        usage_metadata={
+            "input_tokens": total - 1_000,
+            "output_tokens": 1_000,
+            "total_tokens": total,
+        },
+    )
+
+
+def _usage_history(last_total: int, provider: str = "anthropic") -> list[BaseMessage]:
+    call = {"name": "tool", "args": {}, "id": "call1"}
+    first = _reply("msg2", 6_000).model_copy(update={"tool_calls": [call]})
+    return [
+        HumanMessage("msg1"),
+        first,
+        ToolMessage("result", tool_call_id="call1"),
+        _reply("msg3", 7_000),
+        HumanMessage("msg4"),
+        _reply("msg5", last_total, provider),
+    ]
+
+
+def test_usage_metadata_trigger() -> None:
+    mw = _reported_middleware()
+    messages = _usage_history(10_001)
+    # reported token count should override count of zero
+    assert mw.compactor.triggered(messages)
+    # don't engage unless model provider matches
+    messages += [HumanMessage("msg6"), _reply("msg7", 10_001, "not-anthropic")]
+    assert not mw.compactor.triggered(messages)
+    # don't engage if subsequent message stays under threshold
+    messages += [HumanMessage("msg8"), _reply("msg9", 9_999)]
+    assert not mw.compactor.triggered(messages)
+
+
+@pytest.mark.parametrize(
+    ("ls_provider", "model_provider", "expected"),
+    [
+        ("amazon_bedrock", "bedrock", True),
+        ("amazon_bedrock", "bedrock_converse", True),
+        ("openai-mantle", "openai", True),
+        ("anthropic-mantle", "anthropic", True),
+        ("amazon_bedrock", "anthropic", False),
+        ("openai", "openai-mantle", False),
+        (None, "anthropic", False),
+    ],
+    ids=[
+        "bedrock",
+        "bedrock-converse",
+        "openai-mantle",
+        "anthropic-mantle",
+        "bedrock-not-anthropic",
+        "no-reverse-alias",
+        "no-ls-provider",
+    ],
+)
+def test_usage_metadata_trigger_provider_aliases(
+    ls_provider: str | None, model_provider: str, expected: bool
+) -> None:
+    mw = _reported_middleware(provider=ls_provider)
+    messages = _usage_history(10_001, model_provider)
+    assert mw.compactor.triggered(messages) is expected
+
+
+@pytest.mark.parametrize(
+    ("extra_turns", "expected"), [(0, False), (2, True)], ids=["5-short", "enough"]
+)
+def test_usage_metadata_trigger_inside_and_clause(
+    extra_turns: int, expected: bool
+) -> None:
+    mw = _reported_middleware(trigger={"tokens": 10_000, "messages": 10})
+    turns: list[BaseMessage] = []
+    for k in range(extra_turns):
+        turns += [HumanMessage(f"more {k}"), AIMessage(f"ok {k}")]
+    messages = [*turns, *_usage_history(10_001)]
+    assert len(messages) >= 10 or not expected
+    assert mw.compactor.triggered(messages) is expected
+
+
+@pytest.mark.parametrize(
+    ("total", "expected"), [(10_000, True), (9_999, False)], ids=["at", "under"]
+)
+def test_usage_metadata_trigger_with_fraction(total: int, expected: bool) -> None:
+    mw = _reported_middleware(trigger=("fraction", 0.5))  # half of 20,000
+    assert mw.compactor.triggered(_usage_history(total)) is expected
+
+
+# -- the summary's input and answer --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer", [123, None, {"summary": "text"}], ids=["int", "none", "dict"]
+)
+def test_summarizer_returning_non_text_raises_type_error(answer: Any) -> None:
+    # LangChain's ``_check_summary``: a summarizer must return a str.
+    history = agent_history(40)
+    with pytest.raises(TypeError, match="must return a str"):
+        compact_messages(history, lambda messages: answer, settings(), guard=GUARD)
+    compactor = Compactor(lambda messages: answer, settings(), guard=GUARD)
+    with pytest.raises(TypeError, match="must return a str"):
+        compactor.update(history)  # a bug in the caller's code, not a failure
+
+
+def test_image_urls_in_summarized_messages_reach_the_summary_prompt() -> None:
+    image = [
+        {"type": "text", "text": "What is wrong in this screenshot?"},
+        {"type": "image_url", "image_url": {"url": "https://example.com/bug.png"}},
+        {"type": "image", "url": "https://example.com/log.png"},
+    ]
+    history = agent_history(40)
+    history.insert(2, HumanMessage(image, id="shot"))
+    summarizer = ScriptedSummarizer()
+    compact_messages(history, summarizer, settings(), guard=GUARD)
+    asked = "\n".join(prompt[-1].text for prompt in summarizer.received)
+    assert '<image url="https://example.com/bug.png" />' in asked
+    assert '<image url="https://example.com/log.png" />' in asked
+
+
+class ProfiledSmallSummarizer(ScriptedSummarizer):
+    """Overflows past its profile's window, counted by the test's guard."""
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> Any:
+        size = GUARD.count_tokens(messages)
+        window = (self.profile or {}).get("max_input_tokens", 0)
+        if size > window:
+            raise ContextOverflowError(f"prompt is too long: {size} > {window}")
+        return super().reply(messages, **kwargs)
+
+
+def test_overflow_retry_budget_uses_the_summarizer_profile() -> None:
+    # Half of the first prompt would still overflow a 3,000-token summarizer:
+    # the retry is sized to 40% of the summarizer's own window.
+    summarizer = ProfiledSmallSummarizer(profile={"max_input_tokens": 3_000})
+    history = agent_history(60)
+    compact_messages(history, summarizer, settings(retries=0), guard=GUARD)
+    first, second = summarizer.received
+    assert GUARD.count_tokens(first) // 2 > 3_000
+    asked = second[-1].text
+    conversation = asked[asked.index("<conversation>") :]
+    assert GUARD.count_tokens([HumanMessage(conversation)]) <= 3_000 * 2 // 5 + 50

@@ -200,7 +200,7 @@ def test_summarization_keeps_its_summary_in_state_between_calls() -> None:
     sent: list[BaseMessage] = []
     summaries = []
     for k in calls:
-        sent, made = strategy.prompt(history[:k])
+        sent, made, _ = strategy.prompt(history[:k])
         summaries += made
     assert len(sent) < len(history)
     assert isinstance(sent[0], SystemMessage)
@@ -218,7 +218,7 @@ def test_summarization_middleware_summarizes_tool_runs_into_a_placeholder() -> N
     strategy = Summarization(16_000, 14_000)
     for k, m in enumerate(history):
         if isinstance(m, AIMessage):
-            sent, summaries = strategy.prompt(history[:k])
+            sent, summaries, _ = strategy.prompt(history[:k])
             assert summaries == ()
     assert "too long to summarize" in sent[1].text
 
@@ -474,3 +474,13 @@ def test_main_replay_shows_the_signed_thinking_counts(
     row = capsys.readouterr().out.splitlines()[2]
     kept, _, rejected = row.rsplit("|", 2)[1].split(" / ")
     assert int(kept) > 0 and int(rejected) == 0
+
+
+def test_the_compaction_strategies_report_their_summaries_per_run(
+    small_replay: dict[tuple[int, str], dict[str, object]],
+) -> None:
+    row = small_replay[(16_000, "guard+compaction")]
+    mean, most = row["summaries_per_run"], row["summaries_per_run_max"]
+    assert isinstance(mean, int | float) and isinstance(most, int)
+    assert 0 < mean <= most <= row["summary_calls"]
+    assert small_replay[(16_000, "guard")]["summaries_per_run_max"] == 0
