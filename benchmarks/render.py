@@ -455,6 +455,7 @@ def speed_section() -> str:
             f"tiktoken {machine['tiktoken']}; a shared machine, so compare rows, "
             "not machines.",
             command(doc),
+            *_cold_note(doc),
             table(
                 ("target", "measured", "holds"),
                 ((w, m, "yes" if ok else "**no**") for w, m, ok in checks),
@@ -462,6 +463,22 @@ def speed_section() -> str:
             _speed.table(doc),
         ]
     )
+
+
+def _cold_note(doc: dict[str, Any]) -> list[str]:
+    """How the cold rows were measured when apart from the rest (``bench_cold.py``)."""
+    cold = doc.get("cold")
+    if not cold:
+        return []
+    machine = cold["machine"]
+    load = ", ".join(f"{x:.1f}" for x in machine["loadavg_start"])
+    sizes = ", ".join(f"{int(s):,}" for s in cold["sizes"])
+    return [
+        f"The cold rows ({sizes} messages) were measured apart, on the same "
+        f"machine (bpe-openai {machine.get('bpe_openai') or 'not installed'}, "
+        f"tiktoken {machine['tiktoken']}; load average {load} at the start):",
+        f"```bash\n{cold['command']}\n```",
+    ]
 
 
 def trace_section() -> str:
