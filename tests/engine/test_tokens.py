@@ -390,8 +390,11 @@ def test_prime_counts_in_one_batch_what_count_message_counts():
     assert counter.encoded == distinct
 
 
-def test_batch_lengths_equal_one_by_one():
-    length, _ = _encoding.load_encoding("cl100k_base")
+@pytest.mark.parametrize("encoder", ["bpe-openai", "tiktoken"])
+def test_batch_lengths_equal_one_by_one(encoder, monkeypatch):
+    monkeypatch.setenv("CONTEXT_GUARD_ENCODER", encoder)
+    length, name = _encoding.load_encoding("cl100k_base")
+    assert name == f"{encoder}:cl100k_base"
     lengths = _encoding.batch_lengths(length)
     assert lengths is not None
     texts = [
