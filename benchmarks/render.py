@@ -471,12 +471,16 @@ def _cold_note(doc: dict[str, Any]) -> list[str]:
     if not cold:
         return []
     machine = cold["machine"]
-    load = ", ".join(f"{x:.1f}" for x in machine["loadavg_start"])
+    start = ", ".join(f"{x:.1f}" for x in machine["loadavg_start"])
+    end = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_end", ()))
     sizes = ", ".join(f"{int(s):,}" for s in cold["sizes"])
     return [
-        f"The cold rows ({sizes} messages) were measured apart, on the same "
-        f"machine (bpe-openai {machine.get('bpe_openai') or 'not installed'}, "
-        f"tiktoken {machine['tiktoken']}; load average {load} at the start):",
+        f"The cold rows ({sizes} messages: the encodes and the cold `prepare`) "
+        "were measured apart, on the same machine, their ratio column to "
+        "`trim_messages` measured in that run (bpe-openai "
+        f"{machine.get('bpe_openai') or 'not installed'}, tiktoken "
+        f"{machine['tiktoken']}; load average {start} at the start, {end} at the "
+        "end):",
         f"```bash\n{cold['command']}\n```",
     ]
 
