@@ -447,15 +447,15 @@ def speed_section() -> str:
         ),
     ]
     machine = doc["machine"]
+    note, cold_command = _cold_note(doc)
     return "\n\n".join(
         [
             "## Speed at every size",
             f"CPU time of the calling thread, {machine['nproc']} cores, Python "
             f"{machine['python']}, langchain-core {machine['langchain_core']}, "
             f"tiktoken {machine['tiktoken']}; a shared machine, so compare rows, "
-            "not machines.",
-            command(doc),
-            *_cold_note(doc),
+            f"not machines.{note}",
+            command({"command": doc["command"] + cold_command}),
             table(
                 ("target", "measured", "holds"),
                 ((w, m, "yes" if ok else "**no**") for w, m, ok in checks),
@@ -465,24 +465,25 @@ def speed_section() -> str:
     )
 
 
-def _cold_note(doc: dict[str, Any]) -> list[str]:
-    """How the cold rows were measured when apart from the rest (``bench_cold.py``)."""
+def _cold_note(doc: dict[str, Any]) -> tuple[str, str]:
+    """How the cold rows were measured when apart from the rest (``bench_cold.py``).
+
+    A sentence for the section's first paragraph, and a line for its command block.
+    """
     cold = doc.get("cold")
     if not cold:
-        return []
+        return "", ""
     machine = cold["machine"]
     start = ", ".join(f"{x:.1f}" for x in machine["loadavg_start"])
     end = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_end", ()))
     sizes = ", ".join(f"{int(s):,}" for s in cold["sizes"])
-    return [
-        f"The cold rows ({sizes} messages: the encodes and the cold `prepare`) "
-        "were measured apart, on the same machine, their ratio column to "
-        "`trim_messages` measured in that run (bpe-openai "
-        f"{machine.get('bpe_openai') or 'not installed'}, tiktoken "
-        f"{machine['tiktoken']}; load average {start} at the start, {end} at the "
-        "end):",
-        f"```bash\n{cold['command']}\n```",
-    ]
+    return (
+        f" The cold rows ({sizes} messages: the encodes and the cold `prepare`) "
+        "were measured apart, on the same machine, with their own `trim_messages` "
+        f"reference (bpe-openai {machine.get('bpe_openai') or 'not installed'}; "
+        f"load average {start} at the start, {end} at the end).",
+        f"\n{cold['command']}",
+    )
 
 
 def trace_section() -> str:
