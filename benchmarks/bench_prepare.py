@@ -36,7 +36,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from importlib.metadata import version
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
@@ -192,8 +192,17 @@ def machine() -> dict[str, Any]:
         "processor": platform.processor() or platform.machine(),
         "langchain_core": version("langchain-core"),
         "tiktoken": version("tiktoken"),
+        "bpe_openai": installed("bpe-openai"),
         "loadavg_start": os.getloadavg(),
     }
+
+
+def installed(package: str) -> str | None:
+    """``package``'s version (None: not installed)."""
+    try:
+        return version(package)
+    except PackageNotFoundError:
+        return None
 
 
 # ------------------------------------------------------------------ measurements

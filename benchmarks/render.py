@@ -447,20 +447,42 @@ def speed_section() -> str:
         ),
     ]
     machine = doc["machine"]
+    note, cold_command = _cold_note(doc)
     return "\n\n".join(
         [
             "## Speed at every size",
             f"CPU time of the calling thread, {machine['nproc']} cores, Python "
             f"{machine['python']}, langchain-core {machine['langchain_core']}, "
             f"tiktoken {machine['tiktoken']}; a shared machine, so compare rows, "
-            "not machines.",
-            command(doc),
+            f"not machines.{note}",
+            command({"command": doc["command"] + cold_command}),
             table(
                 ("target", "measured", "holds"),
                 ((w, m, "yes" if ok else "**no**") for w, m, ok in checks),
             ),
             _speed.table(doc),
         ]
+    )
+
+
+def _cold_note(doc: dict[str, Any]) -> tuple[str, str]:
+    """How the cold rows were measured when apart from the rest (``bench_cold.py``).
+
+    A sentence for the section's first paragraph, and a line for its command block.
+    """
+    cold = doc.get("cold")
+    if not cold:
+        return "", ""
+    machine = cold["machine"]
+    start = ", ".join(f"{x:.1f}" for x in machine["loadavg_start"])
+    end = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_end", ()))
+    sizes = ", ".join(f"{int(s):,}" for s in cold["sizes"])
+    return (
+        f" The cold rows ({sizes} messages: the encodes and the cold `prepare`) "
+        "were measured apart, on the same machine, with their own `trim_messages` "
+        f"reference (bpe-openai {machine.get('bpe_openai') or 'not installed'}; "
+        f"load average {start} at the start, {end} at the end).",
+        f"\n{cold['command']}",
     )
 
 

@@ -26,7 +26,7 @@ LEGACY_ENV = {
     "MAX_CHARS_PER_MESSAGE": "max_chars_per_message",
 }
 # CONTEXT_GUARD_* names that are not policy settings.
-_OTHER_ENV = frozenset({"OFFLINE", "TRAJECTORIES"})
+_OTHER_ENV = frozenset({"ENCODER", "OFFLINE", "TRAJECTORIES"})
 _warned_env: set[str] = set()
 
 

@@ -106,6 +106,31 @@ def test_inspect_window_from_model_name(
     assert "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("encoder", "model", "counter"),
+    [
+        ("", "claude-sonnet-4", "bpe-openai:cl100k_base"),
+        ("", "gpt-4o", "bpe-openai:o200k_base"),
+        ("tiktoken", "claude-sonnet-4", "tiktoken:cl100k_base"),
+        ("tiktoken", "gpt-4o", "tiktoken:o200k_base"),
+    ],
+)
+def test_inspect_names_the_encoder_that_counted(
+    encoder: str,
+    model: str,
+    counter: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CONTEXT_GUARD_ENCODER", encoder)
+    path = write_json(tmp_path / "chat.json", openai_history(3))
+    code, out, _ = run(capsys, "inspect", path, "--model", model)
+    assert code == 0 and f"; counter {counter}\n" in out
+    code, out, _ = run(capsys, "inspect", path, "--model", model, "--json")
+    assert code == 0 and json.loads(out)["report"]["counter"] == counter
+
+
 def test_warnings_become_one_line_notes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -47,7 +47,7 @@ def test_public_contract():
     assert out.messages == history
     assert out.report.budget == 28_000 and out.report.context_window == 32_000
     assert out.report.window_source == "override"
-    assert out.report.counter == "tiktoken:cl100k_base"
+    assert out.report.counter == "bpe-openai:cl100k_base"
     assert guard.count_tokens(history) == out.report.tokens_before
 
 

@@ -65,11 +65,13 @@ def test_the_offline_encoding_is_tiktoken_s_o200k_base(tiktoken_spec):
     )
 
 
+@pytest.mark.parametrize("encoder", ["bpe-openai", "tiktoken"])
 @pytest.mark.parametrize("model", ["openai:gpt-4.1", "gpt-4o", "gpt-5", "o3-mini"])
 def test_o200k_models_count_exactly_offline_without_a_warning(
-    model, monkeypatch, tiktoken_spec
+    model, encoder, monkeypatch, tiktoken_spec
 ):
     monkeypatch.setenv("CONTEXT_GUARD_OFFLINE", "0")
+    monkeypatch.setenv("CONTEXT_GUARD_ENCODER", encoder)
     monkeypatch.setattr(_encoding, "_try_tiktoken", lambda name, *, network: None)
     monkeypatch.setattr(_encoding, "_encodings", {})
     reference = tiktoken.Encoding(**tiktoken_spec)
@@ -77,7 +79,7 @@ def test_o200k_models_count_exactly_offline_without_a_warning(
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         result = guard.prepare([HumanMessage(TEXTS[2])])
-    assert result.report.counter == "tiktoken:o200k_base"
+    assert result.report.counter == f"{encoder}:o200k_base"
     assert guard.counter.text_tokens(TEXTS[2]) == len(
         reference.encode_ordinary(TEXTS[2])
     )
@@ -87,6 +89,7 @@ def test_a_tampered_table_is_refused_with_a_warning(tmp_path, monkeypatch):
     forged = tmp_path / "o200k_base.tiktoken.gz"
     forged.write_bytes(gzip.compress(b"aGVsbG8= 0\n"))
     monkeypatch.setattr(_offline, "o200k_path", lambda: forged)
+    monkeypatch.setenv("CONTEXT_GUARD_ENCODER", "tiktoken")
     monkeypatch.setattr(_encoding, "_encodings", {})
     with pytest.raises(_offline.OfflineTableError, match="SHA-256"):
         _offline.o200k_encoding()

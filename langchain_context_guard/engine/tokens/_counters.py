@@ -1,4 +1,4 @@
-"""Token counters: tiktoken (see ``_encodings``) behind a per-message cache.
+"""Token counters: a tiktoken encoding (see ``_encodings``) behind a per-message cache.
 
 Counts follow what providers bill: a fixed overhead per message, the text of every
 content block, tool-call names and JSON arguments, tool schemas, and a flat,
@@ -59,6 +59,9 @@ class TokenCounter(Protocol):
 
 class TiktokenCounter:
     """Counts with a tiktoken encoding; caches every message's count.
+
+    The counts are tiktoken's; where bpe-openai serves the encoding its encoder
+    gives them (``_bpe``), and ``name`` says which (``bpe-openai:cl100k_base``).
 
     The cache is keyed by message identity (checked through a weak reference and the
     content object) and, for equal messages rebuilt from a checkpoint, by content
@@ -136,10 +139,11 @@ class TiktokenCounter:
     ) -> tuple[list[BaseMessage], list[int]]:
         """Count the messages not counted yet, their texts encoded in one batch.
 
-        On tiktoken's threads, with ``count_message``'s counts (a sum over texts;
-        a short text, or the tool calls of a rewritten copy, the same list
-        object, is encoded once per batch). ``pairs``: (message, rewrite) pairs
-        whose texts share a head or tail (``_pieces``), encoded once for both.
+        tiktoken encodes the batch on threads. The counts are
+        ``count_message``'s (a sum over texts; a short text, or the tool calls
+        of a rewritten copy, the same list object, is encoded once per batch).
+        ``pairs``: (message, rewrite) pairs whose texts share a head or tail
+        (``_pieces``), encoded once for both.
         Returns the messages it counted and their counts (flat lists: few
         objects for the garbage collector).
         """

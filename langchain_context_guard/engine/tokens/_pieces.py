@@ -35,6 +35,11 @@ _REACH = 256
 MIN_SHARED = 128
 """Fewer shared characters than this are not worth more pieces."""
 
+CL100K_PATTERN = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
+    r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+"""cl100k_base's pre-tokenizer, as ``tiktoken_ext.openai_public`` writes it."""
 O200K_PATTERN = (
     r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*"""
     r"""[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|"""
@@ -49,9 +54,7 @@ KNOWN_PATTERNS = frozenset(
         # r50k_base, p50k_base, p50k_edit, gpt2
         r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|"""
         r"""\s+(?!\S)|\s""",
-        # cl100k_base
-        r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+|"""
-        r""" ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+        CL100K_PATTERN,
         O200K_PATTERN,  # o200k_base, o200k_harmony
     }
 )
