@@ -389,6 +389,7 @@ class Run:
                 max_tokens=int(s.digest / (gauge.scale * (1 + gauge.margin))),
                 count=s.count,
                 call_chars=p.digest_call_chars,
+                sources=p.archived_results,
                 originals=lambda: {m.id: m for m in original if m.id},
                 prev=self._prev(),
             )
