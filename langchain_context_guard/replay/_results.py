@@ -30,6 +30,8 @@ class Tally:
     """... whose first line in the history is still sent verbatim from it."""
     needles_asked: int = 0
     needles_found: int = 0
+    needles_recoverable: int = 0
+    """... or pointed to: a sent marker or digest names its archived source."""
     needles_by_distance: dict[int, list[int]] = field(default_factory=dict)
     """Asked and found, by how many calls after their source they are asked."""
     needles_cut: int = 0
@@ -100,6 +102,10 @@ class Tally:
             "needles_asked": self.needles_asked,
             "needles_found": self.needles_found,
             "needle_pct": _share(self.needles_found, self.needles_asked),
+            "needles_recoverable": self.needles_recoverable,
+            "needle_recoverable_pct": _share(
+                self.needles_recoverable, self.needles_asked
+            ),
             "needle_pct_by_distance": {
                 str(d): _share(found, asked)
                 for d, (asked, found) in sorted(self.needles_by_distance.items())
