@@ -104,9 +104,16 @@ pause before 5% and 20% of the calls (seeded by each transcript's name)."""
 TIMED = {"cache_ttl_seconds=300": {"cache_ttl_seconds": CACHE_TTL}}
 ARCHIVED = {
     "guard+archive": {"archived_results": True},
-    "guard+archive+digest": {"archived_results": True, "digest": True},
+    "guard+archive+digest": {
+        "archived_results": True,
+        "digest": True,
+        "digest_share": 0.05,
+        "digest_call_chars": 40,
+    },
 }
-"""The guard as an adapter with a ``ResultArchive`` runs it (``--recoverable``)."""
+"""The guard as an adapter with a ``ResultArchive`` runs it (``--recoverable``);
+with the digest small (5% of the budget, 40 characters a call), its lines are
+mostly pointers: the archive holds the outputs."""
 
 
 def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:
