@@ -234,7 +234,8 @@ def _cache(data: Path, jobs: int) -> dict[str, Any]:
 def _recoverable(data: Path, jobs: int) -> dict[str, Any]:
     """The default guard and the archiving ones, on both transcript sets."""
     sets: dict[str, Path | list[Path]] = {"swe-trajectories": data}
-    multitool = sorted((data.parent / "multitool").glob("*.json"))
+    folder = data.parent / "multitool"
+    multitool = sorted(p for p in folder.glob("*.json") if p.name != "index.json")
     if multitool:
         sets["multitool"] = multitool
     out: dict[str, Any] = {"variants": ARCHIVED, "sets": {}}
