@@ -172,3 +172,12 @@ def test_a_guard_with_archived_results_points_the_digest_at_the_archive() -> Non
     assert len(digests) == 1
     assert "search_tool_results" in digests[0].text
     assert "- bash (c" in digests[0].text
+
+
+def test_a_long_call_id_is_never_cut_only_the_arguments() -> None:
+    long_id = "toolu_01Q4DfP5Sm6n5PNRBQodtUKX"
+    call = {"name": "mcp__annas__search", "args": {"q": "x" * 300}, "id": long_id}
+    line = render_call(call, 40, source=True)
+    assert line.startswith(f"mcp__annas__search ({long_id}): ")
+    assert line.endswith(" ...") and "xxx" not in line[: line.index("): ")]
+    assert render_call(call, 40) == "mcp__annas__search: " + "x" * 16 + " ..."

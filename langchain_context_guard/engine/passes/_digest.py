@@ -87,7 +87,7 @@ def render_call(call: dict[str, Any], max_chars: int, *, source: bool = False) -
     """One tool call as a line: ``name: arguments``, shortened to ``max_chars``.
 
     With ``source``, its id follows the name (``bash (call_1): ls``): the key
-    its archived result is read back with.
+    its archived result is read back with, never cut (the arguments are).
     """
     args = call.get("args") or {}
     if isinstance(args, dict) and len(args) == 1:
@@ -96,9 +96,12 @@ def render_call(call: dict[str, Any], max_chars: int, *, source: bool = False) -
     else:
         shown = json.dumps(args, default=str, ensure_ascii=False)
     name = call.get("name") or "tool"
-    if source and call.get("id"):
-        name = f"{name} ({call['id']})"
     line = f"{name}: {' '.join(shown.split())}"
+    if source and call.get("id"):
+        head = f"{name} ({call['id']}): "
+        shown = line[len(name) + 2 :]
+        room = max(max_chars - len(head), 4)
+        return head + (shown if len(shown) <= room else shown[: room - 4] + " ...")
     return line if len(line) <= max_chars else line[: max(max_chars - 4, 1)] + " ..."
 
 
