@@ -35,7 +35,7 @@ _HEAD = (
 _ARCHIVED_HEAD = (
     "[Context note: {n} earlier messages were removed to fit the context window. "
     "What they did, for reference (their outputs are archived: "
-    'read_tool_result("<id>") reads the one a call\'s (id) names, '
+    'read_tool_result("<id>") reads the output of the call marked (<id>), '
     'search_tool_results("<regex>") searches them all):]'
 )
 _CALLS = (
