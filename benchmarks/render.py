@@ -343,6 +343,53 @@ def cache_section() -> str:
     )
 
 
+def recoverable_section() -> str:
+    """Needles in the prompt, and those an archive and a pointer bring back."""
+    doc = load("replay_recoverable.json")
+    rows = []
+    for name, part in doc["sets"].items():
+        for window in SWEEP_WINDOWS:
+            by = {r["strategy"]: r for r in part["results"] if r["window"] == window}
+            guard, archive = by["guard"], by["guard+archive"]
+            digest = by["guard+archive+digest"]
+            rows.append(
+                (
+                    f"{name} ({part['transcripts']})",
+                    k(window),
+                    f"{guard['needle_pct']:.1f}% / {guard['billed_vs_none']:.3f}x",
+                    f"{archive['needle_pct']:.1f}% / "
+                    f"**{archive['needle_recoverable_pct']:.1f}%** / "
+                    f"{archive['content_evidence_pct']:.2f}% / "
+                    f"{archive['billed_vs_none']:.3f}x",
+                    f"{digest['needle_pct']:.1f}% / "
+                    f"**{digest['needle_recoverable_pct']:.1f}%** / "
+                    f"{digest['content_evidence_pct']:.2f}% / "
+                    f"{digest['billed_vs_none']:.3f}x",
+                )
+            )
+    head = (
+        "transcripts",
+        "window",
+        "**guard**: needles / billed",
+        "**guard+archive**: needles / recoverable / content / billed",
+        "**guard+archive+digest**: the same",
+    )
+    return "\n\n".join(
+        [
+            "## Recoverable needles: pruned, archived, pointed to",
+            "A needle is recoverable when its text is sent, or a sent marker "
+            '(`read_tool_result("<id>")`) or digest line names the tool call whose '
+            "archived result holds it (JSON: `needle_recoverable_pct`). "
+            "`guard+archive`: the guard as an adapter with a `ResultArchive` runs "
+            "it (`archived_results=True`); `+digest`: with `digest=True, "
+            "digest_share=0.05, digest_call_chars=40`, so trimmed turns leave their "
+            "call ids too.",
+            command(doc),
+            table(head, rows),
+        ]
+    )
+
+
 def counter_section() -> str:
     """Token counts against the provider's, per counter."""
     doc = load("bench_counter.json")
@@ -595,6 +642,7 @@ def render() -> str:
         sweep_section(),
         halves_section(),
         cache_section(),
+        recoverable_section(),
         counter_section(),
         pricing_section(),
         speed_section(),

@@ -20,10 +20,16 @@ With ``--cache`` it bills with a five-minute provider cache (``cache_ttl``):
 the transcripts' own call times, then seeded synthetic pauses (``CACHE_GAPS``),
 the default guard against one timed to the cache (``cache_ttl_seconds=300``),
 and writes ``replay_cache.json``.
+With ``--recoverable`` it replays the default guard and the guard as an adapter
+with a ``ResultArchive`` runs it (``archived_results``, with and without the
+digest) at 16k and 32k on the SWE trajectories and on the multitool transcripts
+(``shared/data/multitool``, when present), and writes ``replay_recoverable.json``:
+a needle is recoverable when its text is sent, or a sent marker or digest points
+to its archived source.
 Windows run in parallel processes (``--jobs``, default 2). A benchmark, not a test.
 
-Run:  python benchmarks/replay_benchmark.py [--sweep [--recorded] | --halves | --cache]
-      [--jobs N]
+Run:  python benchmarks/replay_benchmark.py [--sweep [--recorded] | --halves | --cache
+      | --recoverable] [--jobs N]
 """
 
 from __future__ import annotations
@@ -96,6 +102,18 @@ CACHE_GAPS = ("real", "pauses:0.05:10m", "pauses:0.2:10m")
 """How ``--cache`` times the calls: the transcripts' timestamps, then a ten-minute
 pause before 5% and 20% of the calls (seeded by each transcript's name)."""
 TIMED = {"cache_ttl_seconds=300": {"cache_ttl_seconds": CACHE_TTL}}
+ARCHIVED = {
+    "guard+archive": {"archived_results": True},
+    "guard+archive+digest": {
+        "archived_results": True,
+        "digest": True,
+        "digest_share": 0.05,
+        "digest_call_chars": 40,
+    },
+}
+"""The guard as an adapter with a ``ResultArchive`` runs it (``--recoverable``);
+with the digest small (5% of the budget, 40 characters a call), its lines are
+mostly pointers: the archive holds the outputs."""
 
 
 def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:
@@ -108,7 +126,8 @@ def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:
 
 
 def _one_window(job: dict[str, Any]) -> ReplayResult:
-    transcripts = load_paths([job["data"]])
+    data = job["data"]
+    transcripts = load_paths(data if isinstance(data, list) else [data])
     if job["names"] is not None:
         transcripts = {n: transcripts[n] for n in job["names"]}
     window = job["window"]
@@ -125,7 +144,7 @@ def _one_window(job: dict[str, Any]) -> ReplayResult:
 
 
 def run(
-    data: Path,
+    data: Path | list[Path],
     strategies: list[str],
     *,
     feedback: bool,
@@ -142,7 +161,7 @@ def run(
     """
     work = [
         {
-            "data": str(data),
+            "data": [str(p) for p in data] if isinstance(data, list) else str(data),
             "window": w,
             "strategies": strategies,
             "variants": variants,
@@ -212,6 +231,29 @@ def _cache(data: Path, jobs: int) -> dict[str, Any]:
     return out
 
 
+def _recoverable(data: Path, jobs: int) -> dict[str, Any]:
+    """The default guard and the archiving ones, on both transcript sets."""
+    sets: dict[str, Path | list[Path]] = {"swe-trajectories": data}
+    folder = data.parent / "multitool"
+    multitool = sorted(p for p in folder.glob("*.json") if p.name != "index.json")
+    if multitool:
+        sets["multitool"] = multitool
+    out: dict[str, Any] = {"variants": ARCHIVED, "sets": {}}
+    for name, paths in sets.items():
+        result = run(
+            paths,
+            ["none", "guard", *ARCHIVED],
+            feedback=True,
+            jobs=jobs,
+            variants=ARCHIVED,
+            windows=SWEEP_WINDOWS,
+        )
+        count = len(result.calls_per_transcript)
+        out["sets"][name] = {"transcripts": count, "results": result.rows()}
+        print(f"\n## {name} ({count} transcripts)\n\n{format_table(result)}")
+    return out
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sweep", action="store_true", help="GuardPolicy sweep")
@@ -225,6 +267,9 @@ def main() -> int:
     parser.add_argument(
         "--cache", action="store_true", help="bills with a 5-minute provider cache"
     )
+    parser.add_argument(
+        "--recoverable", action="store_true", help="needles recoverable from archives"
+    )
     args = parser.parse_args()
     data = shared_trajectory_dir()
     if data is None:
@@ -237,10 +282,14 @@ def main() -> int:
         + (" --recorded" if args.recorded else "")
         + (" --halves" if args.halves else "")
         + (" --cache" if args.cache else "")
+        + (" --recoverable" if args.recoverable else "")
     )
     start = time.perf_counter()
     if args.halves:
         out, name = _halves(data, args.jobs), "replay_halves.json"
+        out = {"command": command, "machine": _machine(), **out}
+    elif args.recoverable:
+        out, name = _recoverable(data, args.jobs), "replay_recoverable.json"
         out = {"command": command, "machine": _machine(), **out}
     elif args.cache:
         out, name = _cache(data, args.jobs), "replay_cache.json"

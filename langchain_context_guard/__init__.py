@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         guard_node,
         guarded_model,
         make_result_reader,
+        make_result_search,
         mark_cache_breakpoints,
         pre_model_hook,
     )
@@ -142,6 +143,7 @@ _LAZY = {
             "guard_node",
             "guarded_model",
             "make_result_reader",
+            "make_result_search",
             "mark_cache_breakpoints",
             "pre_model_hook",
         ),
@@ -227,6 +229,7 @@ __all__ = [
     "guarded_model",
     "make_recall_tool",
     "make_result_reader",
+    "make_result_search",
     "mark_cache_breakpoints",
     "pre_model_hook",
     "reference_prepare",

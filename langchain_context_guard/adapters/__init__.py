@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ._namespace import why_unscoped as why_unscoped
     from ._provider_compaction import ProviderCompactionWarning
     from ._requests import RequestInputs as RequestInputs
+    from ._result_search import make_result_search
     from ._results import ResultArchive, make_result_reader, read_result
     from ._runnable import GuardRunnable, as_runnable
     from ._silent import note_silent_overflow as note_silent_overflow
@@ -63,6 +64,7 @@ __getattr__ = lazy_getattr(
         "guard_node": "._langgraph",
         "guarded_model": "._model",
         "make_result_reader": "._results",
+        "make_result_search": "._result_search",
         "mark_cache_breakpoints": "._cache_control",
         "pre_model_hook": "._langgraph",
         "read_result": "._results",
@@ -79,6 +81,7 @@ __all__ = [
     "guard_node",
     "guarded_model",
     "make_result_reader",
+    "make_result_search",
     "mark_cache_breakpoints",
     "pre_model_hook",
     "read_result",

@@ -4,7 +4,8 @@ The truncation and compression passes shorten tool results to fit the window.
 With a ``ResultArchive`` on an adapter (``ContextGuardMiddleware(archive=...)``,
 ``pre_model_hook(archive=...)``), the adapter compares what it gave the guard
 with what the guard returned, by ``tool_call_id``, and writes the full text of
-every result that came back shorter to a LangGraph store: namespace
+every result that came back shorter, or not at all (its turn trimmed), to a
+LangGraph store: namespace
 ``(*namespace_prefix, "context_guard", "tool_results", <thread_id>)`` (labels
 encoded by ``_namespace``, so any thread id works), key the tool call id, value
 the text and its SHA-256. Without a thread id nothing is archived (a warning is
@@ -14,12 +15,15 @@ write nothing), so the engine stays pure and the cost is one store read per
 newly cut result.
 
 ``make_result_reader`` gives the agent a ``read_tool_result`` tool, paged by
-lines or characters. An adapter with an archive runs its guard with
-``GuardPolicy(archived_results=True)`` (``archiving``): the marker in a cut
-result then says how much was cut and names the key, e.g.
-``full text: read_tool_result("call_abc")``. The marker is part of the text the
-guard counts (truncation fits it inside ``max_tool_result_chars``), so budgets
-stay exact; without an archive the markers are as before.
+lines or characters (``PAGE_CHARS`` at most a page); ``make_result_search``
+(``_result_search``) one that searches them by pattern. An adapter with an
+archive runs its guard with ``GuardPolicy(archived_results=True)``
+(``archiving``): the marker in a cut result then says how much was cut and names
+the key, e.g. ``full text: read_tool_result("call_abc")``, and the digest of
+trimmed turns (``digest=True``) names each call's id and the two tools. The
+marker is part of the text the guard counts (truncation fits it inside
+``max_tool_result_chars``), so budgets stay exact; without an archive the
+markers are as before.
 """
 
 from __future__ import annotations
@@ -49,6 +53,8 @@ from ._namespace import (
 
 NAMESPACE = ("context_guard", "tool_results")
 _SEEN_MEMORY = 65_536
+PAGE_CHARS = 20_000
+"""Characters of one page the ``read_tool_result`` tool returns, at most."""
 logger = logging.getLogger("langchain_context_guard")
 
 
@@ -69,7 +75,7 @@ def result_namespace(thread_id: str, *, prefix: Sequence[str] = ()) -> tuple[str
     return scoped(prefix, NAMESPACE[1:], thread_id)
 
 
-def _scope(
+def scope(
     prefix: Sequence[str], config: RunnableConfig | None
 ) -> tuple[tuple[str, ...] | None, str]:
     """The conversation's namespace, or None and why there is none."""
@@ -148,7 +154,7 @@ class ResultArchive:
                 "or SqliteStore, or drop ttl_minutes (max_chars caps the size).",
                 field="ttl_minutes",
             )
-        namespace, why = _scope(self.namespace_prefix, config)
+        namespace, why = scope(self.namespace_prefix, config)
         if namespace is None:
             logger.warning(
                 "Context guard: %d shortened tool result(s) not archived: %s.",
@@ -183,7 +189,10 @@ class ResultArchive:
 def cut_results(
     before: Sequence[BaseMessage], after: Sequence[BaseMessage]
 ) -> dict[str, str]:
-    """Full text of each tool result that ``after`` holds shorter than ``before``."""
+    """Full text of each tool result that ``after`` holds shorter than ``before``.
+
+    A result ``after`` no longer holds at all (its turn trimmed) counts too.
+    """
     sent = {
         m.tool_call_id: m
         for m in after
@@ -194,10 +203,10 @@ def cut_results(
         if not isinstance(message, ToolMessage):
             continue
         new = sent.get(message.tool_call_id)
-        if new is None or new is message or new.content is message.content:
+        if new is message or (new is not None and new.content is message.content):
             continue
         full = text_of(message.content)
-        if len(text_of(new.content)) < len(full):
+        if len(text_of(new.content) if new is not None else "") < len(full):
             out[message.tool_call_id] = full
     return out
 
@@ -222,7 +231,7 @@ def read_result(
             "(results are archived per conversation)."
         )
     namespace = result_namespace(thread_id, prefix=namespace_prefix)
-    return _page(store, namespace, tool_call_id, offset, limit, unit)
+    return _page(store, namespace, tool_call_id, offset, limit, unit, None)
 
 
 def _page(
@@ -232,7 +241,9 @@ def _page(
     offset: int,
     limit: int,
     unit: Literal["lines", "chars"],
+    max_chars: int | None,
 ) -> str:
+    """One page; with ``max_chars``, at most that many characters of text."""
     item = store.get(namespace, tool_call_id)
     if item is None:
         return (
@@ -241,14 +252,28 @@ def _page(
         )
     text = str(item.value.get("text", ""))
     offset, limit = max(offset, 0), max(limit, 1)
+    cap = max_chars or len(text) + 1
     if unit == "chars":
-        page = text[offset : offset + limit]
+        page = text[offset : offset + min(limit, cap)]
         end = offset + len(page)
         return f"[characters {offset}-{end} of {len(text)}]\n{page}"
     lines = text.split("\n")
     page_lines = lines[offset : offset + limit]
+    size = 0
+    for k, line in enumerate(page_lines):
+        size += len(line) + 1
+        if size > cap and k > 0:
+            page_lines = page_lines[:k]
+            break
     end = offset + len(page_lines)
-    return f"[lines {offset}-{end} of {len(lines)}]\n" + "\n".join(page_lines)
+    head = f"[lines {offset}-{end} of {len(lines)}]"
+    body = "\n".join(page_lines)
+    if len(body) > cap:  # one huge line: read the rest by characters
+        body = body[:cap]
+        head = f"[lines {offset}-{end} of {len(lines)}; cut at {cap:,} chars]"
+    if end < offset + limit and end < len(lines):
+        head = head[:-1] + f"; more from offset={end}]"
+    return f"{head}\n{body}"
 
 
 def make_result_reader(
@@ -274,16 +299,18 @@ def make_result_reader(
         target = ResultArchive(store).target()
         if target is None:
             return "No result archive is configured for this conversation."
-        namespace, why = _scope(prefix, config)
+        namespace, why = scope(prefix, config)
         if namespace is None:
             return f"No result archive for this conversation: {why}."
-        return _page(target, namespace, tool_call_id, offset, limit, unit)
+        return _page(target, namespace, tool_call_id, offset, limit, unit, PAGE_CHARS)
 
     return StructuredTool.from_function(
         read,
         name=name,
         description="Read the full text of an earlier tool result that the context "
-        "guard truncated or compressed (its text says how much was cut). Give the "
+        "guard truncated, compressed or removed (its marker or the context note "
+        "names its tool_call_id). Give the "
         "result's tool_call_id; page with offset and limit, in lines (default) or "
-        "chars.",
+        "chars (a page holds at most 20,000 characters). search_tool_results finds "
+        "lines by pattern.",
     )

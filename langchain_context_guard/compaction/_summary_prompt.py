@@ -3,20 +3,17 @@ r"""What the summarizer is asked: the prompts and the conversation as text.
 The conversation goes in ``<conversation>`` tags as data, never as instructions;
 each message and the whole prompt are cut in the middle past their limits.
 
-No message can forge the prompt's structure. Its text is first normalised as a
-model might read it (NFKC folds the fullwidth U+FF1C and U+FF3B into ``<`` and ``[``;
-invisible format characters such as U+200B-U+200D, U+2060 and U+FEFF are
-dropped; every kind of line break becomes ``\n``), then escaped: a look-alike of
-a data-section or role tag loses its ``<`` (``&lt;``), and a line that starts
-with a bracket is quoted with ``\``, so the only lines that start with ``[``
-are the role headers (``[user]``, ``[tool result NAME]``) the serializer writes.
+No message can forge the prompt's structure: its text is quoted by the engine's
+``quote`` (normalised as a model reads it, tag look-alikes defused, a line that
+starts with a bracket quoted with ``\``; the digest's notes quote the same way),
+so the only lines that start with ``[`` are the role headers (``[user]``,
+``[tool result NAME]``) the serializer writes.
 """
 
 from __future__ import annotations
 
 import json
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -29,56 +26,18 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ..engine import MARKER_KEY, is_summary, text_of, truncate_text
+from ..engine import (
+    MARKER_KEY,
+    escape_delimiters,
+    is_summary,
+    normalize,
+    quote,
+    text_of,
+    truncate_text,
+)
 
 if TYPE_CHECKING:
     from ._plan import CompactionPlan
-
-_LESS_THAN = "<\u2039\u2329\u27e8\u276e\u3008\u02c2\u1438"
-"""``<`` and the angle brackets NFKC leaves alone (U+2039, U+27E8, U+3008, ...)."""
-DELIMITER = re.compile(
-    rf"[{_LESS_THAN}](?=\s*/?\s*(?:conversation|previous_summary|user|assistant"
-    r"|system|developer|human|ai|tool|function|message)(?![\w-])|\|)",
-    re.IGNORECASE,
-)
-"""The start of anything a model could read as a data-section or role tag.
-
-Any case, any spacing, opening or closing: ``</Conversation >``, ``< /USER>``,
-``<|im_start|>``.
-"""
-_BREAKS = re.compile(r"\r\n?|[\v\f\x1c-\x1e\x85\u2028\u2029]")
-_OPENERS = frozenset("[\u2045\u2e22\u3010\u3014\u3016\u3018\u301a\u27e6\u27ec")
-"""Brackets a role header could be written with: ``[`` and U+3010, U+27E6, ..."""
-_QUOTED = _OPENERS | {"\\"}
-
-
-def normalize(text: str) -> str:
-    """``text`` as a model reads it: NFKC, no format characters, one line break."""
-    text = unicodedata.normalize("NFKC", text)
-    text = "".join(c for c in text if unicodedata.category(c) != "Cf")
-    return _BREAKS.sub("\n", text)
-
-
-def escape_delimiters(text: str) -> str:
-    """``text`` with every look-alike of a data-section tag defused (``&lt;``)."""
-    return DELIMITER.sub("&lt;", text)
-
-
-def quote(text: str) -> str:
-    r"""Message text that cannot forge a role header or a data-section tag.
-
-    Normalised, tags defused, and a ``\\`` put before the bracket (or
-    backslash) that starts a line, after its blanks.
-    """
-    lines = escape_delimiters(normalize(text)).split("\n")
-    return "\n".join(_quote_line(line) for line in lines)
-
-
-def _quote_line(line: str) -> str:
-    body = line.lstrip()
-    if body[:1] not in _QUOTED:
-        return line
-    return f"{line[: len(line) - len(body)]}\\{body}"
 
 
 def _name(value: str | None) -> str:

@@ -47,6 +47,10 @@ from ._messages import text_of as text_of
 from ._overflow import OverflowInfo, classify_overflow, silent_overflow
 from ._overflow import scaled_limit as scaled_limit
 from ._policy import GuardPolicy
+from ._quoting import DELIMITER as DELIMITER
+from ._quoting import escape_delimiters as escape_delimiters
+from ._quoting import normalize as normalize
+from ._quoting import quote as quote
 from ._reference import reference_prepare, reference_prune
 from ._settings import load_settings as load_settings
 from ._tool_policy import ToolPolicy

@@ -342,6 +342,7 @@ def _digest(
         max_tokens=int(setting.digest / (gauge.scale * (1 + gauge.margin))),
         count=setting.count,
         call_chars=setting.policy.digest_call_chars,
+        sources=setting.policy.archived_results,
         originals=lambda: {m.id: m for m in original if m.id},
     )
     result: list[BaseMessage] = step.result

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from ..engine import REPLY_OVERHEAD, TiktokenCounter
 from ._metrics import (
@@ -22,6 +22,7 @@ from ._metrics import (
     identifiers,
     message_key,
     message_text,
+    pointers,
     strip_notes,
     tool_pairing_errors,
 )
@@ -135,6 +136,12 @@ class _Call:
     """It comes after the provider's cache expired: nothing is billed as cached."""
     sources: dict[int, str | None]
     """The message id of each needle's source, by its index."""
+    call_ids: dict[int, str]
+    """The tool call id of each needle's source, by its index."""
+
+
+def _call_id(message: BaseMessage) -> str:
+    return message.tool_call_id if isinstance(message, ToolMessage) else ""
 
 
 def _first_lines(text: str) -> dict[str, str]:
@@ -193,7 +200,10 @@ def _plan(
         earlier = {n: seen[n] for n in identifiers(action) if n in seen}
         needles = tuple(asked[n])
         sources = {q.source: messages[q.source].id for q in needles}
-        plan.append(_Call(k, scale, earlier, needles, times[n], cold[n], sources))
+        call_ids = {q.source: _call_id(messages[q.source]) for q in needles}
+        plan.append(
+            _Call(k, scale, earlier, needles, times[n], cold[n], sources, call_ids)
+        )
     return plan
 
 
@@ -299,9 +309,11 @@ def _score(
         tally.line_kept += any(line in text for text in holders)
     tally.needles_asked += len(call.needles)
     sent_ids = {m.id for m in sent}
+    named = pointers(sent) if call.needles else frozenset()
     for needle in call.needles:
         found = any(needle.answer in i.text for i in own)
         tally.needles_found += found
+        tally.needles_recoverable += found or call.call_ids[needle.source] in named
         asked = tally.needles_by_distance.setdefault(needle.distance, [0, 0])
         asked[0] += 1
         asked[1] += found

@@ -78,6 +78,29 @@ _NOTES = re.compile(
 """The marker text truncation and compression put inside a kept copy."""
 
 
+_READ_BACK = re.compile(r'read_tool_result\("([^"\n]*)"\)')
+_DIGEST_CALL = re.compile(r"^- [^\n]*? \(([^()\s]+)\): ", re.MULTILINE)
+"""A call the digest lists with its id (``GuardPolicy.archived_results``)."""
+
+
+def pointers(sent: Sequence[BaseMessage]) -> frozenset[str]:
+    """Tool call ids whose archived result a sent prompt points to.
+
+    A truncation or compression marker's ``read_tool_result("<id>")``, or a
+    call the digest lists with its id: the adapter archives every result it
+    shortens or drops, so each such id reads a result back.
+    """
+    out: set[str] = set()
+    for message in sent:
+        text = text_of(message.content)
+        if "read_tool_result(" in text:
+            out.update(_READ_BACK.findall(text))
+        mark = marker(message)
+        if mark is not None and mark.get("kind") == "digest":
+            out.update(_DIGEST_CALL.findall(text))
+    return frozenset(out)
+
+
 def strip_notes(text: str) -> str:
     """``text`` without the truncation and compression markers (each a newline)."""
     return _NOTES.sub("\n", text)

@@ -30,6 +30,8 @@ class Tally:
     """... whose first line in the history is still sent verbatim from it."""
     needles_asked: int = 0
     needles_found: int = 0
+    needles_recoverable: int = 0
+    """... or pointed to: a sent marker or digest names its archived source."""
     needles_by_distance: dict[int, list[int]] = field(default_factory=dict)
     """Asked and found, by how many calls after their source they are asked."""
     needles_cut: int = 0
@@ -106,6 +108,10 @@ class Tally:
             "needles_asked": self.needles_asked,
             "needles_found": self.needles_found,
             "needle_pct": _share(self.needles_found, self.needles_asked),
+            "needles_recoverable": self.needles_recoverable,
+            "needle_recoverable_pct": _share(
+                self.needles_recoverable, self.needles_asked
+            ),
             "needle_pct_by_distance": {
                 str(d): _share(found, asked)
                 for d, (asked, found) in sorted(self.needles_by_distance.items())
@@ -194,7 +200,8 @@ def format_table(result: ReplayResult) -> str:
 
     "content ev." is the headline evidence figure (only text sent from the
     history counts), "line ev." the share whose first line is still sent
-    verbatim, "notes incl." the older figure that also counts the library's notes.
+    verbatim, "notes incl." the older figure that also counts the library's notes;
+    "recoverable" the needles sent or pointed to in an archive.
     "billed vs none" is input only, the summary calls' input included (its prefix
     that matches the prompt sent last at ``CACHE_RATE``, the rest at full price);
     "+ summary out" adds their replies at ``OUTPUT_RATE`` input tokens each.
@@ -203,10 +210,10 @@ def format_table(result: ReplayResult) -> str:
     head = (
         "| window | strategy | over budget | bad pairs | no task | input tok "
         "| billed tok | billed vs none | + summary out | content ev. | line ev. "
-        "| notes incl. | needles | counter err med/p90 | overhead ms "
+        "| notes incl. | needles | recoverable | counter err med/p90 | overhead ms "
         "| signed kept/dropped/rejected |"
     )
-    lines = [head, "|" + "---|" * 16]
+    lines = [head, "|" + "---|" * 17]
     for r in result.rows():
         ratio, total = r["billed_vs_none"], r["with_output_vs_none"]
         err = "-"
@@ -234,6 +241,7 @@ def format_table(result: ReplayResult) -> str:
             _cell(r["line_evidence_pct"]),
             _cell(r["evidence_retention_pct"]),
             _cell(r["needle_pct"]),
+            _cell(r["needle_recoverable_pct"]),
             err,
             f"{r['overhead_ms_median']:.2f}",
             _signed_cell(r),

@@ -52,6 +52,7 @@ POLICIES = st.builds(
     **POLICY_KNOBS,
     compress_assistant_text=st.booleans(),
     digest=st.booleans(),
+    archived_results=st.booleans(),
     max_chars_per_message=st.sampled_from([None, 3_000]),
 )
 COUNTER = TiktokenCounter()

@@ -27,6 +27,8 @@ from tests.adapters._support import (
     full_length,
 )
 from tests.adapters._support import make_guard as adapter_guard
+from tests.adapters.test_result_search import check_answered_from_the_archive
+from tests.adapters.test_result_search import run_agent as run_search_agent
 from tests.adapters.test_results import check_read_back, run_agent
 from tests.compaction._support import (
     Agent,
@@ -143,3 +145,9 @@ def test_agent_reads_back_a_truncated_result_from_postgres_store(pg_url: str) ->
         assert cut_results(history, after)  # the guard shortens it again...
         config: Any = {"configurable": {"thread_id": "t"}}
         assert ResultArchive(store).save(history, after, config) == 0  # ...no write
+
+
+def test_agent_answers_about_a_trimmed_result_from_postgres_store(pg_url: str) -> None:
+    with postgres(pg_url) as (_saver, store):
+        model, messages = run_search_agent(store)
+        check_answered_from_the_archive(model, messages, store)

@@ -250,3 +250,69 @@ def test_plot_tradeoff_writes_a_png(tmp_path: Path) -> None:
     result = replay(transcripts(1), windows=[16_000], strategies=["none", "guard"])
     out = plot_tradeoff(result.rows(), tmp_path / "t.png", windows=[16_000])
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+class _BlankedWithPointers(Strategy):
+    """``_Blanked``, each cleared result's marker naming its archived original."""
+
+    name = "blanked_pointing"
+
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        return Prompt(
+            [
+                m.model_copy(
+                    update={
+                        "content": f'(cleared; read_tool_result("{m.tool_call_id}"))'
+                    }
+                )
+                if isinstance(m, ToolMessage)
+                else m
+                for m in history
+            ]
+        )
+
+
+class _HeadlessWithDigest(Strategy):
+    """``_Headless`` plus a digest listing every dropped call with its id."""
+
+    name = "headless_digest"
+
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        lines = [
+            f"- {c['name']} ({c['id']}): ..."
+            for m in history
+            if isinstance(m, AIMessage)
+            for c in m.tool_calls
+        ]
+        note = HumanMessage(
+            "\n".join(["[Context note]", *lines]),
+            id="digest",
+            additional_kwargs={MARKER_KEY: {"kind": "digest"}},
+        )
+        return Prompt([*history[:2], note])
+
+
+def test_a_needle_is_recoverable_when_a_pointer_to_its_source_is_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_context_guard.replay import _loop
+
+    def build(names: object, window: int, reserve: int, **_: object) -> list[Strategy]:
+        return [
+            Strategy(),
+            _Blanked(),
+            _Headless(),
+            _BlankedWithPointers(),
+            _HeadlessWithDigest(),
+        ]
+
+    monkeypatch.setattr(_loop, "make_strategies", build)
+    rows = {r["strategy"]: r for r in replay(transcripts(1), windows=[128_000]).rows()}
+    assert rows["none"]["needles_asked"] > 0
+    assert rows["none"]["needle_recoverable_pct"] == 100.0
+    for lost in ("blanked", "headless"):
+        assert rows[lost]["needle_pct"] < 100.0
+        assert rows[lost]["needle_recoverable_pct"] == rows[lost]["needle_pct"]
+    for pointing in ("blanked_pointing", "headless_digest"):
+        assert rows[pointing]["needle_pct"] < 100.0
+        assert rows[pointing]["needle_recoverable_pct"] == 100.0

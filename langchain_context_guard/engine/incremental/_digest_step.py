@@ -24,6 +24,7 @@ def digest_step(
     max_tokens: int,
     count: Callable[[BaseMessage], int],
     call_chars: int,
+    sources: bool = False,
     originals: Callable[[], dict[str, BaseMessage]],
     prev: Step | None = None,
 ) -> Step:
@@ -31,7 +32,8 @@ def digest_step(
 
     Grows ``prev`` while the cut stays put. The dropped messages are read as the
     caller wrote them when ``originals`` (by id) has them: compression already
-    shrank old results in ``trim``'s input.
+    shrank old results in ``trim``'s input. ``sources``: calls name their ids
+    (``GuardPolicy.archived_results``).
     """
     source = trim.result
     if prev is not None and trim.grown:
@@ -56,6 +58,7 @@ def digest_step(
         max_tokens=max_tokens,
         count=count,
         call_chars=call_chars,
+        sources=sources,
     )
     if out is source:
         return Step("digest", source, source, NO_EDITS, 0, NONE, None)

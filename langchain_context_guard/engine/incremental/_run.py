@@ -381,14 +381,14 @@ class Run:
 
     def _digest(self) -> None:
         s, p = self.setting, self.setting.policy
-        gauge = s.gauge
         original = self.original
         self._add(
             digest_step(
                 self.steps[-1],
-                max_tokens=int(s.digest / (gauge.scale * (1 + gauge.margin))),
+                max_tokens=int(s.digest / (s.gauge.scale * (1 + s.gauge.margin))),
                 count=s.count,
                 call_chars=p.digest_call_chars,
+                sources=p.archived_results,
                 originals=lambda: {m.id: m for m in original if m.id},
                 prev=self._prev(),
             )
