@@ -194,6 +194,7 @@ class ProviderServer:
             too_long = rules.openai_too_long
         else:
             broken = rules.anthropic_violation(body)
+            broken = broken or rules.anthropic_cache_limit(body)
             too_long = rules.anthropic_too_long
         if broken is not None:
             return broken
