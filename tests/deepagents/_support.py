@@ -12,7 +12,7 @@ sorts every request the model received by who sent it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -134,11 +134,19 @@ class Run:
         return sum(t > budget for t in self.tokens(who))
 
 
-def run(window: int, **agent: Any) -> Run:
-    """``create_deep_agent`` over ``DeepScript`` with ``agent``, run on ``TASK``."""
+def run(
+    window: int,
+    build: Callable[[DeepScript], dict[str, Any]] | None = None,
+    **agent: Any,
+) -> Run:
+    """``create_deep_agent`` over ``DeepScript`` with ``agent``, run on ``TASK``.
+
+    ``build`` gives more of ``create_deep_agent``'s arguments from the model.
+    """
     from deepagents import create_deep_agent
 
     model = DeepScript(profile={"max_input_tokens": window})
+    agent = {**agent, **(build(model) if build else {})}
     middleware = [TodoListMiddleware(), *agent.pop("middleware", [])]
     graph = create_deep_agent(model, middleware=middleware, **agent)
     state = graph.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 1_000})
