@@ -3,7 +3,8 @@
 ``GuardRunnable``/``as_runnable`` (an LCEL step), ``pre_model_hook`` and
 ``guard_node`` (LangGraph), ``guarded_model`` (``create_react_agent``'s model,
 pruned inside the agent node), ``ContextGuardMiddleware`` (LangChain v1
-``create_agent``; needs the ``agents`` extra and loads on first use), and the
+``create_agent``; needs the ``agents`` extra and loads on first use),
+``guarded_subagents`` and ``guarded_summarization`` (deepagents), and the
 callback helpers that forward the guard's events; ``mark_cache_breakpoints``
 puts Anthropic prompt-cache breakpoints on the stable prefix; ``_provider_compaction``
 asks the provider to compact (``ProviderCompactionWarning`` where it cannot).
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ._callbacks import USAGE_EVENT as USAGE_EVENT
     from ._callbacks import aemit as aemit
     from ._callbacks import emit as emit
+    from ._deepagents import guarded_subagents, guarded_summarization
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
     from ._model import guarded_model
@@ -63,6 +65,8 @@ __getattr__ = lazy_getattr(
         "ResultArchive": "._results",
         "guard_node": "._langgraph",
         "guarded_model": "._model",
+        "guarded_subagents": "._deepagents",
+        "guarded_summarization": "._deepagents",
         "make_result_reader": "._results",
         "make_result_search": "._result_search",
         "mark_cache_breakpoints": "._cache_control",
@@ -80,6 +84,8 @@ __all__ = [
     "as_runnable",
     "guard_node",
     "guarded_model",
+    "guarded_subagents",
+    "guarded_summarization",
     "make_result_reader",
     "make_result_search",
     "mark_cache_breakpoints",

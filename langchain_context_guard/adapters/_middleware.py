@@ -66,6 +66,7 @@ from ..engine import (
     read_record,
     usage_notice,
 )
+from ._breakpoint_cap import CapBreakpoints
 from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit, usage_of
 from ._clock import call_time
@@ -126,8 +127,8 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         archive: Write the full text of every tool result the guard shortens
             to a store (``ResultArchive``); pair it with ``make_result_reader()``.
         cache_breakpoints: Mark the stable prefix with Anthropic ``cache_control``
-            breakpoints (``mark_cache_breakpoints``): True for five-minute
-            entries, or the ``cache_control`` dict to use. For Anthropic models.
+            breakpoints: True for five-minute entries, or the ``cache_control``
+            dict; each request then holds at most 4, any middleware's counted.
         provider_drops_stale_thinking: Also ask Anthropic to drop any stale
             signed thinking block itself rather than refuse the request (the
             beta ``thinking.block_binding.prefix_mismatch_behavior =
@@ -176,6 +177,8 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.cache_breakpoints = cache_breakpoints
         self._options: list[Any] = []
         """Copies of the agent's model with request options, in order."""
+        if cache_breakpoints:
+            self._options.append(CapBreakpoints())
         if provider_drops_stale_thinking is not False:
             binds = None if provider_drops_stale_thinking else self._binds
             self._options.append(DropStaleThinking(binds))

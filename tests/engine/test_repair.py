@@ -2,6 +2,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from langchain_context_guard import MARKER_KEY, repair_tool_pairs
+from langchain_context_guard.engine.passes._sanitize import INVALID_CALL_NOTE
 from tests.engine._support import (
     ai,
     assert_paired,
@@ -151,7 +152,10 @@ def _invalid(call_id: str = "bad", content: str = "") -> AIMessage:
     )
 
 
-def test_invalid_tool_calls_are_dropped_with_their_results():
+NOTE = INVALID_CALL_NOTE.format(name="bash", why="bad JSON")
+
+
+def test_invalid_tool_calls_become_a_note_and_lose_their_results():
     history = [
         HumanMessage("q"),
         _invalid(content="trying"),
@@ -161,13 +165,13 @@ def test_invalid_tool_calls_are_dropped_with_their_results():
     ]
     out = repair_tool_pairs(history)
     assert all(not getattr(m, "invalid_tool_calls", None) for m in out)
-    assert [m.content for m in out] == ["q", "trying", "", "ok"]
+    assert [m.content for m in out] == ["q", f"trying\n\n{NOTE}", "", "ok"]
     assert_paired(out)
     assert repair_tool_pairs(out) is out
 
 
-def test_an_assistant_message_with_only_invalid_calls_is_dropped():
+def test_an_assistant_message_with_only_invalid_calls_becomes_its_note():
     history = [HumanMessage("q"), _invalid(), AIMessage("answer")]
     out = repair_tool_pairs(history)
-    assert [m.content for m in out] == ["q", "answer"]
+    assert [m.content for m in out] == ["q", NOTE, "answer"]
     assert history[1].invalid_tool_calls  # the input is untouched

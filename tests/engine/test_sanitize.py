@@ -2,6 +2,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_guard import ContextGuard, repair_tool_pairs, sanitize_messages
+from langchain_context_guard.engine.passes._sanitize import INVALID_CALL_NOTE
 from tests.engine._support import ai, call, result, snapshot
 
 
@@ -36,7 +37,7 @@ def test_blank_id_invalid_name_and_non_dict_args_are_dropped():
     assert _ids(out[0]) == ["ok", "dup"]
 
 
-def test_invalid_tool_calls_are_removed():
+def test_invalid_tool_calls_become_a_note_of_their_name_and_error():
     message = AIMessage(
         "t",
         invalid_tool_calls=[
@@ -51,7 +52,30 @@ def test_invalid_tool_calls_are_removed():
     )
     out = sanitize_messages([HumanMessage("q"), message])
     assert out[1].invalid_tool_calls == []
-    assert out[1].content == "t"
+    note = INVALID_CALL_NOTE.format(name="f", why="bad json")
+    assert out[1].content == f"t\n\n{note}"
+    assert message.content == "t"
+
+
+@pytest.mark.parametrize(
+    ("error", "why"),
+    [
+        (None, "its arguments were malformed or truncated"),
+        ("Expecting ',' delimiter: col 9.\n{bad", "Expecting ',' delimiter: col 9"),
+        ("x" * 400, "x" * 157 + "..."),
+    ],
+    ids=["no-error", "first-line", "long"],
+)
+def test_a_message_of_only_invalid_calls_is_kept_as_their_note(
+    error: str | None, why: str
+) -> None:
+    invalid = {"id": "x", "name": "read_file", "args": "{", "error": error}
+    message = AIMessage(
+        [], invalid_tool_calls=[{**invalid, "type": "invalid_tool_call"}]
+    )
+    out = sanitize_messages([HumanMessage("q"), message])
+    note = INVALID_CALL_NOTE.format(name="read_file", why=why)
+    assert out[1].content == [{"type": "text", "text": note}]
 
 
 def test_message_left_empty_is_dropped():

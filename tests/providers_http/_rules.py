@@ -296,3 +296,19 @@ def _turn_violation(messages: list[Body], i: int, seen: set[str]) -> Refusal | N
                 "a corresponding `tool_use` block in the previous message."
             )
     return None
+
+
+def anthropic_cache_limit(body: Body) -> Refusal | None:
+    """The 400 for over 4 ``cache_control`` breakpoints (a top-level one counts)."""
+    system = body.get("system")
+    blocks = [*(system if isinstance(system, list) else []), *body.get("tools", [])]
+    for m in body["messages"]:
+        for block in _blocks(m):
+            nested = block.get("content")
+            blocks += [block, *(nested if isinstance(nested, list) else [])]
+    found = sum("cache_control" in b for b in blocks) + ("cache_control" in body)
+    if found <= 4:
+        return None
+    return _anthropic_error(
+        f"A maximum of 4 blocks with cache_control may be provided. Found {found}."
+    )

@@ -248,6 +248,7 @@ class ProviderServer:
             if "compact-2026-01-12" not in betas.split(","):
                 return rules.anthropic_beta_missing("compact-2026-01-12"), []
         broken = rules.anthropic_violation(body) or names.anthropic_violation(body)
+        broken = broken or rules.anthropic_cache_limit(body)
         if broken is not None:
             return broken, []
         verdict = thinking.thinking_violation(body, betas, self.ledger)

@@ -12,6 +12,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from .._events import Edits
 from .._messages import MARKER_KEY, is_empty, label, memo_rewrite
 from .._tool_calls import without_tool_calls
+from ._sanitize import with_invalid_call_notes
 
 SYNTHETIC_RESULT = (
     "Error: no result is available for this tool call; it was lost or removed "
@@ -66,8 +67,8 @@ def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     as made by the guard) after a call that has none. Afterwards every tool call is
     answered exactly once by the ToolMessages directly after it, and no ToolMessage
     stands anywhere else. ``invalid_tool_calls`` (which langchain-openai sends as
-    tool calls) are dropped, with their results, as ``sanitize_messages`` does; an
-    assistant message left with nothing to send goes too. Run it last, after
+    tool calls) are dropped, with their results, as ``sanitize_messages`` does (a
+    note says which were not run, and why). Run it last, after
     anything that removes messages.
     """
     out, edits, _, _ = repair_part(messages)
@@ -217,6 +218,7 @@ def _without_invalid(message: AIMessage) -> AIMessage | None:
         bad = {c.get("id") or "" for c in m.invalid_tool_calls} - valid
         cleaned = without_tool_calls(m, bad)
         cleaned = cleaned.model_copy(update={"invalid_tool_calls": []})
+        cleaned = with_invalid_call_notes(cleaned, m.invalid_tool_calls)
         return _DROPPED if is_empty(cleaned) else cleaned
 
     new = memo_rewrite(message, "repair-invalid", build)

@@ -9,6 +9,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     HumanMessage,
+    InvalidToolCall,
     ToolCall,
     ToolMessage,
 )
@@ -23,6 +24,42 @@ declared to that provider, which checked the name then. OpenAI takes
 letter or underscore, then letters, digits, ``_ . : -`` (``mcp.read:file``).
 Refused: a name no provider would have declared (blank, spaces, slashes,
 too long)."""
+INVALID_CALL_NOTE = (
+    "[Tool call {name} was not run: {why}. Call it again with valid arguments.]"
+)
+"""What the model reads in place of an invalid tool call it made."""
+_WHY = "its arguments were malformed or truncated"
+
+
+def _why(error: object) -> str:
+    """The first line of a call's parse error, kept short."""
+    line = str(error or "").strip().splitlines()
+    text = line[0].rstrip(" .:") if line else ""
+    return text[:157] + "..." if len(text) > 160 else text or _WHY
+
+
+def with_invalid_call_notes(
+    message: AIMessage, calls: Sequence[InvalidToolCall]
+) -> AIMessage:
+    """``message`` saying, in text, that the invalid ``calls`` were not run.
+
+    The calls themselves cannot be sent (they need results a provider would
+    pair with them); a note keeps the model from thinking they ran.
+    """
+    notes = [
+        INVALID_CALL_NOTE.format(
+            name=c.get("name") or "(unnamed)", why=_why(c.get("error"))
+        )
+        for c in calls
+    ]
+    if not notes:
+        return message
+    content = message.content
+    if isinstance(content, str):
+        content = "\n\n".join([*([content] if content.strip() else []), *notes])
+    else:
+        content = [*content, *({"type": "text", "text": n} for n in notes)]
+    return message.model_copy(update={"content": content})
 
 
 def _valid(call_id: str, name: object, seen: set[str]) -> bool:
@@ -71,6 +108,7 @@ def _clean_ai(message: AIMessage) -> AIMessage | None:
     dropped |= {c.get("id") or "" for c in message.invalid_tool_calls}
     cleaned = without_tool_calls(message, (dropped - kept_ids) | bad_raw)
     cleaned = cleaned.model_copy(update={"tool_calls": kept, "invalid_tool_calls": []})
+    cleaned = with_invalid_call_notes(cleaned, message.invalid_tool_calls)
     return None if is_empty(cleaned) else cleaned
 
 
@@ -80,7 +118,8 @@ def sanitize_messages(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     Removes tool calls with a blank id, a name providers refuse, arguments that are
     not an object, or a repeated id (within one message the first is kept, in
     ``tool_calls``, ``tool_use`` blocks and raw calls alike); every
-    ``invalid_tool_calls`` entry (it would reach the provider unanswered); tool
+    ``invalid_tool_calls`` entry (it would reach the provider unanswered), leaving
+    a note of its name and why it was invalid (``INVALID_CALL_NOTE``); tool
     results with a blank ``tool_call_id``; and messages left with nothing to send.
     Dropped calls also leave the raw forms integrations send: Anthropic
     ``tool_use`` content blocks and ``additional_kwargs["tool_calls"]`` (whose
