@@ -25,9 +25,10 @@ from functools import lru_cache
 from typing import Any, Protocol, TypeVar, cast
 
 from langchain_core.messages import BaseMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import ConfigError
+from ._policy_checks import config_error
 
 
 class ToolPolicy(BaseModel):
@@ -72,6 +73,12 @@ class ToolPolicy(BaseModel):
         "(history_limit too leaves them), and these only when what is left "
         "still does not fit, oldest first like the rest.",
     )
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error(exc, type(self).model_fields, "ToolPolicy") from None
 
 
 class _HasToolRules(Protocol):
