@@ -175,6 +175,7 @@ def _convert_one(item: object, where: str) -> BaseMessage:
         kind = type(item).__name__
         raise TranscriptError(f"{where}: expected a message object, got {kind}")
     role, is_lc = _check_kind(item, where)
+    _check_calls(item.get("data", {}) if is_lc else item, where)
     if not is_lc and "content" not in item:
         if not item.get("tool_calls"):
             raise TranscriptError(f"{where}: missing 'content' in {role} message")
@@ -183,10 +184,24 @@ def _convert_one(item: object, where: str) -> BaseMessage:
         if is_lc:
             return messages_from_dict([item])[0]
         return convert_to_messages([item])[0]
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise TranscriptError(
             f"{where}: invalid {role} message ({_brief(exc)})"
         ) from exc
+
+
+def _check_calls(item: Mapping[str, Any], where: str) -> None:
+    """Refuse ``tool_calls`` that are not a list of objects (one per call)."""
+    calls = item.get("tool_calls") if isinstance(item, Mapping) else None
+    if calls is None:
+        return
+    if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
+        shown = repr(calls)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TranscriptError(
+            f"{where}: 'tool_calls' must be a list of objects (each with an id "
+            f"and the function's name and arguments), got {shown}"
+        )
 
 
 def _from_json(value: object, name: str) -> list[BaseMessage]:

@@ -334,6 +334,21 @@ BAD_CASES: dict[str, tuple[str, str | bytes, list[str]]] = {
         '[{"type": "wizard", "data": {"content": "x"}}]',
         ["t.json message 0", "unknown type 'wizard'"],
     ),
+    "openai-tool-calls-not-objects": (
+        "t.json",
+        f'[{USER}, {{"role": "assistant", "content": "", "tool_calls": ["c1"]}}]',
+        ["t.json message 1", "'tool_calls' must be a list of objects", "['c1']"],
+    ),
+    "openai-tool-calls-not-a-list": (
+        "t.jsonl",
+        f'{USER}\n{{"role": "assistant", "content": "", "tool_calls": "c1"}}\n',
+        ["t.jsonl line 2", "'tool_calls' must be a list of objects"],
+    ),
+    "langchain-tool-calls-not-objects": (
+        "t.json",
+        '[{"type": "ai", "data": {"content": "", "tool_calls": [3]}}]',
+        ["t.json message 0", "'tool_calls' must be a list of objects"],
+    ),
     "json-wrong-top-level": ("t.json", "42", ["t.json", "expected a list"]),
     "json-empty-list": ("t.json", "[]", ["t.json", "no messages"]),
     "traj-unknown-role": (
