@@ -269,3 +269,45 @@ def test_turn_limit_below_one_is_refused_as_in_the_policy(limit):
     with pytest.raises(ConfigError, match="at least 1") as info:
         _trim(chat_history(4), 10**9, turn_limit=limit)
     assert info.value.field == "turn_limit"
+
+
+def _asked(steps: int, hook: bool) -> list:
+    """An agent run that ends with a question to the user, then the user's reply."""
+    question = "Which layout?\n" + "\n".join(
+        f"{k}. option {k}: " + "a long description " * 40 for k in range(1, 6)
+    )
+    history = [*agent_history(2), HumanMessage("Now the layout.", id="next")]
+    for k in range(10, 10 + steps):  # one long turn: the trim drops it whole
+        history.append(ai(call(f"c{k}", cmd=f"cat f{k}.py"), id=f"a{k}"))
+        history.append(result(f"c{k}", "x" * 3_000, id=f"t{k}"))
+    history.append(AIMessage(question, id="question"))
+    if hook:
+        history.append(HumanMessage("Stop hook feedback: update the notes", id="hook"))
+    history.append(HumanMessage("option 3 is closest", id="reply"))
+    return history
+
+
+@pytest.mark.parametrize("hook", [False, True], ids=["reply", "hook-then-reply"])
+@pytest.mark.parametrize("stable", [False, True], ids=["order-free", "stable"])
+def test_a_users_reply_is_sent_with_the_question_it_answers(hook, stable):
+    history = _asked(30, hook)
+    guard = ContextGuard(
+        GuardPolicy(
+            context_window=16_000,
+            reserve_tokens=2_000,
+            stable_prefix=stable,
+            compress_min_chars=100_000,  # results stay as they are: the trim cuts
+        ),
+        token_counter=COUNTER,
+    )
+    guard.prepare(history[: -3 if hook else -2])  # the run before the question
+    sent = guard.prepare(history)
+    ids = [m.id for m in sent.messages]
+    assert "a10" not in ids  # the budget cut the run
+    tail = ["question", "hook", "reply"] if hook else ["question", "reply"]
+    assert ids[-len(tail) :] == tail
+    assert _total(sent.messages) <= sent.report.budget
+    assert_paired(sent.messages)
+    # The next step is no longer a reply: the question may go like any other.
+    after = [*history, ai(call("c99"), id="a99"), result("c99", id="t99")]
+    assert guard.prepare(after).messages[-2].id == "a99"
