@@ -20,10 +20,15 @@ With ``--cache`` it bills with a five-minute provider cache (``cache_ttl``):
 the transcripts' own call times, then seeded synthetic pauses (``CACHE_GAPS``),
 the default guard against one timed to the cache (``cache_ttl_seconds=300``),
 and writes ``replay_cache.json``.
+With ``--families`` it replays the shared multi-tool transcripts (Claude Code,
+OpenHands, SWE-agent 0.x: ``shared/data/multitool``) at 16k and 32k, each agent
+family and each half of it (by file name) on its own, with the guard, the sticky
+cut, ``trim_messages``, context editing and the guard under each policy of
+``FAMILY_POLICIES``, and writes ``replay_families.json``.
 Windows run in parallel processes (``--jobs``, default 2). A benchmark, not a test.
 
-Run:  python benchmarks/replay_benchmark.py [--sweep [--recorded] | --halves | --cache]
-      [--jobs N]
+Run:  python benchmarks/replay_benchmark.py [--sweep [--recorded] | --halves | --cache
+      | --families] [--jobs N]
 """
 
 from __future__ import annotations
@@ -51,6 +56,7 @@ from langchain_context_guard.replay import (
     plot_replay,
     plot_tradeoff,
     replay,
+    shared_multitool_dir,
     shared_trajectory_dir,
 )
 
@@ -193,6 +199,45 @@ def _halves(data: Path, jobs: int) -> dict[str, Any]:
     return out
 
 
+FAMILY_STRATEGIES = ["none", "guard", "sticky_cut", "trim_messages", "context_editing"]
+FAMILY_POLICIES: dict[str, dict[str, Any]] = {}
+"""Guard settings replayed per family beside the defaults (``--families``)."""
+
+
+def families(data: Path) -> dict[str, list[str]]:
+    """The multi-tool transcripts' names by agent family (each file's ``family``)."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(data.glob("*.json")):
+        if path.name != "index.json":
+            family = json.loads(path.read_text(encoding="utf-8"))["family"]
+            out.setdefault(family, []).append(path.name.removesuffix(".json"))
+    return out
+
+
+def _families(data: Path, jobs: int) -> dict[str, Any]:
+    """Each family and each half of it, replayed on its own at 16k and 32k."""
+    out: dict[str, Any] = {"variants": FAMILY_POLICIES, "families": {}}
+    strategies = [*FAMILY_STRATEGIES, *FAMILY_POLICIES]
+    for family, names in families(data).items():
+        cut = len(names) // 2
+        parts = {"all": names, "first": names[:cut], "last": names[cut:]}
+        rows = {}
+        for part, chosen in parts.items():
+            result = run(
+                data,
+                strategies,
+                feedback=True,
+                jobs=jobs,
+                variants=FAMILY_POLICIES,
+                windows=SWEEP_WINDOWS,
+                names=chosen,
+            )
+            rows[part] = {"transcripts": chosen, "results": result.rows()}
+            print(f"\n## {family}, {part}: {len(chosen)}\n\n{format_table(result)}")
+        out["families"][family] = rows
+    return out
+
+
 def _cache(data: Path, jobs: int) -> dict[str, Any]:
     """The default guard and one timed to the cache, billed with a cache lifetime."""
     out: dict[str, Any] = {"cache_ttl": CACHE_TTL, "variants": TIMED, "gaps": {}}
@@ -225,8 +270,11 @@ def main() -> int:
     parser.add_argument(
         "--cache", action="store_true", help="bills with a 5-minute provider cache"
     )
+    parser.add_argument(
+        "--families", action="store_true", help="the multi-tool corpus per family"
+    )
     args = parser.parse_args()
-    data = shared_trajectory_dir()
+    data = shared_multitool_dir() if args.families else shared_trajectory_dir()
     if data is None:
         print("shared trajectories not found", file=sys.stderr)
         return 2
@@ -237,9 +285,13 @@ def main() -> int:
         + (" --recorded" if args.recorded else "")
         + (" --halves" if args.halves else "")
         + (" --cache" if args.cache else "")
+        + (" --families" if args.families else "")
     )
     start = time.perf_counter()
-    if args.halves:
+    if args.families:
+        out, name = _families(data, args.jobs), "replay_families.json"
+        out = {"command": command, "machine": _machine(), **out}
+    elif args.halves:
         out, name = _halves(data, args.jobs), "replay_halves.json"
         out = {"command": command, "machine": _machine(), **out}
     elif args.cache:

@@ -38,6 +38,7 @@ __all__ = [
     "load_trajectories",
     "load_transcript",
     "provider_prompt_tokens",
+    "shared_multitool_dir",
     "shared_trajectory_dir",
     "trajectory_to_messages",
 ]
@@ -300,14 +301,35 @@ def shared_trajectory_dir() -> Path | None:
 
 
 def load_paths(paths: Sequence[str | Path]) -> dict[str, list[BaseMessage]]:
-    """Load transcripts from files and directories of ``.traj.json`` files."""
+    """Load transcripts from files and directories, keyed by file name.
+
+    A directory holding ``.traj.json`` files gives those; any other gives its
+    ``.json`` and ``.jsonl`` transcripts (message dumps such as the shared
+    multi-tool corpus), by name, less an ``index.json`` listing them.
+    """
     out: dict[str, list[BaseMessage]] = {}
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        if path.is_dir() and any(path.glob("*.traj.json")):
             out.update(load_trajectories(path))
+        elif path.is_dir():
+            found = sorted(
+                (p for p in path.iterdir() if p.suffix in {".json", ".jsonl"}),
+                key=lambda p: p.name,
+            )
+            out.update(load_paths([p for p in found if p.name != "index.json"]))
         else:
             out[path.name.removesuffix(".json").removesuffix(".traj")] = (
                 load_transcript(path)
             )
     return out
+
+
+def shared_multitool_dir() -> Path | None:
+    """Locate the shared multi-tool transcripts (message dumps), or None."""
+    trajectories = shared_trajectory_dir()
+    root = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    if trajectories is not None:
+        root = trajectories.parent
+    candidate = root / "multitool"
+    return candidate if candidate.is_dir() else None
