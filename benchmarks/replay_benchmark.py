@@ -200,7 +200,17 @@ def _halves(data: Path, jobs: int) -> dict[str, Any]:
 
 
 FAMILY_STRATEGIES = ["none", "guard", "sticky_cut", "trim_messages", "context_editing"]
-FAMILY_POLICIES: dict[str, dict[str, Any]] = {}
+FAMILY_POLICIES: dict[str, dict[str, Any]] = {
+    "Read by range": {
+        "tool_policies": {"Read": {"supersede_key": ["file_path", "offset", "limit"]}}
+    },
+    "editor by range": {
+        "tool_policies": {
+            "str_replace_editor": {"supersede_key": ["path", "command", "view_range"]}
+        }
+    },
+    "TodoWrite keep_recent=1": {"tool_policies": {"TodoWrite": {"keep_recent": 1}}},
+}
 """Guard settings replayed per family beside the defaults (``--families``)."""
 
 
