@@ -8,7 +8,6 @@ from collections.abc import Sequence
 from itertools import accumulate
 from unittest.mock import patch
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -83,19 +82,9 @@ def _protected(messages: Sequence[BaseMessage], keep_first_user: bool) -> set[in
     users = [i for i, m in enumerate(messages) if is_user(m)]
     if users:
         keep.add(users[-1])
-        before = users[-1] - 1  # the assistant message the reply answers
-        while before >= 0 and is_user(messages[before]):
-            before -= 1
-        if before >= 0 and _answers(messages[before]):
-            keep.add(before)
         if keep_first_user:
             keep.add(users[0])
     return keep
-
-
-def _answers(message: BaseMessage) -> bool:
-    """An assistant message: the one a user's reply right after it answers."""
-    return isinstance(message, AIMessage) and not _marked(message, "summary")
 
 
 def _groups(indices: list[int], messages: Sequence[BaseMessage]) -> list[list[int]]:
@@ -289,39 +278,6 @@ def test_units_grown_from_held_ones_equal_fresh_ones(
         got = _units.units_from(codes, keep_first_user, held)
         assert got == _units.units_from(codes, keep_first_user)
         held = (codes, got)
-
-
-@pytest.mark.parametrize(
-    ("before", "after"),
-    [
-        ("UAATAUATTTTA", "UAATAUATTTTATATTTATAU"),
-        ("OSAUTO", "OSAUTOAATUUTTOTTUSA"),
-        ("AOATUTAO", "AOATUTAOTASAOUUUASOTAT"),
-    ],
-    ids=["answered-in-a-split-turn", "answered-starts-a-group", "across-a-kept"],
-)
-def test_an_answered_message_freed_by_a_later_user_is_read_again(
-    before: str, after: str
-) -> None:
-    """The assistant message a user answered is kept while that user is the
-    latest; once a later one comes, the grown units hold it as fresh ones do."""
-    held = (before, _units.units_from(before, True))
-    assert _units.units_from(after, True, held) == _units.units_from(after, True)
-
-
-@pytest.mark.parametrize(
-    ("codes", "kept"),
-    [
-        ("UATAU", {0, 3, 4}),
-        ("UATAUU", {0, 3, 5}),
-        ("UATU", {0, 3}),
-        ("UATAUA", {0, 3, 4}),
-        ("UAUATAT", {0, 1, 2}),
-    ],
-    ids=["reply", "hook-then-reply", "after-a-result", "step-after", "later-steps"],
-)
-def test_the_message_a_user_answers_is_kept_with_it(codes: str, kept: set[int]):
-    assert set(_units.protected(codes, True)) == kept
 
 
 @SETTINGS

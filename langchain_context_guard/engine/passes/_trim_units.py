@@ -116,8 +116,8 @@ def units_from(
     Older turns go whole (a user message and everything answering it); the turn
     holding the kept first user message and the latest turn give up their
     assistant + tool-result groups one at a time, and the latest group after the
-    latest user message is kept. System messages, summaries, the placeholder
-    first turn and what the latest user answers stay (``protected``, ``answered``).
+    latest user message is kept. System messages, summaries and the placeholder
+    first turn are never dropped (``protected``).
 
     Each unit a tuple: tuples of ints leave the garbage collector's lists, so the
     plan a guard keeps does not bring on full collections (half a second at
@@ -162,23 +162,11 @@ def protected(codes: str, keep_first_user: bool) -> list[int]:
 def _kept(codes: str, users: list[int], keep_first_user: bool) -> list[int]:
     kept = positions(codes, SYSTEM)
     if users:
-        kept.extend(answered(codes, users[-1]))
+        kept.append(users[-1])
         if keep_first_user:
             kept.append(users[0])
         kept = sorted(set(kept))
     return kept
-
-
-def answered(codes: str, last: int) -> tuple[int, ...]:
-    """The user message at ``last`` and the assistant message it answers, if any.
-
-    A reply (``"option 3"``) means nothing without its question: the assistant
-    message just before it, or before the user messages leading to it (a hook's).
-    """
-    start = last
-    while start > 0 and codes[start - 1] == USER:
-        start -= 1
-    return (start - 1, last) if start and codes[start - 1] == AI else (last,)
 
 
 def _split(t: int, last: int, keep_first_user: bool, users: list[int]) -> bool:
@@ -199,21 +187,16 @@ def _grown(
     """The units of ``held`` that stay as they were, the turn and index after them.
 
     A history extended unchanged keeps its turns, and what they protect but the
-    latest user message of the old history (and what it answered) once a later
-    one came (its turn then no longer splits). Its units before the last one stay,
-    each ended where the next one's first message begins a group: only the last
-    unit (whose group may take in new results) and what follows it are read
-    again, or the whole turn holding it when that turn no longer splits.
+    latest user message of the old history once a later one came (its turn then
+    no longer splits). Its units before the last one stay, each ended where the
+    next one's first message begins a group: only the last unit (whose group
+    may take in new results) and what follows it are read again, or the whole
+    turn holding it when that turn no longer splits.
     """
     old_codes, old_units = held
     if not old_units or not codes.startswith(old_codes):
         return [], 0, 0
     since = old_units[-1][0]
-    old_last = old_codes.rfind(USER)
-    freed = answered(old_codes, old_last)[0]  # free once a later user came
-    if 0 <= freed < old_last != users[-1]:
-        k = bisect_left(old_units, freed, key=itemgetter(-1))  # a unit across it
-        since = min(since, freed, old_units[k][0] if k < len(old_units) else freed)
     t = bisect_right(bounds, since) - 1
     if not _split(t, len(bounds) - 2, keep_first_user, users):
         since = bounds[t]
