@@ -297,6 +297,75 @@ def halves_section() -> str:
     )
 
 
+FAMILY_ROWS = ("guard", "sticky_cut", "trim_messages", "context_editing")
+POLICY_FAMILY = {
+    "Read by range": "claude-code",
+    "editor by range": "openhands",
+    "TodoWrite keep_recent=1": "claude-code",
+}
+"""Each per-tool policy of ``--families``, against the family whose tools it names."""
+
+
+def _cells(row: dict[str, Any]) -> str:
+    return (
+        f"{row['content_evidence_pct']:.2f}% / {row['needle_pct']:.1f}% / "
+        f"{row['billed_vs_none']:.3f}x / {over(row)} / {row['bad_pairing']}"
+    )
+
+
+def families_section() -> str:
+    """The multi-tool corpus per agent family, and per half of each family."""
+    doc = load("replay_families.json")
+    rows, changes = [], []
+    for family, parts in doc["families"].items():
+        found = {
+            part: {(r["window"], r["strategy"]): r for r in got["results"]}
+            for part, got in parts.items()
+        }
+        sizes = "+".join(str(len(parts[p]["transcripts"])) for p in ("first", "last"))
+        for window in SWEEP_WINDOWS:
+            for strategy in FAMILY_ROWS:
+                cells = [_cells(found[p][(window, strategy)]) for p in found]
+                rows.append((f"{family} ({sizes})", k(window), name(strategy), *cells))
+            for setting, owner in POLICY_FAMILY.items():
+                if owner == family:
+                    deltas = [
+                        _delta(found[h][(window, setting)], found[h][(window, "guard")])
+                        for h in ("first", "last")
+                    ]
+                    cells = [
+                        f"{c:+.2f} / {n:+.1f} / {round(b, 3) + 0.0:+.3f}"
+                        for c, n, b in deltas
+                    ]
+                    both = "yes" if all(map(_wins, deltas)) else ""
+                    changes.append((k(window), f"`{setting}` ({family})", *cells, both))
+    head = (
+        "family (halves)",
+        "window",
+        "strategy",
+        *(
+            f"{p}: content / needles / billed / over / bad pairs"
+            for p in ("all", "first", "last")
+        ),
+    )
+    change_head = ("window", "policy", "first half", "last half", "wins on both")
+    return "\n\n".join(
+        [
+            "## Replay per agent family: multi-tool and interactive agents",
+            "The shared multi-tool transcripts (Claude Code conversations, OpenHands "
+            "with `str_replace_editor`, SWE-agent 0.x), each family and each half of "
+            "it (by file name) replayed on its own, as the replay above. Per-tool "
+            "policies against the defaults on the family whose tools they name "
+            '(points, points, billed): `Read by range` is `supersede_key=["file_path", '
+            '"offset", "limit"]`, `editor by range` `["path", "command", '
+            '"view_range"]` for `str_replace_editor`.',
+            command(doc),
+            table(head, rows),
+            table(change_head, changes),
+        ]
+    )
+
+
 def cache_section() -> str:
     """The default guard and one timed to the cache, with a cache lifetime."""
     doc = load("replay_cache.json")
@@ -641,6 +710,7 @@ def render() -> str:
         targets_section(),
         sweep_section(),
         halves_section(),
+        families_section(),
         cache_section(),
         recoverable_section(),
         counter_section(),

@@ -26,10 +26,15 @@ digest) at 16k and 32k on the SWE trajectories and on the multitool transcripts
 (``shared/data/multitool``, when present), and writes ``replay_recoverable.json``:
 a needle is recoverable when its text is sent, or a sent marker or digest points
 to its archived source.
+With ``--families`` it replays the shared multi-tool transcripts (Claude Code,
+OpenHands, SWE-agent 0.x: ``shared/data/multitool``) at 16k and 32k, each agent
+family and each half of it (by file name) on its own, with the guard, the sticky
+cut, ``trim_messages``, context editing and the guard under each policy of
+``FAMILY_POLICIES``, and writes ``replay_families.json``.
 Windows run in parallel processes (``--jobs``, default 2). A benchmark, not a test.
 
 Run:  python benchmarks/replay_benchmark.py [--sweep [--recorded] | --halves | --cache
-      | --recoverable] [--jobs N]
+      | --recoverable | --families] [--jobs N]
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ from langchain_context_guard.replay import (
     plot_replay,
     plot_tradeoff,
     replay,
+    shared_multitool_dir,
     shared_trajectory_dir,
 )
 
@@ -212,6 +218,55 @@ def _halves(data: Path, jobs: int) -> dict[str, Any]:
     return out
 
 
+FAMILY_STRATEGIES = ["none", "guard", "sticky_cut", "trim_messages", "context_editing"]
+FAMILY_POLICIES: dict[str, dict[str, Any]] = {
+    "Read by range": {
+        "tool_policies": {"Read": {"supersede_key": ["file_path", "offset", "limit"]}}
+    },
+    "editor by range": {
+        "tool_policies": {
+            "str_replace_editor": {"supersede_key": ["path", "command", "view_range"]}
+        }
+    },
+    "TodoWrite keep_recent=1": {"tool_policies": {"TodoWrite": {"keep_recent": 1}}},
+}
+"""Guard settings replayed per family beside the defaults (``--families``)."""
+
+
+def families(data: Path) -> dict[str, list[str]]:
+    """The multi-tool transcripts' names by agent family (each file's ``family``)."""
+    out: dict[str, list[str]] = {}
+    for path in sorted(data.glob("*.json")):
+        if path.name != "index.json":
+            family = json.loads(path.read_text(encoding="utf-8"))["family"]
+            out.setdefault(family, []).append(path.name.removesuffix(".json"))
+    return out
+
+
+def _families(data: Path, jobs: int) -> dict[str, Any]:
+    """Each family and each half of it, replayed on its own at 16k and 32k."""
+    out: dict[str, Any] = {"variants": FAMILY_POLICIES, "families": {}}
+    strategies = [*FAMILY_STRATEGIES, *FAMILY_POLICIES]
+    for family, names in families(data).items():
+        cut = len(names) // 2
+        parts = {"all": names, "first": names[:cut], "last": names[cut:]}
+        rows = {}
+        for part, chosen in parts.items():
+            result = run(
+                data,
+                strategies,
+                feedback=True,
+                jobs=jobs,
+                variants=FAMILY_POLICIES,
+                windows=SWEEP_WINDOWS,
+                names=chosen,
+            )
+            rows[part] = {"transcripts": chosen, "results": result.rows()}
+            print(f"\n## {family}, {part}: {len(chosen)}\n\n{format_table(result)}")
+        out["families"][family] = rows
+    return out
+
+
 def _cache(data: Path, jobs: int) -> dict[str, Any]:
     """The default guard and one timed to the cache, billed with a cache lifetime."""
     out: dict[str, Any] = {"cache_ttl": CACHE_TTL, "variants": TIMED, "gaps": {}}
@@ -270,8 +325,11 @@ def main() -> int:
     parser.add_argument(
         "--recoverable", action="store_true", help="needles recoverable from archives"
     )
+    parser.add_argument(
+        "--families", action="store_true", help="the multi-tool corpus per family"
+    )
     args = parser.parse_args()
-    data = shared_trajectory_dir()
+    data = shared_multitool_dir() if args.families else shared_trajectory_dir()
     if data is None:
         print("shared trajectories not found", file=sys.stderr)
         return 2
@@ -283,9 +341,13 @@ def main() -> int:
         + (" --halves" if args.halves else "")
         + (" --cache" if args.cache else "")
         + (" --recoverable" if args.recoverable else "")
+        + (" --families" if args.families else "")
     )
     start = time.perf_counter()
-    if args.halves:
+    if args.families:
+        out, name = _families(data, args.jobs), "replay_families.json"
+        out = {"command": command, "machine": _machine(), **out}
+    elif args.halves:
         out, name = _halves(data, args.jobs), "replay_halves.json"
         out = {"command": command, "machine": _machine(), **out}
     elif args.recoverable:

@@ -9,13 +9,39 @@ no clock, and the same calls at the same times give the same prompts.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Hashable
+from datetime import datetime
 
 from cachetools import LRUCache
 
+from ._errors import InvalidInputError
+
 _MEMORY = 4_096
 """Conversations whose last call time a guard keeps."""
+
+
+def call_seconds(now: object) -> float | None:
+    """``prepare(now=...)`` as seconds: a finite number, or a ``datetime``'s timestamp.
+
+    A naive ``datetime`` is read as local time (``datetime.timestamp``).
+    """
+    if now is None:
+        return None
+    if isinstance(now, datetime):
+        return now.timestamp()
+    if isinstance(now, bool) or not isinstance(now, int | float):
+        raise InvalidInputError(
+            f"prepare(now=...) must be seconds or a datetime, got {now!r}.",
+            hint="pass time.time(), datetime.now(UTC), or leave now unset.",
+        )
+    if not math.isfinite(now):
+        raise InvalidInputError(
+            f"prepare(now=...) must be a finite number of seconds, got {now!r}.",
+            hint="pass time.time(), datetime.now(UTC), or leave now unset.",
+        )
+    return float(now)
 
 
 class CacheClock:

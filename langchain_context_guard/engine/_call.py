@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
 
-from ._cache_clock import CacheClock
+from ._cache_clock import CacheClock, call_seconds
 from ._events import GuardEvent, GuardReport, step_events
 from ._notices import Notices
 from ._policy import GuardPolicy
@@ -168,7 +169,7 @@ def read_call(
     tools: Sequence[Any] | None,
     model: Any,
     session_kind: str | None,
-    sent_at: float | None = None,
+    sent_at: float | datetime | None = None,
     cold: bool = False,
 ) -> Call:
     """The history, counted where new, and what this call is pruned at.
@@ -177,6 +178,7 @@ def read_call(
     ``sent_at`` as its conversation's last call time (``_cache_clock``);
     ``cold``: taken as coming after the cache expired, whatever the time.
     """
+    at = call_seconds(sent_at)
     original, known, rebuilt, kept_in = guard._read(messages)
     info, policy = guard.window(model), guard.policy_for(model)
     sent = guard._last_sent(original)
@@ -220,6 +222,6 @@ def read_call(
         prime=prime,
         counts=counts,
         events=events,
-        cold=_cold(guard._clock, original, sent_at) or cold,
+        cold=_cold(guard._clock, original, at) or cold,
         unknown=unknown,
     )

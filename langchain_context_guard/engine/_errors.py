@@ -104,16 +104,30 @@ class WindowTooSmallError(ContextGuardError):
 class BudgetExceededError(ContextGuardError):
     """The messages that must be kept do not fit the token budget."""
 
-    def __init__(self, tokens: int, budget: int, window: int, what: str) -> None:
+    def __init__(
+        self, tokens: int, budget: int, window: int, what: str, tool: str | None = None
+    ) -> None:
         self.tokens = tokens
         self.budget = budget
         self.window = window
         self.over_by = tokens - budget
+        self.tool = tool
+        """An excluded tool whose whole result is among what must be kept."""
+        hint = (
+            "shorten the system prompt or latest message, lower reserve_tokens, "
+            "or use a model with a larger window."
+        )
+        if tool is not None:
+            what = f"{what}, with a whole result of {tool!r} (never cut: excluded),"
+            hint = (
+                f"let the results of {tool!r} be cut: take it out of exclude_tools (a "
+                "ToolPolicy(max_result_chars=...) caps it instead), or use a model "
+                "with a larger window."
+            )
         super().__init__(
             f"{what} need {tokens:,} tokens but the budget is {budget:,} "
             f"(window {window:,}); over by {self.over_by:,}.",
-            hint="shorten the system prompt or latest message, lower reserve_tokens, "
-            "or use a model with a larger window.",
+            hint=hint,
         )
 
 

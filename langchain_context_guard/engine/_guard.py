@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import datetime
 from functools import partial
 from typing import Any
 
@@ -264,7 +265,7 @@ class ContextGuard:
         tools: Sequence[Any] | None = None,
         model: Any = None,
         session_kind: str | None = None,
-        now: float | None = None,
+        now: float | datetime | None = None,
     ) -> PrepareResult:
         """Return the messages to send and a report; never mutates ``messages``.
 
@@ -280,8 +281,8 @@ class ContextGuard:
         ``model_copy``, LangGraph's ``add_messages`` by id).
         A history with nothing to send once sanitised (only empty messages)
         gives an empty list, on every call. Calls on one guard from several
-        threads take turns (``_calls``). ``now`` (seconds, any epoch): with
-        ``cache_ttl_seconds``, a call after the cache expired prunes afresh.
+        threads take turns (``_calls``). ``now`` (seconds or a ``datetime``):
+        with ``cache_ttl_seconds``, a call after the cache expired prunes afresh.
         For a model that binds signed reasoning, a running tool loop's final
         turn is sent with the blocks it opened with (``keep_final_thinking``),
         though the prompt kept for the next call has the stale ones dropped.
@@ -343,7 +344,7 @@ class ContextGuard:
         tools: Sequence[Any] | None,
         model: Any,
         session_kind: str | None,
-        now: float | None = None,
+        now: float | datetime | None = None,
         cold: bool = False,
     ) -> PrepareResult:
         """Re-send the last prompt while it fits, else prune (``cold``: expired)."""

@@ -79,17 +79,26 @@ def check_consistency(self: Checked) -> None:
         )
 
 
-def config_error(exc: ValidationError, fields: Mapping[str, Any]) -> ConfigError:
-    """The first of pydantic's errors as a ``ConfigError`` naming the field."""
+def config_error(
+    exc: ValidationError, fields: Mapping[str, Any], owner: str = "GuardPolicy"
+) -> ConfigError:
+    """The first of pydantic's errors as a ``ConfigError`` naming the field.
+
+    A nested model's own ``ConfigError`` (a ``ToolPolicy`` in ``tool_policies``)
+    keeps its hint, with the place it was written in front.
+    """
     err = exc.errors()[0]
-    field = ".".join(str(p) for p in err["loc"]) or "GuardPolicy"
+    field = ".".join(str(p) for p in err["loc"]) or owner
     if err["type"] == "extra_forbidden":
-        return unknown_setting("GuardPolicy", field, fields)
+        return unknown_setting(owner, field, fields)
+    cause = err.get("ctx", {}).get("error")
+    if isinstance(cause, ConfigError):
+        said = str(cause).removesuffix(f" Fix: {cause.hint}")
+        inner = f"{field}.{cause.field}" if cause.field else field
+        return ConfigError(f"{owner}.{field}: {said}", field=inner, hint=cause.hint)
     given = err.get("input")
     shown = "" if isinstance(given, dict) else f" (got {given!r})"
-    hint = f"set {field} to a valid value; see GuardPolicy's field docs."
+    hint = f"set {field} to a valid value; see {owner}'s field docs."
     if field.startswith("history_limit"):
         hint = _TURN_LIMIT_HINT
-    return ConfigError(
-        f"GuardPolicy.{field}: {err['msg']}{shown}.", field=field, hint=hint
-    )
+    return ConfigError(f"{owner}.{field}: {err['msg']}{shown}.", field=field, hint=hint)

@@ -329,6 +329,7 @@ def _trim(
             last_tools(p) if s.hold else (),
         ),
         lead=0 if opened else count(history_start(False)),
+        policy=p,
     )
 
 

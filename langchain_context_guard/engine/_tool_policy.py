@@ -25,9 +25,10 @@ from functools import lru_cache
 from typing import Any, Protocol, TypeVar, cast
 
 from langchain_core.messages import BaseMessage, ToolMessage
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ._errors import ConfigError
+from ._policy_checks import config_error
 
 
 class ToolPolicy(BaseModel):
@@ -55,15 +56,16 @@ class ToolPolicy(BaseModel):
         "compress_batch of its own). Unset: keep_recent_tool_results, counted "
         "over all results.",
     )
-    supersede_key: str | None = Field(
+    supersede_key: str | tuple[str, ...] | None = Field(
         None,
-        min_length=1,
         description="The argument naming what a call reads (e.g. 'path' for "
-        "read_file; 'command' for a shell: the same command run again). Once a "
-        "later call of this tool has the same value, the older result is "
-        "replaced by a pointer to the newer call, when results are compressed, "
-        "and no longer counts among the newest kept whole. Unset: never (nor "
-        "with never_compress or exclude_tools).",
+        "read_file; 'command' for a shell: the same command run again), or "
+        "several, the first required (('file_path', 'offset', 'limit'): the same "
+        "range of the same file). Once a later call of this tool has the same "
+        "values, the older result is replaced by a pointer to the newer call, "
+        "when results are compressed, and no longer counts among the newest kept "
+        "whole; a failed call (status='error') never supersedes. Unset: never "
+        "(nor with never_compress or exclude_tools).",
     )
     drop_last: bool = Field(
         False,
@@ -72,6 +74,22 @@ class ToolPolicy(BaseModel):
         "(history_limit too leaves them), and these only when what is left "
         "still does not fit, oldest first like the rest.",
     )
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise config_error(exc, type(self).model_fields, "ToolPolicy") from None
+        keys = key_names(self.supersede_key)
+        if self.supersede_key is not None and (
+            not keys or not all(map(str.strip, keys))
+        ):
+            raise ConfigError(
+                f"ToolPolicy.supersede_key: got {self.supersede_key!r}.",
+                field="supersede_key",
+                hint="name the argument a call reads ('path'), or several "
+                "(['file_path', 'offset', 'limit']), none blank.",
+            )
 
 
 class _HasToolRules(Protocol):
@@ -87,6 +105,13 @@ _UNSEEN: Any = object()
 _SEEN_CAP = 4_096  # names a view remembers before it starts over
 
 V = TypeVar("V")
+
+
+def key_names(key: str | tuple[str, ...] | None) -> tuple[str, ...]:
+    """A ``supersede_key`` as the argument names it reads (none when unset)."""
+    if key is None:
+        return ()
+    return (key,) if isinstance(key, str) else tuple(key)
 
 
 def is_pattern(key: str) -> bool:
@@ -161,7 +186,7 @@ class ToolRules:
         self.keeps: ByName[int] = ByName(
             keys("keep_recent", None), lambda n: self._field(n, "keep_recent")
         )
-        self.supersede: ByName[str] = ByName(
+        self.supersede: ByName[str | tuple[str, ...]] = ByName(
             keys("supersede_key", None), lambda n: self._field(n, "supersede_key")
         )
         self.last: ByName[bool] = ByName(keys("drop_last", False), self._last)
@@ -229,8 +254,8 @@ def tool_keeps(policy: _HasToolRules) -> Mapping[str, int]:
     return tool_rules(policy).keeps
 
 
-def supersede_keys(policy: _HasToolRules) -> Mapping[str, str]:
-    """Per tool name, the argument whose repeat supersedes an older result."""
+def supersede_keys(policy: _HasToolRules) -> Mapping[str, str | tuple[str, ...]]:
+    """Per tool name, the argument(s) whose repeat supersedes an older result."""
     return tool_rules(policy).supersede
 
 

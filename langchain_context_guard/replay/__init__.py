@@ -143,6 +143,7 @@ if TYPE_CHECKING:
         load_trajectories,
         load_transcript,
         provider_prompt_tokens,
+        shared_multitool_dir,
         shared_trajectory_dir,
         trajectory_to_messages,
     )
@@ -199,6 +200,7 @@ __getattr__ = lazy_getattr(
         "load_trajectories": "._transcripts",
         "load_transcript": "._transcripts",
         "provider_prompt_tokens": "._transcripts",
+        "shared_multitool_dir": "._transcripts",
         "shared_trajectory_dir": "._transcripts",
         "trajectory_to_messages": "._transcripts",
     },
@@ -249,6 +251,7 @@ __all__ = [
     "provider_prompt_tokens",
     "replay",
     "seconds",
+    "shared_multitool_dir",
     "shared_trajectory_dir",
     "strip_notes",
     "tool_pairing_errors",

@@ -38,6 +38,7 @@ __all__ = [
     "load_trajectories",
     "load_transcript",
     "provider_prompt_tokens",
+    "shared_multitool_dir",
     "shared_trajectory_dir",
     "trajectory_to_messages",
 ]
@@ -175,6 +176,7 @@ def _convert_one(item: object, where: str) -> BaseMessage:
         kind = type(item).__name__
         raise TranscriptError(f"{where}: expected a message object, got {kind}")
     role, is_lc = _check_kind(item, where)
+    _check_calls(item.get("data", {}) if is_lc else item, where)
     if not is_lc and "content" not in item:
         if not item.get("tool_calls"):
             raise TranscriptError(f"{where}: missing 'content' in {role} message")
@@ -183,10 +185,24 @@ def _convert_one(item: object, where: str) -> BaseMessage:
         if is_lc:
             return messages_from_dict([item])[0]
         return convert_to_messages([item])[0]
-    except (ValueError, TypeError, KeyError) as exc:
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
         raise TranscriptError(
             f"{where}: invalid {role} message ({_brief(exc)})"
         ) from exc
+
+
+def _check_calls(item: Mapping[str, Any], where: str) -> None:
+    """Refuse ``tool_calls`` that are not a list of objects (one per call)."""
+    calls = item.get("tool_calls") if isinstance(item, Mapping) else None
+    if calls is None:
+        return
+    if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
+        shown = repr(calls)
+        shown = shown if len(shown) <= 60 else shown[:57] + "..."
+        raise TranscriptError(
+            f"{where}: 'tool_calls' must be a list of objects (each with an id "
+            f"and the function's name and arguments), got {shown}"
+        )
 
 
 def _from_json(value: object, name: str) -> list[BaseMessage]:
@@ -285,14 +301,35 @@ def shared_trajectory_dir() -> Path | None:
 
 
 def load_paths(paths: Sequence[str | Path]) -> dict[str, list[BaseMessage]]:
-    """Load transcripts from files and directories of ``.traj.json`` files."""
+    """Load transcripts from files and directories, keyed by file name.
+
+    A directory holding ``.traj.json`` files gives those; any other gives its
+    ``.json`` and ``.jsonl`` transcripts (message dumps such as the shared
+    multi-tool corpus), by name, less an ``index.json`` listing them.
+    """
     out: dict[str, list[BaseMessage]] = {}
     for raw in paths:
         path = Path(raw)
-        if path.is_dir():
+        if path.is_dir() and any(path.glob("*.traj.json")):
             out.update(load_trajectories(path))
+        elif path.is_dir():
+            found = sorted(
+                (p for p in path.iterdir() if p.suffix in {".json", ".jsonl"}),
+                key=lambda p: p.name,
+            )
+            out.update(load_paths([p for p in found if p.name != "index.json"]))
         else:
             out[path.name.removesuffix(".json").removesuffix(".traj")] = (
                 load_transcript(path)
             )
     return out
+
+
+def shared_multitool_dir() -> Path | None:
+    """Locate the shared multi-tool transcripts (message dumps), or None."""
+    trajectories = shared_trajectory_dir()
+    root = Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    if trajectories is not None:
+        root = trajectories.parent
+    candidate = root / "multitool"
+    return candidate if candidate.is_dir() else None

@@ -443,3 +443,25 @@ def test_replay_help_explains_every_strategy_and_column(
     for name in [*STRATEGIES, *columns]:
         term = name.split(" med")[0].split(" out")[0]  # "counter err med/p90"
         assert term in out, term
+
+
+@pytest.mark.parametrize("command", ["inspect", "replay"])
+def test_tool_calls_that_are_not_objects_are_a_one_line_error(
+    command: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "calls.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": "", "tool_calls": ["c1"]},
+                {"role": "tool", "tool_call_id": "c1", "content": "out"},
+            ]
+        ),
+        encoding="utf-8",
+    )
+    extra = ["--no-plot", "-q"] if command == "replay" else []
+    code, _, err = run(capsys, command, path, *extra)
+    assert code == 2
+    assert "Traceback" not in err
+    assert "calls.json message 1: 'tool_calls' must be a list of objects" in err

@@ -238,6 +238,7 @@ POLICY_KNOBS: dict[str, Any] = {
             {"bash": {"keep_recent": 4}},
             {"bash": {"supersede_key": "cmd"}},
             {"bash": {"keep_recent": 0, "supersede_key": "cmd"}},
+            {"bash": {"supersede_key": ["cmd", "offset"]}},  # several arguments
             {"bash": {"drop_last": True}},
             {"bash": {"drop_last": True, "supersede_key": "cmd"}},
             # Patterns: an exact name wins, then the first pattern that matches.

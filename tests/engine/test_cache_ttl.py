@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import math
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 
-from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
+from langchain_context_guard import (
+    ConfigError,
+    ContextGuard,
+    GuardPolicy,
+    InvalidInputError,
+)
 from langchain_context_guard.engine._cache_clock import CacheClock
 from tests.engine._support import agent_history, snapshot
 
@@ -74,3 +81,25 @@ def test_the_clock_keeps_each_conversation_apart() -> None:
 def test_a_non_positive_lifetime_is_refused() -> None:
     with pytest.raises(ConfigError, match="cache_ttl_seconds"):
         GuardPolicy(cache_ttl_seconds=0)
+
+
+def test_a_datetime_is_read_as_its_timestamp() -> None:
+    start = datetime(2025, 1, 1, tzinfo=UTC)
+    as_dates = _calls(300, (start, start + timedelta(seconds=301)))  # type: ignore[arg-type]
+    as_seconds = _calls(300, (start.timestamp(), start.timestamp() + 301))
+    assert _sent(as_dates) == _sent(as_seconds)
+    assert as_dates[1].report.reused < len(FIRST)  # cold: the dates were read
+
+
+@pytest.mark.parametrize(
+    "now",
+    [math.nan, math.inf, -math.inf, "12:00", True],
+    ids=["nan", "inf", "-inf", "text", "bool"],
+)
+def test_a_bad_time_is_refused_before_anything_is_recorded(now: object) -> None:
+    guard = ContextGuard(GuardPolicy(context_window=20_000, cache_ttl_seconds=300))
+    with pytest.raises(InvalidInputError, match=r"prepare\(now=\.\.\.\)") as raised:
+        guard.prepare(FIRST, now=now)  # type: ignore[arg-type]
+    assert "time.time()" in raised.value.hint
+    guard.prepare(FIRST, now=0.0)
+    assert guard.export_state(FIRST).get("at") == 0.0

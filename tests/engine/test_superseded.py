@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from langchain_context_guard import (
@@ -119,3 +120,68 @@ def test_a_prepared_output_prepares_to_itself() -> None:
     sent = guard.prepare(history).messages
     assert any(_mark(m).get("kind") == "superseded" for m in sent)
     assert ContextGuard(_policy()).prepare(sent).messages == sent
+
+
+def _reads(*ranges: dict[str, Any], failed: tuple[int, ...] = ()) -> list[BaseMessage]:
+    """``Read`` calls with these arguments; the calls at ``failed`` fail."""
+    out: list[BaseMessage] = [SystemMessage("agent"), HumanMessage("go")]
+    for k, args in enumerate(ranges):
+        out.append(ai(call(f"c{k}", "Read", **args), id=f"a{k}"))
+        if k in failed:
+            out.append(result(f"c{k}", "Error: timed out", status="error", name="Read"))
+        else:
+            body = lines(60, prefix=f"v{k}")
+            out.append(result(f"c{k}", body, id=f"t{k}", name="Read"))
+    return out
+
+
+RANGED = {"Read": ("file_path", "offset", "limit")}
+
+
+def test_several_key_arguments_supersede_only_the_same_range() -> None:
+    history = _reads(
+        {"file_path": "a.py"},
+        {"file_path": "a.py", "offset": 100, "limit": 50},
+        {"file_path": "a.py", "offset": 100, "limit": 50},
+        {"file_path": "a.py"},
+    )
+    out = compress_old_tool_results(history, keep_recent=9, supersede=RANGED)
+    assert [_mark(m).get("newer") for m in out if m.type == "tool"] == [
+        "c3",  # the whole file, read again whole
+        "c2",  # the same range read again
+        None,
+        None,
+    ]
+    by_path = compress_old_tool_results(
+        history, keep_recent=9, supersede={"Read": "file_path"}
+    )
+    assert [_mark(m).get("newer") for m in by_path if m.type == "tool"] == [
+        "c1",
+        "c2",
+        "c3",
+        None,
+    ]
+
+
+def test_a_read_without_the_first_key_argument_reads_nothing() -> None:
+    history = _reads({"offset": 1}, {"offset": 1})
+    assert compress_old_tool_results(history, keep_recent=9, supersede=RANGED) == (
+        history
+    )
+
+
+@pytest.mark.parametrize("key", ["file_path", ("file_path", "offset", "limit")])
+def test_a_failed_read_never_supersedes_a_good_one(key: Any) -> None:
+    history = _reads({"file_path": "a.py"}, {"file_path": "a.py"}, failed=(1,))
+    out = compress_old_tool_results(history, keep_recent=9, supersede={"Read": key})
+    assert out == history  # the only good read stays whole
+
+
+def test_a_good_read_after_a_failed_one_supersedes_the_older_good_one() -> None:
+    history = _reads(*[{"file_path": "a.py"}] * 3, failed=(1,))
+    out = compress_old_tool_results(history, keep_recent=9, supersede=RANGED)
+    assert [_mark(m).get("newer") for m in out if m.type == "tool"] == [
+        "c2",
+        None,
+        None,
+    ]

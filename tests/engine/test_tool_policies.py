@@ -132,6 +132,44 @@ def test_a_bad_tool_policy_names_the_setting() -> None:
         GuardPolicy(tool_policies={"bash": {"max_chars": 10}})
 
 
+@pytest.mark.parametrize(
+    ("rule", "field"),
+    [
+        ({"keep_recent": -1}, "keep_recent"),
+        ({"max_result_chars": 10}, "max_result_chars"),
+        ({"supersede_key": ""}, "supersede_key"),
+        ({"drop_last": "sometimes"}, "drop_last"),
+    ],
+    ids=["keep-below-zero", "cap-too-small", "blank-key", "not-a-bool"],
+)
+def test_a_bad_tool_policy_value_raises_config_error(
+    rule: dict[str, object], field: str
+) -> None:
+    with pytest.raises(ConfigError, match=f"ToolPolicy.{field}") as direct:
+        ToolPolicy(**rule)  # type: ignore[arg-type]
+    assert direct.value.field == field
+    with pytest.raises(ConfigError, match=f"ToolPolicy.{field}") as nested:
+        GuardPolicy(tool_policies={"bash": rule})
+    assert nested.value.field == f"tool_policies.bash.{field}"
+    assert "GuardPolicy.tool_policies.bash" in str(nested.value)
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: ToolPolicy(keep_recnt=2),
+        lambda: GuardPolicy(tool_policies={"bash": {"keep_recnt": 2}}),
+        lambda: GuardPolicy.from_dict({"tool_policies": {"bash": {"keep_recnt": 2}}}),
+    ],
+    ids=["ToolPolicy", "GuardPolicy", "from_dict"],
+)
+def test_a_misspelt_tool_policy_field_suggests_the_right_one(make: object) -> None:
+    with pytest.raises(ConfigError) as raised:
+        make()  # type: ignore[operator]
+    assert "did you mean 'keep_recent'?" in str(raised.value)
+    assert raised.value.field is not None and "keep_recnt" in raised.value.field
+
+
 def test_a_tool_keep_counts_among_its_own_results() -> None:
     history = _history(8, 3_000)  # read_file at even steps, bash at odd ones
     out = compress_old_tool_results(

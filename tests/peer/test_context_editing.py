@@ -17,7 +17,7 @@ from langchain.agents.middleware import ClearToolUsesEdit, ModelRequest
 from langchain_core.language_models.fake_chat_models import FakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_context_guard import ConfigError
+from langchain_context_guard import BudgetExceededError, ConfigError, GuardPolicy
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
 from langchain_context_guard.engine._messages import marker
 
@@ -215,6 +215,37 @@ def test_exclude_tools_results_are_never_truncated() -> None:
         context_window=128_000, exclude_tools=["search"]
     )
     assert _sent(middleware, _make_request(history))[-1] is huge
+
+
+@pytest.mark.parametrize("named", [True, False], ids=["named", "by-call"])
+@pytest.mark.parametrize("how", ["keyword", "policy"])
+def test_an_excluded_result_that_cannot_fit_is_refused_naming_the_tool(
+    how: str, named: bool
+) -> None:
+    """One behaviour, as the middleware's keyword and as the policy's field.
+
+    The newest result is larger than the whole budget: it is never cut, so the
+    call is refused, and the error names the tool and the fix. By the policy a
+    result is matched by its name; the keyword also finds it by its call.
+    """
+    huge = ToolMessage("search line\n" * 12_000, tool_call_id="s")
+    if named or how == "policy":
+        huge = huge.model_copy(update={"name": "search"})
+    history: list[BaseMessage] = [
+        HumanMessage("find it"),
+        AIMessage("", tool_calls=[{"id": "s", "name": "search", "args": {}}]),
+        huge,
+    ]
+    if how == "keyword":
+        middleware = ContextGuardMiddleware(exclude_tools=["search"], **SMALL)
+    else:
+        policy = GuardPolicy(exclude_tools=("search",), **SMALL)  # type: ignore[arg-type]
+        middleware = ContextGuardMiddleware(policy)
+    with pytest.raises(BudgetExceededError) as raised:
+        _sent(middleware, _make_request(history))
+    assert raised.value.tool == "search"
+    assert "exclude_tools" in raised.value.hint
+    assert raised.value.tokens > raised.value.budget
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@ from langchain_core.messages import (
 from langchain_context_guard.replay._transcripts import (
     TRAJECTORIES_ENV_VAR,
     TranscriptError,
+    load_paths,
     load_trajectories,
     load_transcript,
     provider_prompt_tokens,
@@ -334,6 +335,21 @@ BAD_CASES: dict[str, tuple[str, str | bytes, list[str]]] = {
         '[{"type": "wizard", "data": {"content": "x"}}]',
         ["t.json message 0", "unknown type 'wizard'"],
     ),
+    "openai-tool-calls-not-objects": (
+        "t.json",
+        f'[{USER}, {{"role": "assistant", "content": "", "tool_calls": ["c1"]}}]',
+        ["t.json message 1", "'tool_calls' must be a list of objects", "['c1']"],
+    ),
+    "openai-tool-calls-not-a-list": (
+        "t.jsonl",
+        f'{USER}\n{{"role": "assistant", "content": "", "tool_calls": "c1"}}\n',
+        ["t.jsonl line 2", "'tool_calls' must be a list of objects"],
+    ),
+    "langchain-tool-calls-not-objects": (
+        "t.json",
+        '[{"type": "ai", "data": {"content": "", "tool_calls": [3]}}]',
+        ["t.json message 0", "'tool_calls' must be a list of objects"],
+    ),
     "json-wrong-top-level": ("t.json", "42", ["t.json", "expected a list"]),
     "json-empty-list": ("t.json", "[]", ["t.json", "no messages"]),
     "traj-unknown-role": (
@@ -382,3 +398,19 @@ def test_shared_trajectories_are_found_beside_the_repository(monkeypatch):
     expected = beside.resolve() if beside.is_dir() else None
     found = shared_trajectory_dir()
     assert (found.resolve() if found else None) == expected
+
+
+def test_a_directory_of_message_dumps_loads_each_but_its_index(tmp_path: Path) -> None:
+    """The shared multi-tool corpus: ``{"id", "family", "messages"}`` per file."""
+    runs = {
+        "cc-1": [HumanMessage("read it"), AIMessage("done")],
+        "oh-2": [HumanMessage("fix it"), AIMessage("fixed")],
+    }
+    for name, messages in runs.items():
+        dump = {"id": name, "family": name[:2], "messages": messages_to_dict(messages)}
+        (tmp_path / f"{name}.json").write_text(json.dumps(dump), encoding="utf-8")
+    (tmp_path / "index.json").write_text(json.dumps(list(runs)), encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("not a transcript", encoding="utf-8")
+    loaded = load_paths([tmp_path])
+    assert list(loaded) == ["cc-1", "oh-2"]
+    assert [m.content for m in loaded["oh-2"]] == ["fix it", "fixed"]

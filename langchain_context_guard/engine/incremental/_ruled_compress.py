@@ -44,7 +44,7 @@ def ruled_compress_step(
     assistant: bool,
     keep_whole: Collection[str],
     tool_keep: Mapping[str, int],
-    supersede: Mapping[str, str],
+    supersede: Mapping[str, str | tuple[str, ...]],
     prev: Step | None = None,
 ) -> Step | None:
     """``compress_old_tool_results`` with per-tool rules (a no-op unless ``active``)."""

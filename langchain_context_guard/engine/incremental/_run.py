@@ -298,8 +298,7 @@ class Run:
 
     def _trim(self) -> None:
         truncated = self._truncated
-        s, p = self.setting, self.setting.policy
-        gauge = s.gauge
+        s, p, gauge = self.setting, self.setting.policy, self.setting.gauge
         room = gauge.room(s.budget)
         cut_budget = s.budget - s.digest
         cut_room = gauge.room(cut_budget) if s.digest else None
@@ -349,6 +348,7 @@ class Run:
             codes=hold_calls(self.source, "".join(codes), self._held),
             lead=0 if self._opened() else s.count(history_start(False)),
             memo=self.memo,
+            policy=p,
         )
         state = step.state
         # Kept: the protected messages (never emptied) and all after the cut.

@@ -21,6 +21,8 @@ from langchain_core.messages import (
 
 from .._events import NO_EDITS, Edits
 from .._messages import label
+from .._policy import GuardPolicy
+from .._tool_policy import result_caps
 from ..passes._compress import callers
 from ..passes._hygiene import tidy_message
 from ..passes._repair import call_name, stand_in_named
@@ -65,6 +67,7 @@ def trim_step(
     codes: str | None = None,
     lead: int = 0,
     memo: dict[str, Any] | None = None,
+    policy: GuardPolicy | None = None,
 ) -> Step:
     """``trim_to_budget`` with the guard's plan (see ``_trim``), in full.
 
@@ -72,7 +75,8 @@ def trim_step(
     ``cut_room`` / ``cut_budget`` when given (room left for the digest).
     ``lead``: tokens hygiene puts first (``plan_cut``). ``memo`` keeps the plan:
     it depends on the costs and kinds, not on the room, so a second try at
-    another target (``_prune._nearer``) reuses it.
+    another target (``_prune._nearer``) reuses it. ``policy``: whose excluded
+    tools' results are never cut to fit (``fit_cut``).
     """
     args = (quantum, keep, batch, keep_first_user, turn_limit, codes, lead)
     held = memo.get("plan") if memo is not None and codes is not None else None
@@ -101,7 +105,13 @@ def trim_step(
     if cut is None:
         cut = Cut(plan.units, len(plan.units), (), plan.protected)
     fit = partial(
-        fit_cut, source, measure=measure, cost=cost, window=window, squeeze=squeeze
+        fit_cut,
+        source,
+        measure=measure,
+        cost=cost,
+        window=window,
+        squeeze=squeeze,
+        tool_caps=None if policy is None else result_caps(policy),
     )
     kept, dropped, beyond = fit(cut, budget=budget)
     if dropped and cut_room is not None and cut_budget not in (None, budget):

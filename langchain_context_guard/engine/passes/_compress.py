@@ -33,7 +33,7 @@ def compress_old_tool_results(
     assistant: bool = False,
     keep_whole: Collection[str] = frozenset(),
     tool_keep: Mapping[str, int] | None = None,
-    supersede: Mapping[str, str] | None = None,
+    supersede: Mapping[str, str | tuple[str, ...]] | None = None,
 ) -> list[BaseMessage]:
     """Shrink tool results older than the newest ``keep_recent`` to a few lines.
 

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import kept_whole, marker, memo_rewrite, original_size, text_of
 from .._messages import with_marker as _with_marker
-from .._tool_policy import tool_name
+from .._tool_policy import key_names, tool_name
 
 SUPERSEDED = "superseded"
 """The marker kind of a result replaced by a pointer to a newer read."""
@@ -26,18 +26,19 @@ SUPERSEDED = "superseded"
 
 def superseded_reads(
     messages: Sequence[BaseMessage],
-    keys: Mapping[str, str],
+    keys: Mapping[str, str | tuple[str, ...]],
     keep_whole: Collection[str] = frozenset(),
 ) -> dict[int, str]:
     """Index of each superseded result -> the tool call id of the next same read.
 
     ``keys``: per tool name, the argument that names what a call reads
-    (``_tool_policy.supersede_keys``). A result is superseded when a later
-    result answers a call of the same tool with the same value of that argument;
-    it points to the next such call (a pointer never changes as more reads
-    come). Results already marked superseded keep their pointer; results of
-    ``keep_whole`` tools and results marked ``kept_whole`` never are, and a
-    synthetic result (a call not answered yet) reads nothing.
+    (``_tool_policy.supersede_keys``), or several (the first required). A
+    result is superseded when a later result answers a call of the same tool
+    with the same values of those arguments; it points to the next such call (a
+    pointer never changes as more reads come). Results already marked
+    superseded keep their pointer; results of ``keep_whole`` tools and results
+    marked ``kept_whole`` never are; a synthetic result (a call not answered
+    yet) reads nothing, and a failed one (``status="error"``) supersedes nothing.
     """
     out: dict[int, str] = {}
     if not keys:
@@ -47,9 +48,9 @@ def superseded_reads(
     for i, m in enumerate(messages):
         if isinstance(m, AIMessage):
             for call in m.tool_calls:
-                key = keys.get(call["name"])
-                if key is not None and key in call["args"] and call["id"]:
-                    reads[call["id"]] = (call["name"], _value(call["args"][key]))
+                names = key_names(keys.get(call["name"]))
+                if names and names[0] in call["args"] and call["id"]:
+                    reads[call["id"]] = (call["name"], _read(call["args"], names))
             continue
         if not isinstance(m, ToolMessage):
             continue
@@ -63,11 +64,20 @@ def superseded_reads(
         read = reads.get(m.tool_call_id)
         if read is None or kept_whole(m) or tool_name(m) in keep_whole:
             continue
+        if m.status == "error":
+            continue  # a failed read tells nothing newer than a good one
         older = last.get(read)
         if older is not None:
             out[older] = m.tool_call_id
         last[read] = i
     return out
+
+
+def _read(args: Mapping[str, object], names: tuple[str, ...]) -> str:
+    """What a call reads: its key argument's value, or all of its key arguments'."""
+    if len(names) == 1:
+        return _value(args[names[0]])
+    return json.dumps([_value(args.get(n)) for n in names])
 
 
 def _value(value: object) -> str:

@@ -17,13 +17,14 @@ exceeds its peak, what is kept fits.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._errors import BudgetExceededError, ConfigError
 from .._messages import kept_whole, original_size, text_of, with_marker
 from ..tokens._counters import REPLY_OVERHEAD
+from ._repair import call_name
 from ._text import truncate_text
 from ._thinking import cut_cost_view, fit_answers
 from ._trim_plan import Cut, plan_cut
@@ -42,6 +43,7 @@ def fit_cut(
     cost: Counter,
     window: int = 0,
     squeeze: Squeeze | None = None,
+    tool_caps: Mapping[str, int | None] | None = None,
 ) -> tuple[list[BaseMessage], int, bool]:
     """What the cut keeps, brought within ``budget``.
 
@@ -50,7 +52,9 @@ def fit_cut(
     compressed yet), ``squeeze`` is tried first, then stripping the reasoning
     of the answers it keeps (``fit_answers``); then the cut moves on to the
     first later grid point that fits; only when nothing is left to drop are the
-    largest results truncated.
+    largest results truncated: never one kept whole (an excluded tool's, by
+    marker or by a None in ``tool_caps``); when one of those is what does not
+    fit, the error names its tool.
     """
     squeezed = False
 
@@ -76,8 +80,9 @@ def fit_cut(
                 high, kept, total = mid, fewer, fewer_total
             else:
                 low = mid
+    caps = tool_caps or {}
     if total > budget:
-        cut_down = _truncate_largest(kept, total, budget, cost)
+        cut_down = _truncate_largest(kept, total, budget, cost, caps)
         if cut_down is not kept:
             kept, total = cut_down, measure(cut_down)
     if total > budget:
@@ -86,6 +91,7 @@ def fit_cut(
             budget,
             window,
             "The system prompt, the kept user messages and the latest step",
+            _largest_whole(kept, cost, caps, total - budget),
         )
     return kept, max(later[high], cut.dropped), True
 
@@ -158,14 +164,18 @@ def trim_to_budget(
 
 
 def _truncate_largest(
-    work: list[BaseMessage], total: int, budget: int, cost: Counter
+    work: list[BaseMessage],
+    total: int,
+    budget: int,
+    cost: Counter,
+    caps: Mapping[str, int | None] | None = None,
 ) -> list[BaseMessage]:
     """Cut the largest remaining tool results until the history fits."""
     out = work
     for _ in range(len(work)):
         if total <= budget:
             break
-        tools = [(cost(m), i) for i, m in enumerate(out) if _cuttable(m)]
+        tools = [(cost(m), i) for i, m in enumerate(out) if _cuttable(m, caps)]
         if not tools:
             break
         tokens, i = max(tools)
@@ -191,5 +201,25 @@ def _truncate_largest(
     return out
 
 
-def _cuttable(message: BaseMessage) -> bool:
-    return isinstance(message, ToolMessage) and not kept_whole(message)
+def _cuttable(
+    message: BaseMessage, caps: Mapping[str, int | None] | None = None
+) -> bool:
+    if not isinstance(message, ToolMessage) or kept_whole(message):
+        return False
+    name = message.name
+    return not caps or name is None or name not in caps or caps[name] is not None
+
+
+def _largest_whole(
+    kept: list[BaseMessage], cost: Counter, caps: Mapping[str, int | None], over: int
+) -> str | None:
+    """The tool of the largest result kept whole, if cutting it could fit the rest."""
+    whole = [
+        (cost(m), i)
+        for i, m in enumerate(kept)
+        if isinstance(m, ToolMessage) and not _cuttable(m, caps)
+    ]
+    if not whole or max(whole)[0] < over:
+        return None
+    _, i = max(whole)
+    return call_name(kept, i) or "(unnamed)"
