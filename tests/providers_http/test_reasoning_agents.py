@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from anthropic import BadRequestError
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -55,23 +54,11 @@ def test_a_guarded_reasoning_agent_runs_without_a_refusal(
 
 
 PRUNED_STEPS = 20
-STRIPPED = pytest.mark.xfail(
-    strict=True,
-    raises=BadRequestError,
-    reason="the guard strips the running tool loop's thinking block when it prunes: "
-    "the server answers 'messages.N.content.0.type: Expected `thinking` or "
-    "`redacted_thinking`, but found `text`' at the first pruned request",
-)
 
 
 @pytest.mark.parametrize(
     "kind",
-    [
-        pytest.param("claude", marks=STRIPPED),
-        pytest.param("claude-binding", marks=STRIPPED),
-        "responses",
-        "gemini",
-    ],
+    REASONING,
 )
 def test_a_guarded_reasoning_agent_prunes_without_a_refusal(
     make_server: MakeServer, kind: str
