@@ -6,7 +6,13 @@ from typing import Any
 
 import pytest
 from langchain.agents import create_agent
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 
@@ -264,6 +270,22 @@ def test_without_a_thread_id_the_summary_is_serialised_and_never_shared():
 # -- a call still open ------------------------------------------------------------
 
 
+def _later(messages: list[BaseMessage]) -> list[BaseMessage]:
+    """``messages`` with their message and call ids made their own (``-later``):
+    call ids are unique in a real conversation (the Responses API pairs by them)."""
+    out: list[BaseMessage] = []
+    for m in messages:
+        update: dict[str, Any] = {"id": f"{m.id}-later"}
+        if isinstance(m, AIMessage):
+            update["tool_calls"] = [
+                {**c, "id": f"{c['id']}-later"} for c in m.tool_calls
+            ]
+        elif isinstance(m, ToolMessage):
+            update["tool_call_id"] = f"{m.tool_call_id}-later"
+        out.append(m.model_copy(update=update))
+    return out
+
+
 def _open(call_id: str) -> AIMessage:
     call = {"name": "read_file", "args": {"path": "src/big.py"}, "id": call_id}
     return AIMessage("Reading the big file.", tool_calls=[call], id=f"ai-{call_id}")
@@ -278,7 +300,7 @@ def _open(call_id: str) -> AIMessage:
                 *agent_history(4),
                 _open("open-1"),
                 HumanMessage("Skip that file.", id="skip"),
-                *agent_history(36)[2:],
+                *_later(agent_history(36)[2:]),
             ],
             id="call-left-open-earlier",
         ),
