@@ -24,7 +24,13 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from ..engine import is_user, repair_tool_pairs, text_of, truncate_text
+from ..engine import (
+    is_user,
+    repair_tool_pairs,
+    text_of,
+    truncate_text,
+    without_usage,
+)
 from ._summary import (
     Summary,
     last_summary,
@@ -239,18 +245,11 @@ def _touched(messages: Iterable[BaseMessage], before: Sequence[str]) -> tuple[st
     return tuple(out[-_MAX_TOUCHED:])
 
 
-def _without_usage(message: BaseMessage) -> BaseMessage:
-    """Drop usage from a kept reply: it describes the prompt before compaction."""
-    if isinstance(message, AIMessage) and message.usage_metadata:
-        return message.model_copy(update={"usage_metadata": None})
-    return message
-
-
 def rebuild(plan: CompactionPlan, summary: HumanMessage) -> list[BaseMessage]:
     """System messages, the summary, the kept tail; tool pairs repaired.
 
     Kept replies lose their ``usage_metadata``: it counts the pre-compaction prompt
     and would make every token count anchored on it far too high.
     """
-    out = [*plan.system, summary, *(_without_usage(m) for m in plan.kept)]
+    out = [*plan.system, summary, *(without_usage(m) for m in plan.kept)]
     return repair_tool_pairs(out)

@@ -47,6 +47,8 @@ from ._summary_prompt import append_prompt, sections_prompt, turn_prefix_prompt
 if TYPE_CHECKING:
     from ._settings import CompactionSettings
 
+THINKING_ON = frozenset({"enabled", "adaptive"})
+"""Anthropic's ``thinking.type`` values that turn thinking on."""
 T = TypeVar("T")
 SUMMARIZER_TAGS = ("context_guard:summarizer", TAG_NOSTREAM)
 """Tags on every summarizer call; ``nostream`` keeps its tokens out of
@@ -102,6 +104,18 @@ def chat_model(model: Any) -> Any:
         ) from exc
 
 
+def forced_tools_refused(model: BaseChatModel) -> bool:
+    """Whether ``model`` refuses the forced tool call of LangChain's structured output.
+
+    Anthropic refuses ``tool_choice`` that forces a tool while thinking is on
+    ("Thinking may not be enabled when tool_choice forces tool use"), which is
+    how ``ChatAnthropic.with_structured_output`` asks by default. Such a model
+    writes the summary's sections as text instead.
+    """
+    thinking = getattr(model, "thinking", None)
+    return isinstance(thinking, dict) and thinking.get("type") in THINKING_ON
+
+
 class SummarizerClient:
     """Calls the user's summarizer (chat model, runnable or callable) for a plan."""
 
@@ -124,7 +138,11 @@ class SummarizerClient:
         self.prompted = _is_chat_model(summarizer)
         """Whether the summarizer gets our prompt (a chat model), not messages."""
         self._structured: Runnable[Any, Any] | None = None
-        if isinstance(summarizer, BaseChatModel) and settings.structured == "auto":
+        if (
+            isinstance(summarizer, BaseChatModel)
+            and settings.structured == "auto"
+            and not forced_tools_refused(summarizer)
+        ):
             try:
                 self._structured = summarizer.with_structured_output(SummarySections)
             except (NotImplementedError, ValueError, TypeError):

@@ -44,6 +44,7 @@ from ._messages import label as label
 from ._messages import marker as marker
 from ._messages import same_list as same_list
 from ._messages import text_of as text_of
+from ._messages import without_usage as without_usage
 from ._overflow import OverflowInfo, classify_overflow, silent_overflow
 from ._overflow import scaled_limit as scaled_limit
 from ._policy import GuardPolicy

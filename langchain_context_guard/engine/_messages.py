@@ -28,6 +28,26 @@ def marker(message: BaseMessage) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
+def without_usage(message: BaseMessage) -> BaseMessage:
+    """A kept reply whose ``usage_metadata`` no longer describes its prompt, dropped.
+
+    The copy says so in its ``response_metadata`` (never sent to a provider), so
+    the guard does not take it for a reply that reported no usage.
+    """
+    if not isinstance(message, AIMessage) or not message.usage_metadata:
+        return message
+    cleared = {**message.response_metadata, MARKER_KEY: {"usage": "cleared"}}
+    return message.model_copy(
+        update={"usage_metadata": None, "response_metadata": cleared}
+    )
+
+
+def usage_cleared(message: BaseMessage) -> bool:
+    """Whether ``without_usage`` dropped ``message``'s usage."""
+    mark = message.response_metadata.get(MARKER_KEY)
+    return isinstance(mark, dict) and mark.get("usage") == "cleared"
+
+
 def kept_whole(message: BaseMessage) -> bool:
     """Whether ``message`` is marked ``"kept_whole"``: never truncated or compressed.
 

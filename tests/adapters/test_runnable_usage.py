@@ -26,6 +26,7 @@ from langchain_context_guard import (
     UsageMissingWarning,
     as_runnable,
 )
+from langchain_context_guard.engine import without_usage
 from tests.adapters._support import big_output
 
 LIMIT = 16_000
@@ -143,3 +144,21 @@ def test_replies_with_usage_or_from_other_models_do_not_warn() -> None:
     plain = AIMessage("hi")  # a model that reports no usage, not streamed
     for reply in (streamed, plain):
         guard.prepare([HumanMessage("Hello."), reply, HumanMessage("And?")])
+
+
+def test_a_reply_whose_usage_compaction_cleared_does_not_warn() -> None:
+    # A compaction keeps replies without their usage (it counted the prompt
+    # before it); the guard must not take them for replies that reported none.
+    guard = ContextGuard(GuardPolicy(reserve_tokens=1_000))
+    model = NoUsageChatModel(messages=iter(["answer"]))
+    usage = {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}
+    reply = AIMessage("hi", usage_metadata=usage)  # type: ignore[arg-type]
+    kept = without_usage(reply)
+    assert kept.usage_metadata is None  # type: ignore[attr-defined]
+    assert reply.usage_metadata == usage  # the caller's message is untouched
+    guard.prepare([HumanMessage("Hello."), kept, HumanMessage("And?")], model=model)
+    with pytest.warns(UsageMissingWarning):  # a reply with none still warns
+        plain = AIMessage("hi")
+        ContextGuard(GuardPolicy(reserve_tokens=1_000)).prepare(
+            [HumanMessage("Hello."), plain, HumanMessage("And?")], model=model
+        )

@@ -337,6 +337,28 @@ def test_structured_output_is_used_when_supported() -> None:
     assert result.summary.remaining == ("fix handler",)
 
 
+@pytest.mark.parametrize(
+    ("thinking", "structured"),
+    [
+        ({"type": "enabled", "budget_tokens": 1_024}, False),
+        ({"type": "adaptive"}, False),
+        (None, True),
+    ],
+)
+def test_a_thinking_claude_summarizer_writes_its_sections_as_text(
+    thinking: dict[str, Any] | None, structured: bool
+) -> None:
+    # ChatAnthropic's structured output forces a tool call, which Anthropic
+    # refuses while thinking is on; such a summarizer is asked for text.
+    from langchain_anthropic import ChatAnthropic
+
+    model = ChatAnthropic(  # type: ignore[call-arg]
+        model="claude-sonnet-4-6", api_key="test", thinking=thinking, max_tokens=4_096
+    )
+    client = Compactor(model, settings(), guard=GUARD)._summarizer
+    assert (client._structured is not None) is structured
+
+
 def test_structured_failure_falls_back_to_text_on_retry() -> None:
     summarizer = StructuredSummarizer(fail_structured=True)
     result = Compactor(summarizer, settings(), guard=GUARD).compact(agent_history(12))

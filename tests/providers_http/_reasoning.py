@@ -11,8 +11,10 @@ pointed at ``server``, never retrying:
 - ``"gemini"``: ``ChatGoogleGenerativeAI`` (gemini-3-pro-preview), thoughts
   included, function calls signed.
 
-``post`` sends a hand-built body to one provider's path; ``error_of`` reads the
-message of a 400 in any provider's error body.
+``self_guarded_model`` asks a binding model for ``drop_block`` itself (the
+adapters other than the middleware cannot); ``post`` sends a hand-built body to
+one provider's path; ``error_of`` reads the message of a 400 in any provider's
+error body.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from ._rules_anthropic import BINDING_BETA
 from ._server import ProviderServer
 
 Body = dict[str, Any]
@@ -78,6 +81,24 @@ def reasoning_model(kind: str, server: ProviderServer, **settings: Any) -> Any:
             **settings,
         )
     raise ValueError(f"unknown reasoning setup {kind!r}; pick one of {REASONING}")
+
+
+DROP_BLOCK = {
+    "type": "adaptive",
+    "block_binding": {"prefix_mismatch_behavior": "drop_block"},
+}
+"""Adaptive thinking that asks a binding model to drop a stale block."""
+
+
+def self_guarded_model(kind: str, server: ProviderServer) -> Any:
+    """``reasoning_model``, asking for ``drop_block`` itself on a binding model.
+
+    The adapters other than ``ContextGuardMiddleware`` cannot change the model's
+    request options, so docs/providers.md has the user set them on the model.
+    """
+    if kind == "claude-binding":
+        return reasoning_model(kind, server, thinking=DROP_BLOCK, betas=[BINDING_BETA])
+    return reasoning_model(kind, server)
 
 
 def post(

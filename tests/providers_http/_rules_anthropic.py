@@ -20,6 +20,10 @@ Thinking is on when the request's ``thinking.type`` is ``enabled`` or
   text). The stand-in signs a block with an HMAC of its text (and, for a binding
   model, of its prefix) and a secret of its own; ``redacted_thinking`` blocks,
   which it never issues, are not checked.
+- Forced tool use: with thinking on, ``tool_choice`` may only be ``auto`` or
+  ``none`` ("Tool use with thinking" in the extended-thinking docs above); the
+  API's text, as reported in public issue trackers: "Thinking may not be enabled
+  when tool_choice forces tool use."
 - Thinking off: the API's text, as reported in public issue trackers: "When
   thinking is disabled, an `assistant` message in the final position cannot
   contain `thinking`." The final position is the request's last message.
@@ -257,6 +261,14 @@ def _shape(i: int, message: Body) -> Refusal | None:
     return None
 
 
+def _forced_tool(body: Body) -> Refusal | None:
+    if (body.get("tool_choice") or {}).get("type") in {"any", "tool"}:
+        return _anthropic_error(
+            "Thinking may not be enabled when tool_choice forces tool use."
+        )
+    return None
+
+
 def thinking_violation(
     body: Body, betas: str, ledger: Ledger
 ) -> Refusal | list[Stale] | None:
@@ -278,7 +290,7 @@ def thinking_violation(
                 "`thinking` in your request."
             )
         return None
-    broken = _final_turn(messages)
+    broken = _forced_tool(body) or _final_turn(messages)
     if broken is not None:
         return broken
     model = str(body.get("model", ""))

@@ -30,24 +30,19 @@ from langchain_context_guard import (
 )
 from langchain_context_guard.recovery import OverflowRecoveryMiddleware
 
-from ._reasoning import REASONING, reasoning_model
-from ._rules_anthropic import BINDING_BETA
+from ._reasoning import REASONING, reasoning_model, self_guarded_model
 from ._server import ProviderServer
 from ._support import SYSTEM, TASK, TOOLS, lcel_loop, policy
 
 MakeServer = Callable[..., ProviderServer]
 STEPS = 60
 PATHS = ("middleware", "middleware+recovery", "pre_model_hook", "lcel")
-DROP_BLOCK = {
-    "type": "adaptive",
-    "block_binding": {"prefix_mismatch_behavior": "drop_block"},
-}
 
 
 def _model(kind: str, server: ProviderServer, path: str) -> Any:
-    if kind == "claude-binding" and not path.startswith("middleware"):
-        return reasoning_model(kind, server, thinking=DROP_BLOCK, betas=[BINDING_BETA])
-    return reasoning_model(kind, server)
+    if path.startswith("middleware"):
+        return reasoning_model(kind, server)
+    return self_guarded_model(kind, server)
 
 
 def _run(path: str, kind: str, server: ProviderServer, window: int) -> None:

@@ -70,6 +70,26 @@ def test_anthropic_replies_carry_signed_thinking(make_server: MakeServer) -> Non
     assert [b["type"] for b in off.json()["content"]] == ["text", "tool_use"]
 
 
+@pytest.mark.parametrize(
+    "choice", [{"type": "any"}, {"type": "tool", "name": "read_file"}]
+)
+def test_anthropic_thinking_refuses_a_forced_tool_choice(
+    make_server: MakeServer, choice: Body
+) -> None:
+    server = make_server()
+    task = [{"role": "user", "content": "Find the checksum bug."}]
+    forced = post(server, "anthropic", claude(task, tool_choice=choice))
+    assert error_of(forced) == (
+        "Thinking may not be enabled when tool_choice forces tool use."
+    )
+    auto = post(server, "anthropic", claude(task, tool_choice={"type": "auto"}))
+    assert auto.status_code == 200, auto.text
+    off = post(
+        server, "anthropic", {**claude(task, tool_choice=choice), "thinking": None}
+    )
+    assert off.status_code == 200, off.text
+
+
 @pytest.mark.parametrize(("first", "keep"), [("text", 1), ("tool_use", 2)])
 def test_anthropic_a_running_tool_turn_starts_with_thinking(
     make_server: MakeServer, first: str, keep: int

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
-from .._messages import assistant_count
+from .._messages import assistant_count, usage_cleared
 from ._cache_keys import content_key
 from ._counters import REPLY_OVERHEAD, TokenCounter
 
@@ -50,7 +50,8 @@ def warn_missing_usage(messages: Sequence[BaseMessage], start: int, model: Any) 
         if not isinstance(message, AIMessage):
             continue
         chunk = isinstance(message, AIMessageChunk)
-        if message.usage_metadata or not (chunk or _no_stream_usage(model)):
+        reported = message.usage_metadata or usage_cleared(message)
+        if reported or not (chunk or _no_stream_usage(model)):
             return False
         warnings.warn(
             "langchain-context-guard: the model's reply carried no usage_metadata, "
