@@ -19,7 +19,6 @@ from ._context_usage import ContextUsage
 from ._errors import ConfigError
 from ._events import GuardEvent, PrepareResult, log_event
 from ._input import to_messages
-from ._messages import final_tool_turn
 from ._notices import Notices
 from ._overflow import LimitMemory, ignored_limit
 from ._policy import GuardPolicy
@@ -32,7 +31,7 @@ from ._window import (
     resolve_window,
 )
 from .incremental._handover import export_state, restore_state
-from .incremental._produced import keep_sent, pruned_record, rewritten_record
+from .incremental._produced import keep_sent, pruned_record
 from .incremental._promote import settle
 from .incremental._prune import prune
 from .incremental._read_history import read
@@ -289,54 +288,12 @@ class ContextGuard:
         """
         bound = self.policy.enabled and self.binds(model)
         with self._calls:
-            history = to_messages(messages) if bound else []
-            known = bound and self._known_prompt(history)
             result = self._prepare(messages, tools, model, session_kind, now)
             sent = result.messages
             if bound:
-                sent = keep_final_thinking(sent, history)
-                if sent is not result.messages and not known:
-                    self._record_final_thinking(history, sent)
+                sent = keep_final_thinking(sent, to_messages(messages))
         measure = partial(self.context_usage, tools=tools, model=model)
         return replace(result, messages=sent, measure=measure)
-
-    def _known_prompt(self, original: list[BaseMessage]) -> bool:
-        """Whether the guard knows the prompt the history's replies came from."""
-        if not original or self._last_sent(original) is not None:
-            return bool(original)
-        with self._lock:
-            return (
-                rewritten_record(self._stables, self._ends, original) is not None
-                or conversation(original) in self._unknown
-            )
-
-    def _record_final_thinking(
-        self, original: list[BaseMessage], sent: list[BaseMessage]
-    ) -> None:
-        """Keep the final turn's put-back blocks in the record of ``sent``.
-
-        The guard held them stale against the history as read, its only
-        evidence: the provider may well have read them, so the next reply is
-        taken as produced behind them (``keep_final_thinking``).
-        """
-        final = sent[final_tool_turn(sent)]
-        key = conversation(original)
-        with self._lock:
-            record = self._stables.get(key)
-            if record is None or record.shaped is None:
-                return
-            shaped = [final if m.id == final.id else m for m in record.shaped]
-            at = next(
-                (i for i, m in enumerate(record.output) if m.id == final.id), None
-            )
-            output, body = record.output, record.body
-            if at is not None:  # re-sent as sent while the prompt is kept
-                count = self.counter.count_message
-                body += count(final) - count(output[at])
-                output = [*output[:at], final, *output[at + 1 :]]
-            self._stables[key] = replace(
-                record, shaped=shaped, output=output, body=body
-            )
 
     def _prepare(
         self,

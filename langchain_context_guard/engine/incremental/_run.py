@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
 from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
+from ..passes._bound_thinking import joined_behind_words
 from ..passes._compress import squeezer
 from ..passes._hygiene import history_start, tidy_message
 from ..passes._sanitize import clean_message
@@ -186,6 +187,8 @@ class Run:
             after = self.steps.index(compaction) + 1
             start = min((step.diff for step in self.steps[after:]), default=NONE)
             produced = compaction.result
+            # A join at hygiene is an edit too (``joined_behind_words``).
+            start = min(start, joined_behind_words(self.source))
         elif self.stale:
             raise HeadForgotten  # compared from the start: emptied places too
         else:

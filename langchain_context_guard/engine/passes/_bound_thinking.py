@@ -74,14 +74,18 @@ def drop_stale_thinking(
     when no kept block is stale.
     """
     d = 0 if start < 0 else start
-    end = min(len(sent), len(produced))
+    joined = joined_behind_words(sent, d)
+    end = min(len(sent), len(produced), joined)
     while d < end and sent[d] is produced[d]:
         d += 1
     out: list[BaseMessage] | None = None
     following = True
     for i in range(d, len(sent)):
         message = sent[i]
-        if following:
+        if i == joined:
+            new = memo_rewrite(message, "bound_thinking", unsigned)
+            following = False
+        elif following:
             was = produced[i] if i < len(produced) else None
             if was is not None and same_message(message, was):
                 continue
@@ -91,7 +95,7 @@ def drop_stale_thinking(
                 new = message
             following = was is not None and same_message(new, was)
         elif holds_signed(message):
-            new = memo_rewrite(message, "bound_thinking", _unsigned)
+            new = memo_rewrite(message, "bound_thinking", unsigned)
         else:
             continue
         if new is not message:
@@ -103,7 +107,69 @@ def drop_stale_thinking(
     return sent if isinstance(sent, list) else list(sent)
 
 
-def _unsigned(message: BaseMessage, keep: int = 0) -> BaseMessage:
+REASONING_TYPES = frozenset({"thinking", "redacted_thinking", "reasoning"})
+"""Content block types that hold reasoning (Anthropic's, OpenAI's)."""
+
+
+def joined_behind_words(messages: Sequence[BaseMessage], start: int = 0) -> int:
+    """The first message from ``start`` on whose signed blocks a join moves.
+
+    Hygiene joins a run of assistant messages into one (``join_turns``); a later
+    one's signed blocks move in front of what an earlier one said, so they no
+    longer follow the prefix that produced them, and neither does any block
+    after them. ``len(messages)`` when there is none. The run holding ``start``
+    is read from its beginning.
+    """
+    while 0 < start < len(messages) and _joinable(messages[start - 1]):
+        start -= 1
+    in_run = says = False
+    for i in range(start, len(messages)):
+        message = messages[i]
+        if not isinstance(message, AIMessage):
+            in_run = says = False
+            continue
+        if _removed_at_hygiene(message):
+            continue
+        if in_run and says and holds_signed(message):
+            return i
+        says = (says if in_run else False) or _says(message)
+        in_run = not message.tool_calls
+    return len(messages)
+
+
+def _joinable(message: BaseMessage) -> bool:
+    return isinstance(message, AIMessage) and not message.tool_calls
+
+
+def _says(message: BaseMessage) -> bool:
+    """Whether an assistant message holds anything but reasoning."""
+    content: Any = message.content
+    if isinstance(content, str):
+        return bool(content.strip())
+    return any(
+        not (isinstance(b, dict) and b.get("type") in REASONING_TYPES)
+        and not is_blank(b)
+        for b in content
+    )
+
+
+def is_blank(block: object) -> bool:
+    """A text block (or string) with nothing but whitespace."""
+    if isinstance(block, str):
+        return not block.strip()
+    return (
+        isinstance(block, dict)
+        and block.get("type") == "text"
+        and not str(block.get("text") or "").strip()
+    )
+
+
+def _removed_at_hygiene(message: AIMessage) -> bool:
+    """An assistant message hygiene drops: nothing but reasoning, and no calls."""
+    return not message.tool_calls and not _says(message)
+
+
+def unsigned(message: BaseMessage, keep: int = 0) -> BaseMessage:
     """``message`` without signed reasoning from content position ``keep`` on."""
     content: Any = message.content
     kept = [b for i, b in enumerate(content) if i < keep or not is_signed(b)]
@@ -117,7 +183,7 @@ def _edited_in_place(message: BaseMessage, was: BaseMessage | None) -> BaseMessa
     was not sent, or not behind this prefix.
     """
     if not isinstance(was, AIMessage) or message.id != was.id:
-        return _unsigned(message)
+        return unsigned(message)
     old: Any = was.content
     old = old if isinstance(old, list) else [old]
     content: Any = message.content
@@ -126,7 +192,7 @@ def _edited_in_place(message: BaseMessage, was: BaseMessage | None) -> BaseMessa
         same += 1
     if not any(map(is_signed, content[same:])):
         return message
-    return _unsigned(message, same)
+    return unsigned(message, same)
 
 
 def keep_final_thinking(

@@ -22,7 +22,7 @@ from .._messages import (
     map_messages,
     memo_rewrite,
 )
-from ._bound_thinking import is_signed
+from ._bound_thinking import REASONING_TYPES, is_blank, is_signed
 
 HISTORY_START = (
     "(Earlier messages of this conversation were removed to fit the context window.)"
@@ -90,9 +90,6 @@ def tidy_message(message: BaseMessage) -> BaseMessage | None:
     return None if is_empty(new) or _only_reasoning(new) else new
 
 
-_REASONING = frozenset({"thinking", "redacted_thinking", "reasoning"})
-
-
 def _only_reasoning(message: BaseMessage) -> bool:
     """An assistant message that would reach the provider with nothing to say."""
     content = message.content
@@ -101,32 +98,22 @@ def _only_reasoning(message: BaseMessage) -> bool:
         and not message.tool_calls
         and isinstance(content, list)
         and all(
-            isinstance(b, dict) and b.get("type") in _REASONING
+            isinstance(b, dict) and b.get("type") in REASONING_TYPES
             for b in content
-            if not _blank(b)
+            if not is_blank(b)
         )
-    )
-
-
-def _blank(block: object) -> bool:
-    if isinstance(block, str):
-        return not block.strip()
-    return (
-        isinstance(block, dict)
-        and block.get("type") == "text"
-        and not str(block.get("text") or "").strip()
     )
 
 
 def _has_blank_text(content: str | list[str | dict[str, Any]]) -> bool:
     if isinstance(content, str):
         return bool(content) and not content.strip()
-    return any(map(_blank, content))
+    return any(map(is_blank, content))
 
 
 def _without_blank_text(message: BaseMessage) -> BaseMessage:
     content = message.content
-    kept = "" if isinstance(content, str) else [b for b in content if not _blank(b)]
+    kept = "" if isinstance(content, str) else [b for b in content if not is_blank(b)]
     return message.model_copy(update={"content": kept})
 
 
@@ -254,7 +241,7 @@ def _as_blocks(content: str | list[str | dict[str, Any]]) -> list[Any]:
 
 
 def _is_reasoning(block: object) -> bool:
-    return isinstance(block, dict) and block.get("type") in _REASONING
+    return isinstance(block, dict) and block.get("type") in REASONING_TYPES
 
 
 def _leads(block: object) -> bool:
