@@ -6,12 +6,13 @@ writes its to-do list, then writes and reads back modules of log-like code and
 hands one review to the general-purpose sub-agent through ``task``; the
 sub-agent reads modules, then answers. Each call is told apart by the tools
 bound (only the main agent has ``task``); deepagents' own summary call (its
-summary prompt) gets a short summary. ``run`` builds the agent, runs it and
-sorts every request the model received by who sent it.
+summary prompt) gets a short summary that keeps the task. ``run`` builds the
+agent, runs it and sorts every request the model received by who sent it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -94,7 +95,7 @@ class DeepScript(ScriptedChatModel):
         names = {getattr(t, "name", None) for t in self.bound}
         if "<messages>" in messages[-1].text:  # deepagents' summary prompt
             self._requests.append(Request("summary", list(messages), []))
-            return AIMessage("The modules were written and read; review pending.")
+            return AIMessage(f"Task: {TASK} Modules written and read; review pending.")
         who = "main" if "task" in names else "sub"
         self._requests.append(Request(who, list(messages), list(self.bound)))
         n = self._turns.get(who, 0)
@@ -137,11 +138,14 @@ class Run:
 def run(
     window: int,
     build: Callable[[DeepScript], dict[str, Any]] | None = None,
+    *,
+    asynchronous: bool = False,
     **agent: Any,
 ) -> Run:
     """``create_deep_agent`` over ``DeepScript`` with ``agent``, run on ``TASK``.
 
-    ``build`` gives more of ``create_deep_agent``'s arguments from the model.
+    ``build`` gives more of ``create_deep_agent``'s arguments from the model;
+    ``asynchronous`` runs it with ``ainvoke``.
     """
     from deepagents import create_deep_agent
 
@@ -149,5 +153,9 @@ def run(
     agent = {**agent, **(build(model) if build else {})}
     middleware = [TodoListMiddleware(), *agent.pop("middleware", [])]
     graph = create_deep_agent(model, middleware=middleware, **agent)
-    state = graph.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 1_000})
+    start, config = {"messages": [HumanMessage(TASK)]}, {"recursion_limit": 1_000}
+    if asynchronous:
+        state = asyncio.run(graph.ainvoke(start, config))
+    else:
+        state = graph.invoke(start, config)
     return Run(state, list(model.requests), window)
