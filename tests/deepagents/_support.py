@@ -30,6 +30,21 @@ MAIN_STEPS = 54
 SUB_STEPS = 12
 TASK_AT = 30
 LINES = 90
+SECTIONS = """<completed>
+- wrote and read back the checksum modules so far
+</completed>
+<remaining>
+- finish the modules, review them, fix what is wrong
+</remaining>
+<current_state>
+- modules under /src, review pending
+</current_state>
+<files>
+- /src/mod_*.py: written
+</files>
+<notes>
+- none
+</notes>"""
 
 
 def module(n: int) -> str:
@@ -107,6 +122,23 @@ class DeepScript(ScriptedChatModel):
         return main_step(n) if n < MAIN_STEPS else AIMessage("All modules fixed.")
 
 
+class SectionWriter(ScriptedChatModel):
+    """``CompactionMiddleware``'s summarizer: its sections, each call recorded."""
+
+    _requests: list[Request] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def into(cls, requests: list[Request]) -> SectionWriter:
+        """A writer recording its calls, as ``"compaction"``, in ``requests``."""
+        writer = cls()
+        writer._requests = requests
+        return writer
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        self._requests.append(Request("compaction", list(messages), []))
+        return AIMessage(SECTIONS)
+
+
 def judge(window: int) -> ContextGuard:
     """A fresh guard for ``window``: counts a request as the guard would."""
     return ContextGuard(GuardPolicy(context_window=window))
@@ -133,6 +165,17 @@ class Run:
         """How many of ``who``'s requests exceed the guard's budget."""
         budget = judge(self.window).budget()
         return sum(t > budget for t in self.tokens(who))
+
+    def lost(self) -> dict[int, str]:
+        """Main requests missing the task or the result of the call just made."""
+        missing = {}
+        for n, request in enumerate(self.of("main")):
+            last = request.messages[-1]
+            if not any(TASK in m.text for m in request.messages):
+                missing[n] = "task"
+            elif n and getattr(last, "tool_call_id", None) != f"main_{n - 1}":
+                missing[n] = f"result of main_{n - 1}"
+        return missing
 
 
 def run(

@@ -18,7 +18,7 @@ from langchain_context_guard import CompactionMiddleware, ContextGuardMiddleware
 from langchain_context_guard.engine import is_summary
 from tests.compaction._support import ScriptedSummarizer
 
-from ._support import TASK, DeepScript, Run, run
+from ._support import DeepScript, Run, run
 
 pytest.importorskip("deepagents")
 WINDOWS = pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
@@ -51,18 +51,6 @@ def _holding(result: Run, kind: Callable[[BaseMessage], bool]) -> list[int]:
     ]
 
 
-def _lost(result: Run) -> dict[int, str]:
-    """Main requests missing the task or the result of the call just made."""
-    lost = {}
-    for n, request in enumerate(result.of("main")):
-        last = request.messages[-1]
-        if not any(TASK in m.text for m in request.messages):
-            lost[n] = "task"
-        elif n and getattr(last, "tool_call_id", None) != f"main_{n - 1}":
-            lost[n] = f"result of main_{n - 1}"
-    return lost
-
-
 @WINDOWS
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 def test_after_both_summaries_every_request_holds_task_and_results(
@@ -75,7 +63,7 @@ def test_after_both_summaries_every_request_holds_task_and_results(
     )
     assert _holding(result, _deepagents_summary)
     assert summarizer.received
-    assert _lost(result) == {}
+    assert result.lost() == {}
     assert result.state["messages"][-1].text == "All modules fixed."
 
 
@@ -83,7 +71,7 @@ def test_after_both_summaries_every_request_holds_task_and_results(
 def test_with_the_default_trigger_nothing_is_lost(window: int) -> None:
     result = _with_compaction(window, ScriptedSummarizer())
     assert _holding(result, is_summary)
-    assert _lost(result) == {}
+    assert result.lost() == {}
     assert result.state["messages"][-1].text == "All modules fixed."
 
 
@@ -91,5 +79,5 @@ def test_with_the_default_trigger_nothing_is_lost(window: int) -> None:
 def test_a_persisting_guard_loses_nothing(window: int) -> None:
     result = run(window, middleware=[ContextGuardMiddleware(persist=True)])
     assert _holding(result, _deepagents_summary)
-    assert _lost(result) == {}
+    assert result.lost() == {}
     assert result.over_budget("main") == 0
