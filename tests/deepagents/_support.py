@@ -6,8 +6,9 @@ writes its to-do list, then writes and reads back modules of log-like code and
 hands one review to the general-purpose sub-agent through ``task``; the
 sub-agent reads modules, then answers. Each call is told apart by the tools
 bound (only the main agent has ``task``); deepagents' own summary call (its
-summary prompt) gets a short summary that keeps the task. ``run`` builds the
-agent, runs it and sorts every request the model received by who sent it.
+summary prompt) gets a short summary that keeps the task, and
+``SectionWriter`` writes ``CompactionMiddleware``'s. ``run`` builds the agent,
+runs it and sorts every request the model received by who sent it.
 """
 
 from __future__ import annotations

@@ -14,11 +14,16 @@ from collections.abc import Callable
 import pytest
 from langchain_core.messages import BaseMessage
 
-from langchain_context_guard import CompactionMiddleware, ContextGuardMiddleware
+from langchain_context_guard import (
+    CompactionMiddleware,
+    ContextGuardMiddleware,
+    guarded_subagents,
+    guarded_summarization,
+)
 from langchain_context_guard.engine import is_summary
 from tests.compaction._support import ScriptedSummarizer
 
-from ._support import DeepScript, Run, run
+from ._support import DeepScript, Run, SectionWriter, run
 
 pytest.importorskip("deepagents")
 WINDOWS = pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
@@ -81,3 +86,28 @@ def test_a_persisting_guard_loses_nothing(window: int) -> None:
     assert _holding(result, _deepagents_summary)
     assert result.lost() == {}
     assert result.over_budget("main") == 0
+
+
+def _documented(model: DeepScript) -> dict[str, object]:
+    summarize = guarded_summarization(model)
+    compaction = CompactionMiddleware(
+        model, summarizer=SectionWriter.into(model.requests)
+    )
+    return {
+        "middleware": [compaction, ContextGuardMiddleware(), summarize],
+        "subagents": guarded_subagents(middleware=[summarize]),
+    }
+
+
+@WINDOWS
+def test_as_the_docs_say_both_summarise_in_turn_within_budget(window: int) -> None:
+    result = run(window, _documented)
+    deepagents = _holding(result, _deepagents_summary)
+    ours = _holding(result, is_summary)
+    assert ours
+    assert any(n > min(ours) for n in deepagents), "deepagents after ours"
+    assert result.lost() == {}
+    over = {who: result.over_budget(who) for who in ("main", "sub", "summary")}
+    assert over == {"main": 0, "sub": 0, "summary": 0}
+    assert result.of("compaction")
+    assert result.over_budget("compaction") == 0
