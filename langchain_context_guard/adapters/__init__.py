@@ -4,8 +4,9 @@
 ``guard_node`` (LangGraph), ``guarded_model`` (``create_react_agent``'s model,
 pruned inside the agent node), ``ContextGuardMiddleware`` (LangChain v1
 ``create_agent``; needs the ``agents`` extra and loads on first use),
-``guarded_subagents`` and ``guarded_summarization`` (deepagents), and the
-callback helpers that forward the guard's events; ``mark_cache_breakpoints``
+``guarded_subagents`` and ``guarded_summarization`` (deepagents;
+``clear_host_cutoffs`` keeps its summary's cut true when we rewrite the state),
+and the callback helpers that forward the guard's events; ``mark_cache_breakpoints``
 puts Anthropic prompt-cache breakpoints on the stable prefix; ``_provider_compaction``
 asks the provider to compact (``ProviderCompactionWarning`` where it cannot).
 Imports the engine only.
@@ -22,6 +23,7 @@ if TYPE_CHECKING:
     from ._callbacks import aemit as aemit
     from ._callbacks import emit as emit
     from ._deepagents import guarded_subagents, guarded_summarization
+    from ._host_cutoffs import clear_host_cutoffs as clear_host_cutoffs
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
     from ._model import guarded_model
@@ -53,6 +55,7 @@ __getattr__ = lazy_getattr(
         "EVENT_EVENT": "._callbacks",
         "USAGE_EVENT": "._callbacks",
         "RequestInputs": "._requests",
+        "clear_host_cutoffs": "._host_cutoffs",
         "aemit": "._callbacks",
         "emit": "._callbacks",
         "note_silent_overflow": "._silent",

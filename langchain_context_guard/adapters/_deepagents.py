@@ -18,8 +18,10 @@ read from its own model on each call.
 deepagents' own summary call sends the older history to the model with no
 guard in between, counted as characters / 4. ``guarded_summarization`` is
 deepagents' summarization with the guard's token count: it triggers on real
-tokens, and trims what it summarises so the summary request fits the budget.
-Its name takes deepagents' summarization slot. deepagents loads on first use.
+tokens, and the guard fits what it summarises to the summary request's budget,
+keeping the task and the newest results (LangChain's own trimming keeps only
+what follows a user turn: in an agent's tool loop, nothing). Its name takes
+deepagents' summarization slot. deepagents loads on first use.
 """
 
 from __future__ import annotations
@@ -27,7 +29,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, get_buffer_string
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 
 from ..engine import ConfigError, ContextGuard, GuardPolicy
 from ._middleware import ContextGuardMiddleware
@@ -49,6 +52,23 @@ def _deepagents(name: str) -> Any:
             f"{name} needs deepagents. Install it with: pip install deepagents"
         ) from exc
     return deepagents
+
+
+def _fitted_summary(model: Any, prompt: str, fit: ContextGuard) -> Runnable[Any, str]:
+    """The summary call of deepagents, on the history ``fit`` keeps in its budget."""
+
+    def ask(messages: list[BaseMessage]) -> str:
+        kept = fit.prepare(messages).messages
+        return prompt.format(messages=get_buffer_string(kept, format="xml")).rstrip()
+
+    def summarize(messages: list[BaseMessage], config: RunnableConfig) -> str:
+        return str(model.invoke(ask(messages), config).text).strip()
+
+    async def asummarize(messages: list[BaseMessage], config: RunnableConfig) -> str:
+        reply = await model.ainvoke(ask(messages), config)
+        return str(reply.text).strip()
+
+    return RunnableLambda(summarize, afunc=asummarize, name="guarded_summary")
 
 
 def guarded_summarization(
@@ -80,11 +100,22 @@ def guarded_summarization(
             field="model",
             hint="use a model with a larger window to summarise.",
         )
+    fit = ContextGuard(
+        counter.policy.model_copy(
+            update={
+                "context_window": room,
+                "reserve_tokens": 0,
+                "hard_min_tokens": 0,
+                "warn_below_tokens": 0,
+            }
+        ),
+        token_counter=counter.counter,
+    )
     return create_summarization_middleware(
         model,
         backend if backend is not None else StateBackend(),
         token_counter=counter.count_tokens,
-        trim_tokens_to_summarize=room,
+        summarizer=_fitted_summary(model, DEEPAGENTS_DEFAULT_SUMMARY_PROMPT, fit),
     )
 
 

@@ -71,6 +71,7 @@ from ._cache_control import mark_cache_breakpoints
 from ._callbacks import aemit, emit, usage_of
 from ._clock import call_time
 from ._editing import EDIT_NAMES, read_editing
+from ._host_cutoffs import clear_host_cutoffs
 from ._langgraph import rewrite
 from ._provider_compaction import ProviderCompaction, check_trigger
 from ._requests import (
@@ -398,7 +399,7 @@ class _PersistingMiddleware(ContextGuardMiddleware):
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Rewrite the stored history to what fits."""
+        """Rewrite the stored history to what fits (``clear_host_cutoffs`` too)."""
         messages: list[BaseMessage] = list(state["messages"])
         guard = self.guard
         result = guard.prepare(
@@ -409,7 +410,8 @@ class _PersistingMiddleware(ContextGuardMiddleware):
             source="middleware.before_model",
             usage=usage_of(self.guard, result),
         )
-        return rewrite("messages")(messages, self._restored(result.messages)) or None
+        update = rewrite("messages")(messages, self._restored(result.messages))
+        return clear_host_cutoffs(state, update) or None
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
@@ -428,4 +430,5 @@ class _PersistingMiddleware(ContextGuardMiddleware):
             source="middleware.before_model",
             usage=usage_of(self.guard, result),
         )
-        return rewrite("messages")(messages, self._restored(result.messages)) or None
+        update = rewrite("messages")(messages, self._restored(result.messages))
+        return clear_host_cutoffs(state, update) or None

@@ -37,7 +37,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 
-from ..adapters import RequestInputs
+from ..adapters import RequestInputs, clear_host_cutoffs
 from ..engine import ConfigError, ContextGuard, GuardPolicy
 from ._compactor import Compactor
 from ._graph import make_recall_tool
@@ -230,13 +230,18 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
-        """Compact the state when due; ``None`` leaves it as it is."""
+        """Compact the state when due; ``None`` leaves it as it is.
+
+        A compaction also clears a host summarizer's cut into the old messages
+        (deepagents', see ``clear_host_cutoffs``).
+        """
         args = self._args(runtime)
         token = self._prefix(args)
         try:
-            return self.compactor.update(list(state["messages"]), **args)
+            update = self.compactor.update(list(state["messages"]), **args)
         finally:
             SENT_PREFIX.reset(token)
+        return clear_host_cutoffs(state, update)
 
     async def abefore_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
@@ -245,9 +250,10 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         args = self._args(runtime)
         token = self._prefix(args)
         try:
-            return await self.compactor.aupdate(list(state["messages"]), **args)
+            update = await self.compactor.aupdate(list(state["messages"]), **args)
         finally:
             SENT_PREFIX.reset(token)
+        return clear_host_cutoffs(state, update)
 
     def _fit(self, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """The request within budget, counted as ``ContextGuardMiddleware`` counts.

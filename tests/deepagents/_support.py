@@ -6,12 +6,14 @@ writes its to-do list, then writes and reads back modules of log-like code and
 hands one review to the general-purpose sub-agent through ``task``; the
 sub-agent reads modules, then answers. Each call is told apart by the tools
 bound (only the main agent has ``task``); deepagents' own summary call (its
-summary prompt) gets a short summary. ``run`` builds the agent, runs it and
-sorts every request the model received by who sent it.
+summary prompt) gets a short summary that keeps the task, and
+``SectionWriter`` writes ``CompactionMiddleware``'s. ``run`` builds the agent,
+runs it and sorts every request the model received by who sent it.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +31,21 @@ MAIN_STEPS = 54
 SUB_STEPS = 12
 TASK_AT = 30
 LINES = 90
+SECTIONS = """<completed>
+- wrote and read back the checksum modules so far
+</completed>
+<remaining>
+- finish the modules, review them, fix what is wrong
+</remaining>
+<current_state>
+- modules under /src, review pending
+</current_state>
+<files>
+- /src/mod_*.py: written
+</files>
+<notes>
+- none
+</notes>"""
 
 
 def module(n: int) -> str:
@@ -94,7 +111,7 @@ class DeepScript(ScriptedChatModel):
         names = {getattr(t, "name", None) for t in self.bound}
         if "<messages>" in messages[-1].text:  # deepagents' summary prompt
             self._requests.append(Request("summary", list(messages), []))
-            return AIMessage("The modules were written and read; review pending.")
+            return AIMessage(f"Task: {TASK} Modules written and read; review pending.")
         who = "main" if "task" in names else "sub"
         self._requests.append(Request(who, list(messages), list(self.bound)))
         n = self._turns.get(who, 0)
@@ -104,6 +121,23 @@ class DeepScript(ScriptedChatModel):
                 sub_step(n) if n < SUB_STEPS else AIMessage("Module 3 is off by one.")
             )
         return main_step(n) if n < MAIN_STEPS else AIMessage("All modules fixed.")
+
+
+class SectionWriter(ScriptedChatModel):
+    """``CompactionMiddleware``'s summarizer: its sections, each call recorded."""
+
+    _requests: list[Request] = PrivateAttr(default_factory=list)
+
+    @classmethod
+    def into(cls, requests: list[Request]) -> SectionWriter:
+        """A writer recording its calls, as ``"compaction"``, in ``requests``."""
+        writer = cls()
+        writer._requests = requests
+        return writer
+
+    def reply(self, messages: list[BaseMessage], **kwargs: Any) -> AIMessage:
+        self._requests.append(Request("compaction", list(messages), []))
+        return AIMessage(SECTIONS)
 
 
 def judge(window: int) -> ContextGuard:
@@ -133,15 +167,29 @@ class Run:
         budget = judge(self.window).budget()
         return sum(t > budget for t in self.tokens(who))
 
+    def lost(self) -> dict[int, str]:
+        """Main requests missing the task or the result of the call just made."""
+        missing = {}
+        for n, request in enumerate(self.of("main")):
+            last = request.messages[-1]
+            if not any(TASK in m.text for m in request.messages):
+                missing[n] = "task"
+            elif n and getattr(last, "tool_call_id", None) != f"main_{n - 1}":
+                missing[n] = f"result of main_{n - 1}"
+        return missing
+
 
 def run(
     window: int,
     build: Callable[[DeepScript], dict[str, Any]] | None = None,
+    *,
+    asynchronous: bool = False,
     **agent: Any,
 ) -> Run:
     """``create_deep_agent`` over ``DeepScript`` with ``agent``, run on ``TASK``.
 
-    ``build`` gives more of ``create_deep_agent``'s arguments from the model.
+    ``build`` gives more of ``create_deep_agent``'s arguments from the model;
+    ``asynchronous`` runs it with ``ainvoke``.
     """
     from deepagents import create_deep_agent
 
@@ -149,5 +197,9 @@ def run(
     agent = {**agent, **(build(model) if build else {})}
     middleware = [TodoListMiddleware(), *agent.pop("middleware", [])]
     graph = create_deep_agent(model, middleware=middleware, **agent)
-    state = graph.invoke({"messages": [HumanMessage(TASK)]}, {"recursion_limit": 1_000})
+    start, config = {"messages": [HumanMessage(TASK)]}, {"recursion_limit": 1_000}
+    if asynchronous:
+        state = asyncio.run(graph.ainvoke(start, config))
+    else:
+        state = graph.invoke(start, config)
     return Run(state, list(model.requests), window)

@@ -2,7 +2,9 @@
 
 deepagents summarises once its count (characters / 4) passes 0.85 of the window
 and sends the whole older history to the model, guard or not.
-``guarded_summarization`` counts with the guard and trims what it summarises.
+``guarded_summarization`` counts with the guard and fits what it summarises,
+keeping the task and the newest results (LangChain's own trimming kept nothing
+of an agent's tool loop: "Previous conversation was too long to summarize.").
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from langchain_context_guard import (
     guarded_summarization,
 )
 
-from ._support import DeepScript, judge, module, run
+from ._support import REVIEW, TASK, DeepScript, judge, module, run
 
 pytest.importorskip("deepagents")
 WINDOWS = pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
@@ -49,6 +51,18 @@ def test_guarded_summarization_keeps_every_request_within_budget(window: int) ->
         "summary": 0,
     }
     assert result.state["messages"][-1].text == "All modules fixed."
+
+
+@WINDOWS
+@pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
+def test_guarded_summaries_are_asked_with_the_task_and_newest_results(
+    window: int, asynchronous: bool
+) -> None:
+    result = run(window, _guarded, asynchronous=asynchronous)
+    asked = [r.messages[-1].text for r in result.of("summary")]
+    assert asked
+    assert all(TASK in text or REVIEW in text for text in asked)
+    assert result.lost() == {}
 
 
 def test_a_window_too_small_for_the_summary_prompt_is_refused() -> None:
