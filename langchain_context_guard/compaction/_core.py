@@ -164,6 +164,7 @@ class CompactorBase:
             keep_messages=limits.keep_messages,
             mode=self.settings.mode,
             max_request_chars=self.settings.max_request_chars,
+            user_tokens=self.settings.keep_user_tokens,
         )
 
     # -- compacting --------------------------------------------------------------
@@ -285,6 +286,8 @@ class CompactorBase:
             split=plan.split,
         )
         new = rebuild(plan, message)
+        words = len(plan.user_words)
+        also = f" and {words} user message(s)" if words else ""
         removed = tuple(label(m, i) for i, m in enumerate(plan.removed))
         event = GuardEvent(
             "compaction",
@@ -294,7 +297,8 @@ class CompactorBase:
             tokens_after=after,
             budget=limits.budget,
             detail=f"summary #{number} replaced {len(plan.removed)} message(s)"
-            f"{' (split turn)' if plan.split else ''}; kept {len(plan.kept)} verbatim",
+            f"{' (split turn)' if plan.split else ''}; kept {len(plan.kept)} verbatim"
+            f"{also}",
         )
         return CompactionResult(new, plan.removed, summary, event)
 

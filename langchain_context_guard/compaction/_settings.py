@@ -43,6 +43,14 @@ class CompactionSettings(BaseModel):
         description="Newest history kept verbatim; capped at half the token "
         "trigger so one compaction always makes room.",
     )
+    keep_user_tokens: int = Field(
+        0,
+        ge=0,
+        description="Tokens of the user's own messages from the summarised range "
+        "kept verbatim after the summary (the newest first when they exceed it; "
+        "counted in the history like any message). 0: off, the summary alone "
+        "carries them (the original request stays verbatim either way).",
+    )
     mode: Mode = Field(
         "keep_recent",
         description="'rebuild' keeps only system + summary + latest user message "
