@@ -19,7 +19,7 @@ import threading
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
@@ -40,9 +40,15 @@ from ._answer import (
     check_answer,
     retryable,
 )
+from ._chunks import merge_groups, merge_prompt, render_part, split_range
 from ._plan import CompactionPlan
 from ._summary import Summary, SummarySections
-from ._summary_prompt import append_prompt, sections_prompt, turn_prefix_prompt
+from ._summary_prompt import (
+    append_prompt,
+    sections_prompt,
+    serialize,
+    turn_prefix_prompt,
+)
 
 if TYPE_CHECKING:
     from ._settings import CompactionSettings
@@ -164,19 +170,91 @@ class SummarizerClient:
             raise self._timeout_error() from None
 
     def _summarize(self, plan: CompactionPlan, stop: threading.Event) -> Summary:
-        sections = self._ask(plan, True, stop) if plan.history else None
+        sections = self._sections(plan, stop) if plan.history else None
         turn = self._ask(plan, False, stop) if plan.split else None
         return assemble(plan, sections, turn)
 
     async def _asummarize(self, plan: CompactionPlan) -> Summary:
         jobs: list[Awaitable[Any]] = []
         if plan.history:
-            jobs.append(self._aask(plan, True))
+            jobs.append(self._asections(plan))
         if plan.split:
             jobs.append(self._aask(plan, False))
         out = list(await asyncio.gather(*jobs))
         sections = out.pop(0) if plan.history else None
         return assemble(plan, sections, out[0] if plan.split else None)
+
+    # -- a range over the summarizer's budget: parts, then one merge ---------------
+
+    def _parts(self, plan: CompactionPlan) -> list[CompactionPlan]:
+        """The plan, or one plan per part of its range when that is over budget.
+
+        Only the serialised prompt of a chat model is split: an appended request
+        is the conversation as sent, and a function gets the messages whole.
+        """
+        if not self.prompted or plan.appended:
+            return [plan]
+        budget = self._budget(plan)
+        chunks = split_range(
+            plan.history, max_chars=self.settings.max_input_chars, budget=budget
+        )
+        if len(chunks) == 1:
+            return [plan]
+        return [replace(plan, previous=None, history=chunk) for chunk in chunks]
+
+    def _budget(self, plan: CompactionPlan) -> int:
+        """Characters of conversation one summary call reads.
+
+        ``max_prompt_chars``; less when the summarizer's profile gives a window
+        whose 40% (the share an overflow's retry keeps) holds fewer.
+        """
+        budget = self.settings.max_prompt_chars
+        window = profile_window(self.model)
+        if window is None:
+            return budget
+        text = serialize(plan.history, self.settings.max_input_chars)
+        tokens = max(self.count_text(text), 1)
+        return max(min(budget, len(text) * (window * 2 // 5) // tokens), 1)
+
+    def _sections(self, plan: CompactionPlan, stop: threading.Event) -> Any:
+        parts = self._parts(plan)
+        if len(parts) == 1:
+            return self._ask(plan, True, stop)
+        texts = [render_part(self._ask(p, True, stop, part="chunk")) for p in parts]
+        budget = self._budget(plan)
+        while len(groups := merge_groups(texts, budget)) not in (1, len(texts)):
+            texts = [
+                render_part(self._ask(plan, True, stop, prompt=self._merge(group)))
+                for group in ([texts[i] for i in g] for g in groups)
+            ]
+        return self._ask(plan, True, stop, prompt=self._merge(texts, plan))
+
+    async def _asections(self, plan: CompactionPlan) -> Any:
+        parts = self._parts(plan)
+        if len(parts) == 1:
+            return await self._aask(plan, True)
+        answers = await asyncio.gather(
+            *(self._aask(p, True, part="chunk") for p in parts)
+        )
+        texts = [render_part(a) for a in answers]
+        budget = self._budget(plan)
+        while len(groups := merge_groups(texts, budget)) not in (1, len(texts)):
+            merged = await asyncio.gather(
+                *(
+                    self._aask(plan, True, prompt=self._merge([texts[i] for i in g]))
+                    for g in groups
+                )
+            )
+            texts = [render_part(a) for a in merged]
+        return await self._aask(plan, True, prompt=self._merge(texts, plan))
+
+    def _merge(
+        self, texts: list[str], plan: CompactionPlan | None = None
+    ) -> list[BaseMessage]:
+        """The merge prompt; ``plan``: the last merge, which updates its summary."""
+        previous = plan.previous_summary if plan is not None else None
+        instructions = self.settings.instructions if plan is not None else None
+        return merge_prompt(texts, previous=previous, instructions=instructions)
 
     def _input(
         self, plan: CompactionPlan, sections: bool, max_total: int | None = None
@@ -301,16 +379,25 @@ class SummarizerClient:
             return first.with_fallbacks([rest]), made
         return attempt(self._runnable, s.retries + 1), made
 
-    def _ask(self, plan: CompactionPlan, sections: bool, stop: threading.Event) -> Any:
+    def _ask(
+        self,
+        plan: CompactionPlan,
+        sections: bool,
+        stop: threading.Event,
+        *,
+        part: str | None = None,
+        prompt: list[BaseMessage] | None = None,
+    ) -> Any:
+        """One answer; ``prompt`` (a merge) instead of the plan's own prompt."""
         runnable, made = self._attempts(sections, stop, plan.appended)
-        config = self._config("sections" if sections else "turn_prefix", plan)
+        config = self._config(self._part(sections, part, prompt), plan)
         try:
             try:
-                return runnable.invoke(self._input(plan, sections), config)
+                return runnable.invoke(prompt or self._input(plan, sections), config)
             except (CompactionError, NotTextError):
                 raise
             except Exception as exc:
-                shorter = self._shorter(plan, sections, exc)
+                shorter = None if prompt else self._shorter(plan, sections, exc)
                 if shorter is None:
                     raise
                 return runnable.invoke(shorter, config)
@@ -319,16 +406,25 @@ class SummarizerClient:
         except Exception as exc:
             raise self._failed(exc, made[0]) from None
 
-    async def _aask(self, plan: CompactionPlan, sections: bool) -> Any:
+    async def _aask(
+        self,
+        plan: CompactionPlan,
+        sections: bool,
+        *,
+        part: str | None = None,
+        prompt: list[BaseMessage] | None = None,
+    ) -> Any:
+        """Async ``_ask``."""
         runnable, made = self._attempts(sections, None, plan.appended)
-        config = self._config("sections" if sections else "turn_prefix", plan)
+        config = self._config(self._part(sections, part, prompt), plan)
         try:
             try:
-                return await runnable.ainvoke(self._input(plan, sections), config)
+                request = prompt or self._input(plan, sections)
+                return await runnable.ainvoke(request, config)
             except (CompactionError, NotTextError):
                 raise
             except Exception as exc:
-                shorter = self._shorter(plan, sections, exc)
+                shorter = None if prompt else self._shorter(plan, sections, exc)
                 if shorter is None:
                     raise
                 return await runnable.ainvoke(shorter, config)
@@ -336,6 +432,13 @@ class SummarizerClient:
             raise
         except Exception as exc:
             raise self._failed(exc, made[0]) from None
+
+    @staticmethod
+    def _part(sections: bool, part: str | None, prompt: Any) -> str:
+        """The call's ``context_guard_part`` metadata."""
+        if prompt is not None:
+            return "merge"
+        return part or ("sections" if sections else "turn_prefix")
 
     def _failed(self, error: Exception, attempts: int) -> CompactionError:
         if isinstance(error, NotASummaryError):
