@@ -187,7 +187,20 @@ class CompactorBase:
         """
         msgs, plan = self._start(messages, model)
         summary = self._summarizer.summarize(plan)
-        result = self._finish(msgs, plan, summary, model)
+        return self._complete(msgs, plan, summary, model, thread_id, store, config)
+
+    def _complete(
+        self,
+        messages: list[BaseMessage],
+        plan: CompactionPlan,
+        summary: Summary,
+        model: Any,
+        thread_id: str | None,
+        store: BaseStore | None,
+        config: RunnableConfig | None,
+    ) -> CompactionResult:
+        """The rebuilt history for a plan and its summary, the removed archived."""
+        result = self._finish(messages, plan, summary, model)
         target = store or self.store
         if target is None:
             return result
@@ -208,7 +221,22 @@ class CompactorBase:
         """Async ``compact``; the timeout cancels the summarizer call."""
         msgs, plan = self._start(messages, model)
         summary = await self._summarizer.asummarize(plan)
-        result = self._finish(msgs, plan, summary, model)
+        return await self._acomplete(
+            msgs, plan, summary, model, thread_id, store, config
+        )
+
+    async def _acomplete(
+        self,
+        messages: list[BaseMessage],
+        plan: CompactionPlan,
+        summary: Summary,
+        model: Any,
+        thread_id: str | None,
+        store: BaseStore | None,
+        config: RunnableConfig | None,
+    ) -> CompactionResult:
+        """Async ``_complete``."""
+        result = self._finish(messages, plan, summary, model)
         target = store or self.store
         if target is None:
             return result

@@ -38,6 +38,15 @@ class CompactionSettings(BaseModel):
         "reserve_tokens. None: never (as in LangChain); the "
         "deterministic passes still fit each call.",
     )
+    background_at: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Start the summary in the background once the history reaches "
+        "this share of the token trigger (an asyncio task on async hosts, a "
+        "thread otherwise), and use it at the trigger when the messages it "
+        "summarised still open the history. None: summarise at the trigger.",
+    )
     keep: ContextSize = Field(
         ("tokens", 20_000),
         description="Newest history kept verbatim; capped at half the token "
