@@ -28,10 +28,11 @@ from ..engine import (
     truncate_tool_results,
 )
 from ._archive import aarchive, archive, archive_ops, archive_scope
+from ._calls import SENT_PREFIX
 from ._plan import CompactionPlan, plan_compaction, rebuild
 from ._reported import reported_tokens
 from ._settings import CompactionSettings
-from ._summarizer import SENT_PREFIX, SummarizerClient
+from ._summarizer import SummarizerClient
 from ._summary import Summary, summary_message
 from ._trigger import Limits, next_streak, resolve_limits
 

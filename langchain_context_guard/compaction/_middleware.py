@@ -39,15 +39,15 @@ from langgraph.store.base import BaseStore
 
 from ..adapters import RequestInputs
 from ..engine import ConfigError, ContextGuard, GuardPolicy
-from ._compactor import Compactor
-from ._graph import make_recall_tool
-from ._settings import CompactionSettings
-from ._summarizer import (
+from ._calls import (
     SENT_PREFIX,
     SentPrefix,
     SerializedSummaryWarning,
     chat_model,
 )
+from ._compactor import Compactor
+from ._graph import make_recall_tool
+from ._settings import CompactionSettings
 
 # LangChain's names whose meaning differs here: why, and what to use instead.
 _DIFFERENT = {
