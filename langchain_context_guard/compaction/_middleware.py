@@ -56,8 +56,8 @@ _DIFFERENT = {
         "pass instructions='...' to add what the summary must focus on.",
     ),
     "trim_tokens_to_summarize": (
-        "the summary prompt is capped in characters (the middle of a longer "
-        "conversation is cut out)",
+        "each summary call is capped in characters (a longer range is "
+        "summarised in parts, then merged)",
         "pass max_prompt_chars=... instead.",
     ),
 }

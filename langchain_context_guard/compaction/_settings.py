@@ -96,8 +96,9 @@ class CompactionSettings(BaseModel):
     max_prompt_chars: int = Field(
         300_000,
         ge=10_000,
-        description="Characters of conversation in one summary prompt; the middle "
-        "of a longer one is cut out (about 80k tokens by default).",
+        description="Characters of conversation in one summary call (about 80k "
+        "tokens by default); a longer range is summarised in parts that fit, "
+        "then merged.",
     )
     max_request_chars: int = Field(
         16_000,
