@@ -77,7 +77,7 @@ class SummarizerClient(SummarizerCalls):
 
     # -- a range over the summarizer's budget: parts, then one merge ---------------
 
-    def _parts(self, plan: CompactionPlan) -> list[CompactionPlan]:
+    def _parts(self, plan: CompactionPlan, budget: int) -> list[CompactionPlan]:
         """The plan, or one plan per part of its range when that is over budget.
 
         Only the serialised prompt of a chat model is split: an appended request
@@ -85,7 +85,6 @@ class SummarizerClient(SummarizerCalls):
         """
         if not self.prompted or plan.appended:
             return [plan]
-        budget = self._budget(plan)
         chunks = split_range(
             plan.history, max_chars=self.settings.max_input_chars, budget=budget
         )
@@ -101,42 +100,46 @@ class SummarizerClient(SummarizerCalls):
         """
         budget = self.settings.max_prompt_chars
         window = profile_window(self.model)
-        if window is None:
-            return budget
+        if window is None or not self.prompted or plan.appended:
+            return budget  # not split (``_parts``): no need to size the parts
         text = serialize(plan.history, self.settings.max_input_chars)
         tokens = max(self.count_text(text), 1)
         return max(min(budget, len(text) * (window * 2 // 5) // tokens), 1)
 
+    @staticmethod
+    def _rounds(texts: list[str], budget: int) -> list[list[str]] | None:
+        """Partial summaries grouped for a round of merges; ``None``: merge all.
+
+        ``None`` when one call reads them all, or when no two fit together.
+        """
+        groups = merge_groups(texts, budget)
+        if len(groups) in (1, len(texts)):
+            return None
+        return [[texts[i] for i in group] for group in groups]
+
     def _sections(self, plan: CompactionPlan, stop: threading.Event) -> Any:
-        parts = self._parts(plan)
+        budget = self._budget(plan)
+        parts = self._parts(plan, budget)
         if len(parts) == 1:
             return self._ask(plan, True, stop)
         texts = [render_part(self._ask(p, True, stop, part="chunk")) for p in parts]
-        budget = self._budget(plan)
-        while len(groups := merge_groups(texts, budget)) not in (1, len(texts)):
+        while (rounds := self._rounds(texts, budget)) is not None:
             texts = [
                 render_part(self._ask(plan, True, stop, prompt=self._merge(group)))
-                for group in ([texts[i] for i in g] for g in groups)
+                for group in rounds
             ]
         return self._ask(plan, True, stop, prompt=self._merge(texts, plan))
 
     async def _asections(self, plan: CompactionPlan) -> Any:
-        parts = self._parts(plan)
+        budget = self._budget(plan)
+        parts = self._parts(plan, budget)
         if len(parts) == 1:
             return await self._aask(plan, True)
-        answers = await asyncio.gather(
-            *(self._aask(p, True, part="chunk") for p in parts)
-        )
-        texts = [render_part(a) for a in answers]
-        budget = self._budget(plan)
-        while len(groups := merge_groups(texts, budget)) not in (1, len(texts)):
-            merged = await asyncio.gather(
-                *(
-                    self._aask(plan, True, prompt=self._merge([texts[i] for i in g]))
-                    for g in groups
-                )
-            )
-            texts = [render_part(a) for a in merged]
+        calls = (self._aask(p, True, part="chunk") for p in parts)
+        texts = [render_part(a) for a in await asyncio.gather(*calls)]
+        while (rounds := self._rounds(texts, budget)) is not None:
+            merges = (self._aask(plan, True, prompt=self._merge(g)) for g in rounds)
+            texts = [render_part(a) for a in await asyncio.gather(*merges)]
         return await self._aask(plan, True, prompt=self._merge(texts, plan))
 
     def _merge(
