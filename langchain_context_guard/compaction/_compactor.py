@@ -181,13 +181,19 @@ class Compactor(CompactorBase):
         if found is None:
             return None
         prepared, plan = found
-        job = prepared.job
+        job: asyncio.Future[Summary] = (
+            prepared.job
+            if isinstance(prepared.job, asyncio.Task)
+            else asyncio.wrap_future(prepared.job)
+        )
+        if job.get_loop() is asyncio.get_running_loop():
+            # Waits without taking on the job's outcome: cancelling this call
+            # still cancels it, and a cancelled job is only a dropped summary.
+            await asyncio.wait([job])
+        if not job.done():
+            return None  # a task of another loop, not this one's to wait on
         try:
-            if not isinstance(job, asyncio.Task):
-                return plan, await asyncio.wrap_future(job)
-            if job.get_loop() is asyncio.get_running_loop():
-                return plan, await job
-            return (plan, job.result()) if job.done() else None
+            return plan, job.result()
         except (Exception, asyncio.CancelledError) as exc:
             _dropped(exc)
             return None

@@ -15,6 +15,7 @@ from langchain_context_guard.compaction import CompactionMiddleware, Compactor
 from langchain_context_guard.engine._messages import is_summary
 from tests.compaction._support import (
     Agent,
+    HangingSummarizer,
     ScriptedSummarizer,
     agent_history,
     build_graph,
@@ -188,3 +189,20 @@ async def test_under_create_agent_the_summary_is_prepared_early(run: str) -> Non
         await asyncio.to_thread(agent.invoke, task, config)
     done = [e for e in events if e.kind == "compaction"]
     assert done and all("prepared in the background" in e.detail for e in done)
+
+
+async def test_cancelling_the_call_that_waits_for_it_is_not_swallowed() -> None:
+    summarizer = HangingSummarizer()
+    comp = _compactor(summarizer)
+    early, late = _histories(comp)
+    await comp.aupdate(early, thread_id=THREAD)
+    prepared = comp._background.get(THREAD)
+    assert prepared is not None and isinstance(prepared.job, asyncio.Task)
+    call = asyncio.ensure_future(comp.aupdate(late, thread_id=THREAD))
+    await asyncio.sleep(0)  # the call now waits for the prepared summary
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    summarizer.release_async()
+    summary = await prepared.job  # the job itself was not cancelled
+    assert summary.completed
