@@ -615,6 +615,29 @@ def trace_section() -> str:
     )
 
 
+def background_section() -> str:
+    """The wait the compaction trigger adds, with the summary prepared early or not."""
+    doc = load("background_trigger.json")
+    rows = [
+        (
+            r["host"],
+            r["background_at"] or "off",
+            r["compactions"],
+            f"{r['ms_at_trigger_median']:,}",
+            f"{r['ms_at_trigger_max']:,}",
+        )
+        for r in doc["rows"]
+    ]
+    head = ("host", "background_at", "summaries", "ms median", "ms max")
+    return "\n\n".join(
+        [
+            f"## Time the compaction trigger adds ({doc['summary_s']} s summarizer)",
+            command(doc),
+            table(head, rows, right=3),
+        ]
+    )
+
+
 def checkpoint_section() -> str:
     """Checkpoint storage of a 200-step run, per way of wiring the guard."""
     doc = load("bench_checkpoints_200.json")
@@ -717,6 +740,7 @@ def render() -> str:
         pricing_section(),
         speed_section(),
         trace_section(),
+        background_section(),
         checkpoint_section(),
         load_section(),
     ]

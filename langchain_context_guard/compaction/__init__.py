@@ -1,16 +1,20 @@
 """Compaction: an LLM summary in fixed sections that rebuilds the history.
 
 ``Compactor`` plans which old turns to summarise (``_plan``), asks the injected
-chat model for the sections (``_summarizer``, ``_summary_prompt``; ``_answer``
-refuses a reply that is not a summary), archives what
-it removed (``_archive``) and rebuilds the messages; ``add_compaction`` makes it a
-LangGraph branch, ``CompactionMiddleware`` a ``create_agent`` middleware (needs the
-``agents`` extra, loads on first use). Imports the engine and ``adapters``.
+chat model for the sections (``_summarizer``: a whole summary, a long range in
+parts merged by ``_chunks``; ``_calls``: one call and its prompt from
+``_summary_prompt``; ``_answer`` refuses a reply that is not a summary),
+archives what it removed (``_archive``) and rebuilds the messages; with
+``background_at`` the summary is prepared ahead of the trigger (``_background``).
+``add_compaction`` makes it a LangGraph branch, ``CompactionMiddleware`` a
+``create_agent`` middleware (needs the ``agents`` extra, loads on first use).
+Imports the engine and ``adapters``.
 """
 
 from typing import TYPE_CHECKING
 
 from .._lazy import lazy_getattr
+from ._calls import SUMMARIZER_TAGS, SerializedSummaryWarning
 from ._compactor import Compactor, acompact_messages, compact_messages
 from ._core import CompactionResult
 from ._graph import (
@@ -24,7 +28,6 @@ from ._graph import (
 )
 from ._plan import CompactionPlan, Mode
 from ._settings import CompactionSettings
-from ._summarizer import SUMMARIZER_TAGS, SerializedSummaryWarning
 from ._summary import Summary, SummarySections
 from ._trigger import ContextSize
 

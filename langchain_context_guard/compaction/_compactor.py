@@ -14,7 +14,11 @@ both are re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, RemoveMessage
@@ -23,11 +27,15 @@ from langgraph.graph.message import REMOVE_ALL_MESSAGES
 from langgraph.store.base import BaseStore
 
 from ..engine import CompactionError, ContextGuard, GuardEvent, log_event, marker
+from ._background import Background, Prepared, swap_plan
 from ._core import CompactionResult, CompactorBase
 from ._graph import compaction_node, compaction_router
+from ._plan import CompactionPlan
 from ._settings import CompactionSettings
-from ._summary import last_summary
+from ._summary import Summary, last_summary
 from ._trigger import FailureMemory, pause_reason
+
+logger = logging.getLogger("langchain_context_guard")
 
 __all__ = ["Compactor", "acompact_messages", "compact_messages"]
 
@@ -47,6 +55,7 @@ class Compactor(CompactorBase):
         super().__init__(summarizer, settings, guard=guard, store=store)
         self.on_event = on_event
         self._failures = FailureMemory()
+        self._background = Background()
 
     # -- when ----------------------------------------------------------------------
 
@@ -61,18 +70,13 @@ class Compactor(CompactorBase):
         """Trigger reached, the history grown since the last summary, no failed run."""
         due, tokens = self.measure(messages, model=model)
         if not due:
+            self._prepare(messages, tokens, model=model, thread_id=thread_id)
             return False
         limits = self._limits(model)
-        prev = last_summary(messages)
-        why, growth = pause_reason(
-            marker(prev) if prev is not None else None,
-            tokens=tokens,
-            growth=limits.growth,
-            cap=self.settings.max_consecutive,
-            failures=self._failures.get(thread_id),
-        )
+        why, growth = self._pause(messages, tokens, limits.growth, thread_id)
         if not why:
             return True
+        self._prepare(messages, tokens, model=model, thread_id=thread_id)
         self._emit(
             GuardEvent(
                 "compaction_failed",
@@ -86,6 +90,113 @@ class Compactor(CompactorBase):
             writer,
         )
         return False
+
+    def _pause(
+        self,
+        messages: Sequence[BaseMessage],
+        tokens: int,
+        growth: int,
+        thread_id: str | None,
+    ) -> tuple[str, int]:
+        prev = last_summary(messages)
+        return pause_reason(
+            marker(prev) if prev is not None else None,
+            tokens=tokens,
+            growth=growth,
+            cap=self.settings.max_consecutive,
+            failures=self._failures.get(thread_id),
+        )
+
+    # -- off the critical path ---------------------------------------------------
+
+    def _prepare(
+        self,
+        messages: Sequence[BaseMessage],
+        tokens: int,
+        *,
+        model: Any,
+        thread_id: str | None,
+    ) -> None:
+        """Start the summary in the background ``background_at`` of the way there.
+
+        Of the way to the token trigger, and while compaction pauses, of the
+        growth that ends the pause. Once per thread while the prepared one
+        still applies.
+        """
+        at = self.settings.background_at
+        limits = self._limits(model)
+        if at is None or not limits.trigger_tokens:
+            return
+        if tokens < at * limits.trigger_tokens:
+            return
+        held = self._background.get(thread_id)
+        if held is not None and swap_plan(held.plan, messages) is not None:
+            return
+        if self._pause(messages, tokens, int(at * limits.growth), thread_id)[0]:
+            return
+        try:
+            _, plan = self._start(messages, model)
+        except CompactionError:
+            return
+        client = self._summarizer
+        self._background.start(
+            thread_id,
+            plan,
+            lambda: client.summarize(plan),
+            lambda: client.asummarize(plan),
+        )
+
+    def _prepared(
+        self, messages: Sequence[BaseMessage], thread_id: str | None
+    ) -> tuple[Prepared, CompactionPlan] | None:
+        """The thread's prepared summary and its plan today, if it still applies."""
+        prepared = self._background.pop(thread_id)
+        if prepared is None:
+            return None
+        plan = swap_plan(prepared.plan, messages)
+        return (prepared, plan) if plan is not None else None
+
+    def _swap(
+        self, messages: Sequence[BaseMessage], thread_id: str | None
+    ) -> tuple[CompactionPlan, Summary] | None:
+        """The prepared summary, waiting for it if a thread still writes it."""
+        found = self._prepared(messages, thread_id)
+        if found is None:
+            return None
+        prepared, plan = found
+        job = prepared.job
+        if isinstance(job, asyncio.Task) and not job.done():
+            return None  # its loop is not this thread's to wait on
+        try:
+            return plan, job.result()
+        except (Exception, asyncio.CancelledError) as exc:
+            _dropped(exc)
+            return None
+
+    async def _aswap(
+        self, messages: Sequence[BaseMessage], thread_id: str | None
+    ) -> tuple[CompactionPlan, Summary] | None:
+        """Async ``_swap``: awaits a task of this loop, or a thread's future."""
+        found = self._prepared(messages, thread_id)
+        if found is None:
+            return None
+        prepared, plan = found
+        job: asyncio.Future[Summary] = (
+            prepared.job
+            if isinstance(prepared.job, asyncio.Task)
+            else asyncio.wrap_future(prepared.job)
+        )
+        if job.get_loop() is asyncio.get_running_loop():
+            # Waits without taking on the job's outcome: cancelling this call
+            # still cancels it, and a cancelled job is only a dropped summary.
+            await asyncio.wait([job])
+        if not job.done():
+            return None  # a task of another loop, not this one's to wait on
+        try:
+            return plan, job.result()
+        except (Exception, asyncio.CancelledError) as exc:
+            _dropped(exc)
+            return None
 
     # -- the graph branch ------------------------------------------------------------
 
@@ -107,8 +218,17 @@ class Compactor(CompactorBase):
             messages, model=model, thread_id=thread_id, writer=writer
         ):
             return None
+        result = None
+        swapped = self._swap(messages, thread_id)
+        if swapped is not None:
+            with _dropping():
+                result = _from_background(
+                    self._complete(
+                        list(messages), *swapped, model, thread_id, store, config
+                    )
+                )
         try:
-            result = self.compact(
+            result = result or self.compact(
                 messages, model=model, thread_id=thread_id, store=store, config=config
             )
         except CompactionError as exc:
@@ -131,8 +251,17 @@ class Compactor(CompactorBase):
             messages, model=model, thread_id=thread_id, writer=writer
         ):
             return None
+        result = None
+        swapped = await self._aswap(messages, thread_id)
+        if swapped is not None:
+            with _dropping():
+                result = _from_background(
+                    await self._acomplete(
+                        list(messages), *swapped, model, thread_id, store, config
+                    )
+                )
         try:
-            result = await self.acompact(
+            result = result or await self.acompact(
                 messages, model=model, thread_id=thread_id, store=store, config=config
             )
         except CompactionError as exc:
@@ -189,6 +318,28 @@ class Compactor(CompactorBase):
     def node(self, name: str = "compact") -> Runnable[Any, dict[str, Any]]:
         """The graph node: returns the rewrite, or ``{}`` to leave state alone."""
         return compaction_node(self, name)
+
+
+def _from_background(result: CompactionResult) -> CompactionResult:
+    detail = f"{result.event.detail}; summary prepared in the background"
+    return replace(result, event=replace(result.event, detail=detail))
+
+
+def _dropped(error: BaseException) -> None:
+    logger.info(
+        "context_guard: the summary prepared in the background was dropped (%r); "
+        "summarising at the trigger instead.",
+        error,
+    )
+
+
+@contextlib.contextmanager
+def _dropping() -> Iterator[None]:
+    """A prepared summary that cannot be used (``no_shrink``) is only dropped."""
+    try:
+        yield
+    except CompactionError as exc:
+        _dropped(exc)
 
 
 def compact_messages(

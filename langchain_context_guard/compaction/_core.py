@@ -28,10 +28,11 @@ from ..engine import (
     truncate_tool_results,
 )
 from ._archive import aarchive, archive, archive_ops, archive_scope
+from ._calls import SENT_PREFIX
 from ._plan import CompactionPlan, plan_compaction, rebuild
 from ._reported import reported_tokens
 from ._settings import CompactionSettings
-from ._summarizer import SENT_PREFIX, SummarizerClient
+from ._summarizer import SummarizerClient
 from ._summary import Summary, summary_message
 from ._trigger import Limits, next_streak, resolve_limits
 
@@ -164,6 +165,7 @@ class CompactorBase:
             keep_messages=limits.keep_messages,
             mode=self.settings.mode,
             max_request_chars=self.settings.max_request_chars,
+            user_tokens=self.settings.keep_user_tokens,
         )
 
     # -- compacting --------------------------------------------------------------
@@ -186,7 +188,20 @@ class CompactorBase:
         """
         msgs, plan = self._start(messages, model)
         summary = self._summarizer.summarize(plan)
-        result = self._finish(msgs, plan, summary, model)
+        return self._complete(msgs, plan, summary, model, thread_id, store, config)
+
+    def _complete(
+        self,
+        messages: list[BaseMessage],
+        plan: CompactionPlan,
+        summary: Summary,
+        model: Any,
+        thread_id: str | None,
+        store: BaseStore | None,
+        config: RunnableConfig | None,
+    ) -> CompactionResult:
+        """The rebuilt history for a plan and its summary, the removed archived."""
+        result = self._finish(messages, plan, summary, model)
         target = store or self.store
         if target is None:
             return result
@@ -207,7 +222,22 @@ class CompactorBase:
         """Async ``compact``; the timeout cancels the summarizer call."""
         msgs, plan = self._start(messages, model)
         summary = await self._summarizer.asummarize(plan)
-        result = self._finish(msgs, plan, summary, model)
+        return await self._acomplete(
+            msgs, plan, summary, model, thread_id, store, config
+        )
+
+    async def _acomplete(
+        self,
+        messages: list[BaseMessage],
+        plan: CompactionPlan,
+        summary: Summary,
+        model: Any,
+        thread_id: str | None,
+        store: BaseStore | None,
+        config: RunnableConfig | None,
+    ) -> CompactionResult:
+        """Async ``_complete``."""
+        result = self._finish(messages, plan, summary, model)
         target = store or self.store
         if target is None:
             return result
@@ -285,6 +315,8 @@ class CompactorBase:
             split=plan.split,
         )
         new = rebuild(plan, message)
+        words = len(plan.user_words)
+        also = f" and {words} user message(s)" if words else ""
         removed = tuple(label(m, i) for i, m in enumerate(plan.removed))
         event = GuardEvent(
             "compaction",
@@ -294,7 +326,8 @@ class CompactorBase:
             tokens_after=after,
             budget=limits.budget,
             detail=f"summary #{number} replaced {len(plan.removed)} message(s)"
-            f"{' (split turn)' if plan.split else ''}; kept {len(plan.kept)} verbatim",
+            f"{' (split turn)' if plan.split else ''}; kept {len(plan.kept)} verbatim"
+            f"{also}",
         )
         return CompactionResult(new, plan.removed, summary, event)
 

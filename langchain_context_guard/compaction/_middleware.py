@@ -39,15 +39,15 @@ from langgraph.store.base import BaseStore
 
 from ..adapters import RequestInputs, clear_host_cutoffs
 from ..engine import ConfigError, ContextGuard, GuardPolicy
-from ._compactor import Compactor
-from ._graph import make_recall_tool
-from ._settings import CompactionSettings
-from ._summarizer import (
+from ._calls import (
     SENT_PREFIX,
     SentPrefix,
     SerializedSummaryWarning,
     chat_model,
 )
+from ._compactor import Compactor
+from ._graph import make_recall_tool
+from ._settings import CompactionSettings
 
 # LangChain's names whose meaning differs here: why, and what to use instead.
 _DIFFERENT = {
@@ -56,8 +56,8 @@ _DIFFERENT = {
         "pass instructions='...' to add what the summary must focus on.",
     ),
     "trim_tokens_to_summarize": (
-        "the summary prompt is capped in characters (the middle of a longer "
-        "conversation is cut out)",
+        "each summary call is capped in characters (a longer range is "
+        "summarised in parts, then merged)",
         "pass max_prompt_chars=... instead.",
     ),
 }

@@ -82,6 +82,10 @@ class CompactionPlan:
     sent: tuple[BaseMessage, ...] = field(default_factory=tuple)
     """The history as the agent's model call sends it, when that differs from the
     state (an appended request asks from it; empty: the state as it is)."""
+    user_words: tuple[BaseMessage, ...] = field(default_factory=tuple)
+    """The user's own messages of ``history`` and ``turn_prefix`` kept verbatim
+    after the summary (``keep_user_tokens``), in their order; summarised too,
+    never removed."""
 
     @property
     def split(self) -> bool:
@@ -92,7 +96,9 @@ class CompactionPlan:
     def removed(self) -> tuple[BaseMessage, ...]:
         """Every message the compaction takes out of the history."""
         head = (self.previous,) if self.previous is not None else ()
-        return (*head, *self.history, *self.turn_prefix)
+        kept = {id(m) for m in self.user_words}
+        gone = (m for m in (*self.history, *self.turn_prefix) if id(m) not in kept)
+        return (*head, *gone)
 
     @property
     def previous_summary(self) -> Summary | None:
@@ -167,12 +173,14 @@ def plan_compaction(
     keep_messages: int | None = None,
     mode: Mode = "keep_recent",
     max_request_chars: int = 16_000,
+    user_tokens: int = 0,
 ) -> CompactionPlan | None:
     """Decide what to summarise and what to keep; ``None`` if nothing can go.
 
     ``keep_recent`` keeps the newest ``keep_tokens`` (or ``keep_messages``) verbatim,
     cut at a unit boundary; ``rebuild`` (restart from the summary) keeps only the
-    latest user message after the summary.
+    latest user message after the summary. ``user_tokens`` keeps the user's own
+    messages of the summarised range verbatim too (``keep_user_tokens``).
     """
     system = tuple(m for m in messages if isinstance(m, SystemMessage))
     previous = last_summary(messages)
@@ -217,7 +225,36 @@ def plan_compaction(
         original_request=request,
         turn_request=turn_request,
         touched=touched,
+        user_words=keep_user_words(
+            [*history, *turn_prefix],
+            count=count,
+            max_tokens=user_tokens,
+            request=request,
+        ),
     )
+
+
+def keep_user_words(
+    history: Sequence[BaseMessage], *, count: Counter, max_tokens: int, request: str
+) -> tuple[BaseMessage, ...]:
+    """The user's messages of a summarised range that stay, newest first to the cap.
+
+    A message over what is left of ``max_tokens`` ends the walk, so what is kept
+    is always the newest run of requests, in order. The original request is left
+    out when the summary already quotes it whole.
+    """
+    if max_tokens <= 0:
+        return ()
+    kept: list[BaseMessage] = []
+    used = 0
+    for m in reversed(history):
+        if not is_user(m) or text_of(m.content) == request:
+            continue
+        used += count(m)
+        if used > max_tokens:
+            break
+        kept.append(m)
+    return tuple(reversed(kept))
 
 
 def _clip(text: str, max_chars: int) -> str:
@@ -246,10 +283,14 @@ def _touched(messages: Iterable[BaseMessage], before: Sequence[str]) -> tuple[st
 
 
 def rebuild(plan: CompactionPlan, summary: HumanMessage) -> list[BaseMessage]:
-    """System messages, the summary, the kept tail; tool pairs repaired.
+    """System messages, the summary, the user's kept words, the kept tail.
 
-    Kept replies lose their ``usage_metadata``: it counts the pre-compaction prompt
-    and would make every token count anchored on it far too high.
+    The user's words sit between the summary and the tail: all of them come
+    before the tail and none inside a tool call's unit, so the order is kept and
+    no text falls between a call and its result. Kept replies lose their
+    ``usage_metadata``: it counts the pre-compaction prompt and would make every
+    token count anchored on it far too high; tool pairs are repaired.
     """
-    out = [*plan.system, summary, *(without_usage(m) for m in plan.kept)]
+    tail = (without_usage(m) for m in plan.kept)
+    out = [*plan.system, summary, *plan.user_words, *tail]
     return repair_tool_pairs(out)

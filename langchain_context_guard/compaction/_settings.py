@@ -38,10 +38,27 @@ class CompactionSettings(BaseModel):
         "reserve_tokens. None: never (as in LangChain); the "
         "deterministic passes still fit each call.",
     )
+    background_at: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Start the summary in the background once the history reaches "
+        "this share of the token trigger (an asyncio task on async hosts, a "
+        "thread otherwise), and use it at the trigger when the messages it "
+        "summarised still open the history. None: summarise at the trigger.",
+    )
     keep: ContextSize = Field(
         ("tokens", 20_000),
         description="Newest history kept verbatim; capped at half the token "
         "trigger so one compaction always makes room.",
+    )
+    keep_user_tokens: int = Field(
+        0,
+        ge=0,
+        description="Tokens of the user's own messages from the summarised range "
+        "kept verbatim after the summary (the newest first when they exceed it; "
+        "counted in the history like any message). 0: off, the summary alone "
+        "carries them (the original request stays verbatim either way).",
     )
     mode: Mode = Field(
         "keep_recent",
@@ -79,8 +96,9 @@ class CompactionSettings(BaseModel):
     max_prompt_chars: int = Field(
         300_000,
         ge=10_000,
-        description="Characters of conversation in one summary prompt; the middle "
-        "of a longer one is cut out (about 80k tokens by default).",
+        description="Characters of conversation in one summary call (about 80k "
+        "tokens by default); a longer range is summarised in parts that fit, "
+        "then merged.",
     )
     max_request_chars: int = Field(
         16_000,

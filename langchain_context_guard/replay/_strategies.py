@@ -238,7 +238,8 @@ class GuardCompaction(Strategy):
     """Ours with compaction, as the LangGraph branch runs it.
 
     ``Compactor`` rewrites the persisted state when it triggers, then ``prepare``
-    runs on every call. ``summary_mode`` is ``CompactionSettings``'s.
+    runs on every call. ``summary_mode`` and ``settings`` (any other field) are
+    ``CompactionSettings``'s.
     """
 
     name, counter = "guard+compaction", "tiktoken+usage"
@@ -248,13 +249,14 @@ class GuardCompaction(Strategy):
         policy: GuardPolicy,
         name: str = "guard+compaction",
         summary_mode: Literal["serialize", "append"] = "serialize",
+        settings: dict[str, Any] | None = None,
     ) -> None:
         from ..compaction import CompactionSettings, Compactor
 
         self.name = name
         self.model = ScriptedSummarizer()
-        settings = CompactionSettings(summary_mode=summary_mode)
-        self.compactor = Compactor(self.model, settings, guard=ContextGuard(policy))
+        config = CompactionSettings(summary_mode=summary_mode, **(settings or {}))
+        self.compactor = Compactor(self.model, config, guard=ContextGuard(policy))
         self.start()
 
     def start(self) -> None:
@@ -296,7 +298,8 @@ def make_strategies(
 
     ``guard_variants`` maps extra names to ``GuardPolicy`` settings, so several
     policies of ours can be compared in one run (``"guard"`` uses the defaults);
-    ``"compaction": True`` adds the ``Compactor``, with ``"summary_mode"``.
+    ``"compaction": True`` adds the ``Compactor``, with ``"summary_mode"`` and
+    ``"compaction_settings"`` (other ``CompactionSettings`` fields).
     ``binding``: the replayed model binds signed reasoning to its prefix, so the
     guards hold it there (``bound_thinking``) unless a variant says otherwise.
     """
@@ -326,9 +329,10 @@ def make_strategies(
             }
             compaction = bool(options.pop("compaction", False))
             mode = options.pop("summary_mode", "serialize")
+            more = options.pop("compaction_settings", None)
             policy = GuardPolicy(**options)
             out.append(
-                GuardCompaction(policy, name, mode)
+                GuardCompaction(policy, name, mode, more)
                 if compaction
                 else Guard(policy, name)
             )

@@ -18,9 +18,9 @@ from pydantic import Field
 
 from langchain_context_guard import GuardEvent
 from langchain_context_guard.compaction import Compactor, SerializedSummaryWarning
+from langchain_context_guard.compaction._calls import SENT_PREFIX, SentPrefix
 from langchain_context_guard.compaction._middleware import CompactionMiddleware
 from langchain_context_guard.compaction._plan import CompactionPlan
-from langchain_context_guard.compaction._summarizer import SENT_PREFIX, SentPrefix
 from langchain_context_guard.compaction._summary_prompt import append_prompt
 from langchain_context_guard.engine._messages import marker
 from tests.compaction._support import (
