@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
@@ -27,11 +29,80 @@ from ..tokens._counters import REPLY_OVERHEAD
 from ._repair import call_name
 from ._text import truncate_text
 from ._thinking import cut_cost_view, fit_answers
-from ._trim_plan import Cut, plan_cut
+from ._trim_plan import Cut, Plan, Sizes, plan_cut
+from ._trim_units import dropped_positions
 
 Counter = Callable[[BaseMessage], int]
 Measure = Callable[[list[BaseMessage]], int]
 Squeeze = Callable[[list[BaseMessage]], list[BaseMessage]]
+
+
+@dataclass(frozen=True, slots=True)
+class Trimmed:
+    """What a trim decided: its plan, the history's sizes, the units it dropped.
+
+    ``more``: the planned cut was not enough (``fit_cut`` moved on, squeezed, or
+    no grid point fit).
+    """
+
+    plan: Plan
+    sizes: Sizes
+    dropped: int
+    more: bool
+
+    @property
+    def gone(self) -> list[int]:
+        """Indices of the messages the trim dropped, in order."""
+        return dropped_positions(self.plan.units, self.dropped)
+
+
+def cut_to_fit(
+    messages: list[BaseMessage],
+    plan: Plan,
+    sizes: Sizes,
+    *,
+    room: float,
+    budget: int,
+    measure: Measure,
+    cost: Counter,
+    window: int = 0,
+    squeeze: Squeeze | None = None,
+    tool_caps: Mapping[str, int | None] | None = None,
+    cut_room: float | None = None,
+    cut_budget: int | None = None,
+) -> tuple[list[BaseMessage], Trimmed]:
+    """The trim's fit: ``plan``'s cut for ``room``, what it keeps within ``budget``.
+
+    A history that fits ``room`` is kept whole (``messages`` itself); one that
+    must be cut is cut to ``cut_room`` / ``cut_budget`` when given (room left
+    for the digest). ``fit_cut`` brings what the cut keeps within the budget.
+    """
+    cut = plan.cut(sizes, room)
+    if (cut is None or cut.dropped) and cut_room is not None:
+        cut = plan.cut(sizes, cut_room)
+        budget = budget if cut_budget is None else cut_budget
+    more = cut is None
+    if cut is None:
+        cut = Cut(plan.units, len(plan.units), (), plan.protected)
+    fit = partial(
+        fit_cut,
+        messages,
+        measure=measure,
+        cost=cost,
+        window=window,
+        squeeze=squeeze,
+        tool_caps=tool_caps,
+    )
+    kept, dropped, beyond = fit(cut, budget=budget)
+    if dropped and cut_room is not None and cut_budget not in (None, budget):
+        # The plan kept all, but what hygiene adds did not fit: a cut after all,
+        # so it leaves the digest its room too.
+        assert cut_budget is not None
+        planned = plan.cut(sizes, cut_room)
+        more, budget = more or planned is None, cut_budget
+        cut = planned or Cut(plan.units, len(plan.units), (), plan.protected)
+        kept, dropped, beyond = fit(cut, budget=budget)
+    return kept, Trimmed(plan, sizes, dropped, more or beyond)
 
 
 def fit_cut(
@@ -152,11 +223,15 @@ def trim_to_budget(
         turn_limit=turn_limit,
     )
     fits = total_of(source) <= budget
-    cut = plan.cut(sizes, math.inf if fits else (budget - extra) / scale)
-    if cut is None:
-        cut = Cut(plan.units, len(plan.units))
-    work, _, _ = fit_cut(
-        source, cut, budget=budget, measure=total_of, cost=cost, window=window
+    work, _ = cut_to_fit(
+        source,
+        plan,
+        sizes,
+        room=math.inf if fits else (budget - extra) / scale,
+        budget=budget,
+        measure=total_of,
+        cost=cost,
+        window=window,
     )
     if work is source:
         return messages if isinstance(messages, list) else source
