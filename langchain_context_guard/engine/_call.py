@@ -21,7 +21,7 @@ from .incremental._record import CallKey
 from .incremental._reuse import Limits
 from .incremental._run import Run
 from .incremental._stable_prefix import Sent, common_prefix, conversation
-from .passes._setting import Setting
+from .passes._setting import Setting, digest_room
 from .tokens._anchor import Gauge, Known, Scan
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter
 
@@ -163,20 +163,14 @@ def known_prompt(
     """The prompt ``original``'s replies were produced behind, as ``guard`` knows it.
 
     Its record of this conversation (``_produced.produced_for``); the guard is
-    only read. For the reference's setting: ``read_call`` finds the same record.
+    only read (``ContextGuard._produced_prompt``, for the reference's setting);
+    ``read_call`` finds the same record.
     """
     sent = guard._last_sent(original) or rewritten_record(
         guard._stables, guard._ends, original
     )
     unknown = bool(original) and conversation(original) in guard._unknown
     return produced_for(sent, original, unknown)
-
-
-def digest_room(policy: GuardPolicy, budget: int) -> int:
-    """Tokens a pruning leaves for the digest (0: no digest)."""
-    if not policy.digest:
-        return 0
-    return min(int(policy.digest_share * budget), policy.digest_max_tokens)
 
 
 def read_call(

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from ._call import digest_room, known_prompt
 from ._errors import BudgetExceededError
 from ._input import to_messages
 from ._messages import NONE, first_diff
@@ -39,7 +38,7 @@ from .passes._hygiene import (
 from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
-from .passes._setting import Setting
+from .passes._setting import Setting, digest_room
 from .passes._supersede import superseded_reads
 from .passes._thinking import signed_stays, strip_old_thinking
 from .passes._trim import Trimmed, cut_to_fit
@@ -215,7 +214,7 @@ def guard_setting(
         count=guard.counter.count_message,
         gauge=gauge,
         digest=digest_room(policy, budget),
-        produced=known_prompt(guard, original) if policy.bound_thinking else None,
+        produced=guard._produced_prompt(original) if policy.bound_thinking else None,
     )
 
 

@@ -1,4 +1,4 @@
-"""What a pruning runs at besides the messages: ``Setting``.
+"""What a pruning runs at besides the messages: ``Setting``, ``digest_room``.
 
 The reference pipeline (``engine._reference``) and its incremental twin
 (``engine.incremental``) both read it; it lives here, below both.
@@ -43,3 +43,10 @@ class Setting:
     produced: list[BaseMessage] | None = None
     """The prompt the history's replies were produced behind, as far as the guard
     knows (``incremental._produced``); None: the history as read."""
+
+
+def digest_room(policy: GuardPolicy, budget: int) -> int:
+    """Tokens a pruning leaves for the digest (0: no digest)."""
+    if not policy.digest:
+        return 0
+    return min(int(policy.digest_share * budget), policy.digest_max_tokens)
