@@ -1,11 +1,14 @@
 """The specification of ``ContextGuard.prepare``: its passes as plain calls.
 
 Read ``reference_prune`` first: it is what one pruning does, in order, with the
-reason for the order. ``prepare`` runs the same passes through the incremental
-machinery (``_run.Run`` growing the previous call's steps, ``_stable_prefix``
-re-sending the previous prompt, ``_prune`` choosing a depth); whatever it sends
-is what ``reference_prepare`` gives for the same history and guard, and
-``tests/engine/test_reference.py`` holds the two equal.
+reason for the order. It calls the passes of ``engine.passes`` and nothing of
+``engine.incremental`` (``tests/test_layout.py`` checks it), so the equality
+test below is not that code tested against itself. ``prepare`` runs the same
+passes through the incremental machinery (``_run.Run`` growing the previous
+call's steps, ``_stable_prefix`` re-sending the previous prompt, ``_prune``
+choosing a depth); whatever it sends is what ``reference_prepare`` gives for the
+same history and guard, and ``tests/engine/test_reference.py`` holds the two
+equal.
 """
 
 from __future__ import annotations
@@ -74,15 +77,17 @@ def reference_prune(
     6. ``strip_old_thinking``: old reasoning is dead weight once answered
        (with ``bound_thinking`` and no ``stable_prefix``, signed blocks stay:
        stripping them on every call would make the newest one stale).
-    7. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
+    7. The trim (``_trim``: its plan, ``plan_cut``, then its fit,
+       ``cut_to_fit``, as ``trim_to_budget`` does): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message, the first user
        message and (while ``setting.hold``) the calls of ``drop_last`` tools.
-       It weighs each result at its compressed size, as step 9 will leave it,
-       and before it drops an answer it strips the reasoning step 6 left on
-       the answers it keeps.
-    8. The digest: where turns were trimmed, one marked user message notes the
-       tool calls they made (room for it was left by the trim).
+       It weighs each result at its compressed size, as step 9 will leave it
+       (``message_costs``), and before it drops an answer it strips the
+       reasoning step 6 left on the answers it keeps.
+    8. The digest (``digest_trimmed``): where turns were trimmed, one marked
+       user message notes the tool calls they made (room for it was left by
+       the trim).
     9. ``compress_old_tool_results`` again: its batches count results, so once
        the trim removed some, the count of what is sent decides.
     10. ``repair_tool_pairs`` again: after every removal, no call or result is

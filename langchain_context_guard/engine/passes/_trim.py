@@ -25,10 +25,12 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._errors import BudgetExceededError, ConfigError
 from .._messages import kept_whole, original_size, text_of, with_marker
+from ..tokens._anchor import Gauge
 from ..tokens._counters import REPLY_OVERHEAD
 from ._repair import call_name
 from ._text import truncate_text
-from ._thinking import cut_cost_view, fit_answers
+from ._thinking import fit_answers
+from ._trim_costs import message_costs
 from ._trim_plan import Cut, Plan, Sizes, plan_cut
 from ._trim_units import dropped_positions
 
@@ -177,6 +179,7 @@ def trim_to_budget(
     step: float = 0.15,
     extra_tokens: int = 0,
     scale: float = 1.0,
+    margin: float = 0.0,
     window: int = 0,
     measure: Measure | None = None,
 ) -> list[BaseMessage]:
@@ -190,8 +193,16 @@ def trim_to_budget(
     remaining tool results are truncated; if even that fails,
     ``BudgetExceededError`` says by how much. ``extra_tokens`` counts what is sent
     besides the messages (tool schemas); ``scale`` calibrates estimates against the
-    provider's own counts. ``measure``, when given, is the caller's count of a
-    whole candidate history (e.g. usage-anchored) and decides what fits.
+    provider's own counts; ``margin`` is the share of the estimate a history is
+    held to be larger by when deciding what fits (the guard's
+    ``uncalibrated_margin``; ``safety_margin`` once usage calibrates).
+    ``measure``, when given, is the caller's count of a whole candidate history
+    (e.g. usage-anchored) and decides what fits.
+
+    It is ``prepare``'s trim: the same plan (``plan_cut``) and fit
+    (``cut_to_fit``), so a guard whose other passes leave the history alone
+    (``keep_first_user``, ``trim_step=step``, ``history_limit=turn_limit``,
+    ``uncalibrated_margin=margin``) sends what this returns.
 
     The total counts ``REPLY_OVERHEAD`` (3 tokens priming the reply), so unlike
     ``trim_messages``' ``max_tokens`` a budget equal to the messages' own sum is 3
@@ -203,21 +214,28 @@ def trim_to_budget(
             field="turn_limit",
             hint="pass a whole number of user turns, at least 1, or None for no limit.",
         )
+    if not 0 <= margin < 1:
+        raise ConfigError(
+            f"trim_to_budget: margin must be at least 0 and below 1 (got {margin}).",
+            field="margin",
+            hint="pass a share of the estimate, e.g. 0.05, or 0 for none.",
+        )
     source: list[BaseMessage] = list(messages)
-    extra = extra_tokens + REPLY_OVERHEAD
+    gauge = Gauge(scale, extra_tokens + REPLY_OVERHEAD, margin=margin)
 
     def total_of(msgs: list[BaseMessage]) -> int:
         if measure is not None:
             return measure(msgs)
-        return math.ceil(sum(map(token_counter, msgs)) * scale) + extra
+        return gauge.planned(sum(map(token_counter, msgs)), 0)
 
-    def cost(m: BaseMessage) -> int:
-        return math.ceil(token_counter(m) * scale)
-
-    counts = [token_counter(cut_cost_view(m)) for m in source]
+    twins: dict[str, int] = {}
+    costs = [
+        message_costs(source, i, token_counter, _as_is, False, twins)
+        for i in range(len(source))
+    ]
     plan, sizes = plan_cut(
         source,
-        [(c, c, False, 0) for c in counts],
+        costs,
         quantum=step * budget,
         keep_first_user=keep_first_user,
         turn_limit=turn_limit,
@@ -227,15 +245,20 @@ def trim_to_budget(
         source,
         plan,
         sizes,
-        room=math.inf if fits else (budget - extra) / scale,
+        room=math.inf if fits else gauge.room(budget),
         budget=budget,
         measure=total_of,
-        cost=cost,
+        cost=lambda m: gauge.cost(token_counter(m)),
         window=window,
     )
     if work is source:
         return messages if isinstance(messages, list) else source
     return work
+
+
+def _as_is(message: BaseMessage) -> BaseMessage:
+    """No compression: ``trim_to_budget`` weighs each message as it is."""
+    return message
 
 
 def _truncate_largest(

@@ -17,14 +17,13 @@ from ._hygiene import tidy_message
 from ._repair import call_name, stand_in_named
 from ._supersede import supersede_message
 from ._thinking import cut_cost_view
-from ._trim import Counter
 from ._trim_sizes import Costs
 
 
 def message_costs(
     messages: list[BaseMessage],
     i: int,
-    count: Counter,
+    count: Callable[[BaseMessage], int],
     compress: Callable[[BaseMessage], BaseMessage],
     assistant: bool,
     twins: dict[str, int],
