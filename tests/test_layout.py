@@ -222,3 +222,35 @@ def test_subpackages_meet_at_their_public_faces() -> None:
         for target in _private_targets(module, targets)
     }
     assert wrong == set()
+
+
+SPECIFICATION = "langchain_context_guard.engine._reference"
+"""The plain pipeline that ``prepare`` is held equal to."""
+_READ = {"langchain_context_guard.engine._guard"}
+"""What the specification reads its setting from (the guard), not runs."""
+
+
+def _reached(graph: dict[str, set[str]], start: str, skip: set[str]) -> set[str]:
+    """Every module ``start`` imports, directly or through others, bar ``skip``."""
+    seen, todo = set(), [start]
+    while todo:
+        for target in graph[todo.pop()] - skip - seen:
+            seen.add(target)
+            todo.append(target)
+    return seen
+
+
+def test_the_specification_runs_none_of_the_fast_path() -> None:
+    """``_reference`` and what it imports reach nothing in ``engine/incremental/``.
+
+    The fast path may import the passes; were the reverse true, the property
+    test holding ``prepare`` equal to the reference would test that code against
+    itself.
+    """
+    graph = import_graph()
+    fast = {
+        module
+        for module in _reached(graph, SPECIFICATION, _READ)
+        if module.startswith("langchain_context_guard.engine.incremental")
+    }
+    assert fast == set()

@@ -17,10 +17,11 @@ from ._window import WindowInfo
 from .incremental._first_run import CallCounts, count_new
 from .incremental._produced import produced_for, rewritten_record
 from .incremental._read_history import update_known
-from .incremental._record import CallKey, Setting
+from .incremental._record import CallKey
 from .incremental._reuse import Limits
 from .incremental._run import Run
 from .incremental._stable_prefix import Sent, common_prefix, conversation
+from .passes._setting import Setting, digest_room
 from .tokens._anchor import Gauge, Known, Scan
 from .tokens._counters import REPLY_OVERHEAD, TokenCounter
 
@@ -156,11 +157,20 @@ def _cold(clock: CacheClock, original: list[BaseMessage], at: float | None) -> b
     return clock.tick(conversation(original), at)
 
 
-def digest_room(policy: GuardPolicy, budget: int) -> int:
-    """Tokens a pruning leaves for the digest (0: no digest)."""
-    if not policy.digest:
-        return 0
-    return min(int(policy.digest_share * budget), policy.digest_max_tokens)
+def known_prompt(
+    guard: Reader, original: list[BaseMessage]
+) -> list[BaseMessage] | None:
+    """The prompt ``original``'s replies were produced behind, as ``guard`` knows it.
+
+    Its record of this conversation (``_produced.produced_for``); the guard is
+    only read (``ContextGuard._produced_prompt``, for the reference's setting);
+    ``read_call`` finds the same record.
+    """
+    sent = guard._last_sent(original) or rewritten_record(
+        guard._stables, guard._ends, original
+    )
+    unknown = bool(original) and conversation(original) in guard._unknown
+    return produced_for(sent, original, unknown)
 
 
 def read_call(

@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage
 
 from ._binding import BindingMemory
 from ._cache_clock import CacheClock
-from ._call import Call, read_call
+from ._call import Call, known_prompt, read_call
 from ._context_usage import ContextUsage
 from ._errors import ConfigError
 from ._events import GuardEvent, PrepareResult, log_event
@@ -434,6 +434,10 @@ class ContextGuard:
             return None
         with self._lock:
             return self._stables.get(conversation(original))
+
+    def _produced_prompt(self, original: list[BaseMessage]) -> list[BaseMessage] | None:
+        """``_call.known_prompt``: the prompt this guard last sent ``original``."""
+        return known_prompt(self, original)
 
     def _keep_sent(self, sent: Sent) -> None:
         if self.policy.stable_prefix or self.policy.bound_thinking is not False:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Sequence
@@ -210,6 +211,18 @@ def map_messages(
     if changed:
         return out
     return messages if isinstance(messages, list) else list(messages)
+
+
+NONE = sys.maxsize
+"""``first_diff`` of two lists holding the same objects."""
+
+
+def first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:
+    """The first index at which ``out`` and ``source`` hold different objects."""
+    for i, (a, b) in enumerate(zip(out, source, strict=False)):
+        if a is not b:
+            return i
+    return NONE if len(out) == len(source) else min(len(out), len(source))
 
 
 def same_list(before: Sequence[BaseMessage], after: list[BaseMessage]) -> bool:

@@ -1,11 +1,14 @@
 """The specification of ``ContextGuard.prepare``: its passes as plain calls.
 
 Read ``reference_prune`` first: it is what one pruning does, in order, with the
-reason for the order. ``prepare`` runs the same passes through the incremental
-machinery (``_run.Run`` growing the previous call's steps, ``_stable_prefix``
-re-sending the previous prompt, ``_prune`` choosing a depth); whatever it sends
-is what ``reference_prepare`` gives for the same history and guard, and
-``tests/engine/test_reference.py`` holds the two equal.
+reason for the order. It calls the passes of ``engine.passes`` and nothing of
+``engine.incremental`` (``tests/test_layout.py`` checks it), so the equality
+test below is not that code tested against itself. ``prepare`` runs the same
+passes through the incremental machinery (``_run.Run`` growing the previous
+call's steps, ``_stable_prefix`` re-sending the previous prompt, ``_prune``
+choosing a depth); whatever it sends is what ``reference_prepare`` gives for the
+same history and guard, and ``tests/engine/test_reference.py`` holds the two
+equal.
 """
 
 from __future__ import annotations
@@ -14,18 +17,12 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 
-from ._call import digest_room
 from ._errors import BudgetExceededError
 from ._input import to_messages
+from ._messages import NONE, first_diff
 from ._tool_policy import last_tools, result_caps, supersede_keys, whole_tools
-from .incremental._digest_step import digest_step
-from .incremental._produced import produced_for, rewritten_record
-from .incremental._record import Setting
-from .incremental._stable_prefix import conversation
-from .incremental._steps import NONE, first_diff, opens_with_user
-from .incremental._trim_step import message_costs, trim_step
 from .passes._bound_thinking import drop_stale_thinking, keep_final_thinking
 from .passes._compress import (
     compress_floor,
@@ -34,12 +31,22 @@ from .passes._compress import (
     rules,
     squeezer,
 )
-from .passes._hygiene import enforce_provider_hygiene, history_start
+from .passes._digest import digest_trimmed
+from .passes._hygiene import (
+    enforce_provider_hygiene,
+    history_start,
+    opens_with_user,
+    tidy_message,
+)
 from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
+from .passes._setting import Setting, digest_room
 from .passes._supersede import superseded_reads
 from .passes._thinking import signed_stays, strip_old_thinking
+from .passes._trim import Trimmed, cut_to_fit
+from .passes._trim_costs import message_costs
+from .passes._trim_plan import plan_cut
 from .passes._trim_units import hold_calls
 from .passes._trim_units import kind as kind_of
 from .passes._truncate import truncate_tool_results
@@ -70,15 +77,17 @@ def reference_prune(
     6. ``strip_old_thinking``: old reasoning is dead weight once answered
        (with ``bound_thinking`` and no ``stable_prefix``, signed blocks stay:
        stripping them on every call would make the newest one stale).
-    7. The trim (``trim_to_budget``'s plan, ``_trim``): drops the oldest whole
+    7. The trim (``_trim``: its plan, ``plan_cut``, then its fit,
+       ``cut_to_fit``, as ``trim_to_budget`` does): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message, the first user
        message and (while ``setting.hold``) the calls of ``drop_last`` tools.
-       It weighs each result at its compressed size, as step 9 will leave it,
-       and before it drops an answer it strips the reasoning step 6 left on
-       the answers it keeps.
-    8. The digest: where turns were trimmed, one marked user message notes the
-       tool calls they made (room for it was left by the trim).
+       It weighs each result at its compressed size, as step 9 will leave it
+       (``message_costs``), and before it drops an answer it strips the
+       reasoning step 6 left on the answers it keeps.
+    8. The digest (``digest_trimmed``): where turns were trimmed, one marked
+       user message notes the tool calls they made (room for it was left by
+       the trim).
     9. ``compress_old_tool_results`` again: its batches count results, so once
        the trim removed some, the count of what is sent decides.
     10. ``repair_tool_pairs`` again: after every removal, no call or result is
@@ -119,8 +128,8 @@ def reference_prune(
         keep_recent=policy.keep_recent_thinking,
         keep_signed=signed_stays(policy),
     )
-    trim = _trim(history, truncated, original, setting, opened)
-    history = _digest(trim, original, setting)
+    kept, trimmed = _trim(history, truncated, original, setting, opened)
+    history = _digest(kept, history, trimmed, original, setting)
     history = _compress(history, original, setting, opened)
     history = repair_tool_pairs(history)
     if policy.bound_thinking:
@@ -202,12 +211,6 @@ def guard_setting(
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
     _, usage_at, usage_body = scan_history(original, guard.counter.count_message)
     gauge = guard._gauge(original, usage_at, usage_body, extra, model)
-    sent, unknown = None, False
-    if policy.bound_thinking:
-        sent = guard._last_sent(original) or rewritten_record(
-            guard._stables, guard._ends, original
-        )
-        unknown = bool(original) and conversation(original) in guard._unknown
     return Setting(
         policy=policy,
         budget=budget,
@@ -216,7 +219,7 @@ def guard_setting(
         count=guard.counter.count_message,
         gauge=gauge,
         digest=digest_room(policy, budget),
-        produced=produced_for(sent, original, unknown),
+        produced=guard._produced_prompt(original) if policy.bound_thinking else None,
     )
 
 
@@ -235,10 +238,6 @@ def _hygiene_extra(
     history: Sequence[BaseMessage], setting: Setting, opened: bool
 ) -> int:
     """Tokens hygiene will add to ``history`` (placeholder, empty results' text)."""
-    from langchain_core.messages import ToolMessage
-
-    from .passes._hygiene import tidy_message
-
     count = setting.count
     extra = 0 if opens_with_user(history) else count(history_start(opened))
     for m in history:
@@ -286,11 +285,15 @@ def _trim(
     original: Sequence[BaseMessage],
     setting: Setting,
     opened: bool,
-) -> Any:
-    """The trim pass: the cut of ``_trim``'s plan that fits the budget."""
+) -> tuple[list[BaseMessage], Trimmed]:
+    """The trim: its plan (``plan_cut``), then its fit (``cut_to_fit``).
+
+    The plan weighs each message as ``message_costs`` reads it in ``truncated``
+    (a result at its compressed size for good); the fit measures a candidate as
+    sent (with what hygiene adds), anchored while its head is the original's.
+    """
     s, p, count = setting, setting.policy, setting.count
     gauge = s.gauge
-    cut_budget = s.budget - s.digest
     compress = compressor(p, s.window)
     twins: dict[str, int] = {}
     newer = superseded_reads(truncated, supersede_keys(p), whole_tools(p))
@@ -299,52 +302,60 @@ def _trim(
         message_costs(truncated, i, count, compress, assistant, twins, newer)
         for i in range(len(truncated))
     ]
-
-    def measure(candidate: list[BaseMessage]) -> int:
-        body = sum(map(count, candidate)) + _hygiene_extra(candidate, setting, opened)
-        intact = first_diff(candidate, original)
-        return gauge.planned(body, min(intact, len(candidate)))
-
-    return trim_step(
+    plan, sizes = plan_cut(
         history,
         costs,
-        room=gauge.room(s.budget),
         quantum=0.0 if s.exact else p.trim_step * s.budget,
         keep=p.keep_recent_tool_results,
         batch=p.compress_batch,
         keep_first_user=p.keep_first_user,
         turn_limit=s.turn_limit,
-        budget=s.budget,
-        window=s.window,
-        measure=measure,
-        cost=lambda m: gauge.cost(count(m)),
-        squeeze=squeezer(p, s.window),
-        count=count,
-        source_tokens=sum(map(count, history)),
-        cut_room=gauge.room(cut_budget) if s.digest else None,
-        cut_budget=cut_budget,
         codes=hold_calls(
             history,
             "".join(map(kind_of, history)),
             last_tools(p) if s.hold else (),
         ),
         lead=0 if opened else count(history_start(False)),
-        policy=p,
+    )
+
+    def measure(candidate: list[BaseMessage]) -> int:
+        body = sum(map(count, candidate)) + _hygiene_extra(candidate, setting, opened)
+        intact = first_diff(candidate, original)
+        return gauge.planned(body, min(intact, len(candidate)))
+
+    cut_budget = s.budget - s.digest
+    return cut_to_fit(
+        history,
+        plan,
+        sizes,
+        room=gauge.room(s.budget),
+        budget=s.budget,
+        measure=measure,
+        cost=lambda m: gauge.cost(count(m)),
+        window=s.window,
+        squeeze=squeezer(p, s.window),
+        tool_caps=result_caps(p),
+        cut_room=gauge.room(cut_budget) if s.digest else None,
+        cut_budget=cut_budget,
     )
 
 
 def _digest(
-    trim: Any, original: Sequence[BaseMessage], setting: Setting
+    kept: list[BaseMessage],
+    history: list[BaseMessage],
+    trimmed: Trimmed,
+    original: Sequence[BaseMessage],
+    setting: Setting,
 ) -> list[BaseMessage]:
-    """The digest of the trimmed turns, put where they were."""
+    """The digest of the turns the trim dropped from ``history``, where they were."""
     gauge = setting.gauge
-    step = digest_step(
-        trim,
+    return digest_trimmed(
+        kept,
+        history,
+        trimmed.gone,
         max_tokens=int(setting.digest / (gauge.scale * (1 + gauge.margin))),
         count=setting.count,
         call_chars=setting.policy.digest_call_chars,
         sources=setting.policy.archived_results,
-        originals=lambda: {m.id: m for m in original if m.id},
+        originals={m.id: m for m in original if m.id},
     )
-    result: list[BaseMessage] = step.result
-    return result

@@ -11,12 +11,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_context_guard import BudgetExceededError, ContextGuard, GuardPolicy
 from langchain_context_guard.engine._messages import final_tool_turn
-from langchain_context_guard.engine.incremental._steps import opens_with_user
 from langchain_context_guard.engine.passes._bound_thinking import (
     drop_stale_thinking,
     is_signed,
 )
-from langchain_context_guard.engine.passes._hygiene import enforce_provider_hygiene
+from langchain_context_guard.engine.passes._hygiene import (
+    enforce_provider_hygiene,
+    opens_with_user,
+)
 from langchain_context_guard.engine.passes._provider_compaction import (
     drop_before_compaction,
 )

@@ -1,13 +1,20 @@
 import itertools
+from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
 
 from langchain_context_guard import (
     BudgetExceededError,
     ContextGuard,
     GuardPolicy,
     TiktokenCounter,
+    enforce_provider_hygiene,
+    repair_tool_pairs,
+    sanitize_messages,
     trim_to_budget,
 )
 from langchain_context_guard.engine._messages import is_user
@@ -20,7 +27,9 @@ from tests.engine._support import (
     chat_history,
     result,
     snapshot,
+    transcripts,
 )
+from tests.engine.test_reference import SETTINGS
 
 COUNTER = TiktokenCounter()
 
@@ -269,3 +278,101 @@ def test_turn_limit_below_one_is_refused_as_in_the_policy(limit):
     with pytest.raises(ConfigError, match="at least 1") as info:
         _trim(chat_history(4), 10**9, turn_limit=limit)
     assert info.value.field == "turn_limit"
+
+
+def test_a_margin_outside_zero_to_one_is_refused():
+    from langchain_context_guard import ConfigError
+
+    with pytest.raises(ConfigError, match="margin") as info:
+        _trim(chat_history(4), 10**9, margin=1.0)
+    assert info.value.field == "margin"
+
+
+# ``trim_to_budget`` is ``prepare``'s trim: for a guard whose other passes leave
+# the history alone, ``prepare`` sends what it returns (hygiene aside, which
+# ``prepare`` applies last).
+ONLY_TRIM: dict[str, Any] = {
+    "stable_prefix": False,
+    "digest": False,
+    "compress_min_chars": 10**9,
+    "max_tool_result_chars": 10**9,
+    "max_tool_result_share": 1.0,
+    "keep_recent_thinking": 10**6,
+}
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file."""
+    return path
+
+
+def _as_prepare(guard: ContextGuard, history, tools) -> Any:
+    """What ``trim_to_budget`` gives at ``guard``'s setting, as ``prepare`` sends it."""
+    p = guard.policy
+    budget = p.budget(p.context_window)  # no model: the policy's own
+    try:
+        trimmed = trim_to_budget(
+            history,
+            budget=budget,
+            token_counter=COUNTER.count_message,
+            keep_first_user=p.keep_first_user,
+            turn_limit=p.history_limit,
+            step=p.trim_step,
+            extra_tokens=COUNTER.count_tools(tools) if tools else 0,
+            margin=p.uncalibrated_margin,
+            window=p.context_window,
+        )
+    except BudgetExceededError as err:
+        return ("error", err.tokens, err.budget)
+    return snapshot(enforce_provider_hygiene(trimmed))
+
+
+def _sent(guard: ContextGuard, history, tools) -> Any:
+    try:
+        return snapshot(guard.prepare(history, tools=tools).messages)
+    except BudgetExceededError as err:
+        return ("error", err.tokens, err.budget)
+
+
+@SETTINGS
+@given(
+    transcripts(),
+    st.sampled_from([16_000, 20_000]),
+    st.sampled_from([0.0, 0.15, 0.5]),
+    st.booleans(),
+    st.sampled_from([None, 1, 2]),
+    st.sampled_from([0.0, 0.05]),
+    st.booleans(),
+    st.data(),
+)
+def test_trim_to_budget_is_what_prepare_sends_at_the_same_setting(
+    history, window, step, keep_first_user, limit, margin, with_tools, data
+):
+    policy = GuardPolicy(
+        context_window=window,
+        reserve_tokens=1_000,
+        trim_step=step,
+        keep_first_user=keep_first_user,
+        history_limit=limit,
+        uncalibrated_margin=margin,
+        **ONLY_TRIM,
+    )
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    tools = [read_file] if with_tools else None
+    start = data.draw(st.integers(1, len(history)))
+    for n in sorted({start, len(history)}):  # a cold call, then a grown one
+        clean = repair_tool_pairs(sanitize_messages(history[:n]))  # as prepare trims
+        assert _sent(guard, clean, tools) == _as_prepare(guard, clean, tools)
+
+
+@pytest.mark.parametrize("window", [16_000, 24_000, 40_000])
+@pytest.mark.parametrize("build", [agent_history, chat_history], ids=["agent", "chat"])
+def test_trim_to_budget_cuts_as_prepare_on_long_histories(build, window):
+    policy = GuardPolicy(context_window=window, trim_step=0.5, **ONLY_TRIM)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    history = build(80)
+    sent = _sent(guard, history, None)
+    assert sent == _as_prepare(guard, history, None)
+    kept = guard.prepare(history).messages
+    assert 2 < len(kept) < len(history)  # it did cut

@@ -6,11 +6,14 @@ what ``engine._reference.reference_prepare`` gives for the same history and guar
 earlier prompt, itself a reference output, while it fits;
 ``tests/engine/test_reference.py`` holds it.
 
-Reading order: ``_steps`` (a pass over one history as a ``Step`` that can grow
-with it; ``_trim_step``, ``_strip_step`` and ``_digest_step`` are the passes that
-need their own), ``_order`` (the sequence ``_run.Run`` steps through), ``_run``
-(one call's passes, each grown from the previous call's step or run in full),
-``_prune`` (the tries of one pruning: the cost model's depth from
+It only reuses and memoises the passes (``engine.passes``): nothing there
+imports from here. Reading order: ``_steps`` (a pass over one history as a
+``Step`` that can grow with it; ``_trim_step``, ``_strip_step`` and
+``_digest_step`` are the passes that need their own: the trim's plan kept while
+the history grows, around the same ``plan_cut`` and ``cut_to_fit``; the digest
+kept while the cut stays), ``_order`` (the sequence ``_run.Run`` steps
+through), ``_run`` (one call's passes, each grown from the previous call's
+step or run in full), ``_prune`` (the tries of one pruning: the cost model's depth from
 ``_cost_model``, then the full budget, then no digest), ``_stable_prefix`` and
 ``_reuse`` (re-sending the previous prompt while it fits), ``_produced`` (the
 prompt the history's replies came from, which signed reasoning is held to), then

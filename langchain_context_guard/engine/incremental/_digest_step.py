@@ -2,7 +2,7 @@
 
 While the trim's cut stays put, the digest before the kept turns stays too and
 the step grows with the new messages; when the cut moves, the digest of the
-dropped turns is built afresh (``_digest.insert_digest``).
+dropped turns is built afresh (``passes._digest.digest_trimmed``).
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Callable
 from langchain_core.messages import BaseMessage
 
 from .._events import NO_EDITS, Edits
-from .._messages import label
-from ..passes._digest import insert_digest
-from ._steps import NONE, Step, grown, whole
-from ._trim_step import TrimState
+from .._messages import NONE, label
+from ..passes._digest import digest_trimmed
+from ..passes._trim import Trimmed
+from ._steps import Step, grown, whole
 
 
 def digest_step(
@@ -28,40 +28,31 @@ def digest_step(
     originals: Callable[[], dict[str, BaseMessage]],
     prev: Step | None = None,
 ) -> Step:
-    """The digest put where ``trim`` dropped turns (none: its result unchanged).
+    """``digest_trimmed`` after ``trim`` (none: its result unchanged).
 
-    Grows ``prev`` while the cut stays put. The dropped messages are read as the
-    caller wrote them when ``originals`` (by id) has them: compression already
-    shrank old results in ``trim``'s input. ``sources``: calls name their ids
-    (``GuardPolicy.archived_results``).
+    Grows ``prev`` while the cut stays put. ``originals``: the caller's
+    messages by id, built only when turns were dropped.
     """
     source = trim.result
     if prev is not None and trim.grown:
         return grown(prev, source, source[len(prev.source) :], NO_EDITS, 0, None)
     state = trim.state
-    gone = (
-        sorted(i for unit in state.plan.units[: state.dropped] for i in unit)
-        if isinstance(state, TrimState) and max_tokens > 0
-        else []
-    )
+    gone = state.gone if isinstance(state, Trimmed) and max_tokens > 0 else []
     if not gone:
         return Step("digest", source, source, NO_EDITS, 0, NONE, None)
-    by_id = originals()
-    dropped = [
-        by_id.get(m.id, m) if m.id else m for m in (trim.source[i] for i in gone)
-    ]
-    at = gone[0]
-    out = insert_digest(
+    out = digest_trimmed(
         source,
-        dropped,
-        at,
+        trim.source,
+        gone,
         max_tokens=max_tokens,
         count=count,
         call_chars=call_chars,
         sources=sources,
+        originals=originals(),
     )
     if out is source:
         return Step("digest", source, source, NO_EDITS, 0, NONE, None)
+    at = gone[0]
     digest = out[at]
     edits = Edits(added=(label(digest, at),))
     return whole("digest", source, out, edits, count(digest), None)

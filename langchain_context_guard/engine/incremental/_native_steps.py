@@ -11,14 +11,14 @@ from __future__ import annotations
 from langchain_core.messages import BaseMessage
 
 from .._events import NO_EDITS, Edits
-from .._messages import label
+from .._messages import NONE, label
 from ..passes._bound_thinking import drop_stale_thinking
 from ..passes._provider_compaction import (
     dropped_before_compaction,
     latest_compaction,
 )
 from ..passes._trim import Counter
-from ._steps import NONE, HeadForgotten, Step, grown, whole
+from ._steps import HeadForgotten, Step, grown, whole
 
 
 def compaction_step(

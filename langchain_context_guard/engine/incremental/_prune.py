@@ -18,11 +18,12 @@ from langchain_core.messages import BaseMessage
 
 from .._errors import BudgetExceededError
 from .._tool_policy import last_tools
+from ..passes._setting import Setting
 from ..tokens._anchor import Scan
 from ._cost_model import cycle_cost, growth, prune_share
 from ._extends import recent_contents
 from ._order import PASSES
-from ._record import CallKey, Memo, Record, RunKey, Setting
+from ._record import CallKey, Memo, Record, RunKey
 from ._run import Run
 from ._steps import HeadForgotten, Step
 

@@ -1,51 +1,21 @@
 """What a run of the passes depends on, and what a call keeps for the next one.
 
-``Setting``: a call's budget, window, counter and calibration; ``CallKey`` and
-``RunKey``: what a kept prompt or record is valid for; ``Record``: the last
-call's history and the step of every pass over it, grown by the next call.
+``CallKey`` and ``RunKey``: what a kept prompt or record is valid for;
+``Record``: the last call's history and the step of every pass over it, grown by
+the next call. A run's ``Setting`` (budget, window, counter, calibration) is the
+reference's, from ``passes._setting``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from langchain_core.messages import BaseMessage
 
 from .._policy import GuardPolicy
-from ..passes._trim import Counter
-from ..tokens._anchor import Gauge
 from ._extends import extends_unchanged
 from ._steps import Step
-
-
-@dataclass(frozen=True)
-class Setting:
-    """What a call's passes depend on besides the messages."""
-
-    policy: GuardPolicy
-    budget: int
-    window: int
-    turn_limit: int | None
-    count: Counter
-    gauge: Gauge
-    digest: int = 0
-    """Tokens set aside for the digest when trimming must cut (0: no digest)."""
-    exact: bool = False
-    """Cut exactly what is needed (no grid): a pruning of ``stable_prefix`` mode,
-    whose prompt is then kept as it is while the history grows."""
-    prime: Callable[[Sequence[BaseMessage]], None] | None = None
-    """Counts many messages at once (``TiktokenCounter.prime``), if the counter can
-    and a first run's rewrites are not counted yet (``_first_run.first_batch``)."""
-    growth: float | None = None
-    """A pruning's recent growth per model call (``_cost_model.growth``), if known."""
-    hold: bool = True
-    """The trim keeps the calls of ``drop_last`` tools while anything else can go
-    (False: the last try, when keeping them all does not fit)."""
-    produced: list[BaseMessage] | None = None
-    """The prompt the history's replies were produced behind, as far as the guard
-    knows (``_produced.produced_prompt``); None: the history as read."""
 
 
 class CallKey(NamedTuple):

@@ -30,10 +30,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import forget_rewrites, marker
+from ..passes._trim import Trimmed
 from ._order import PASSES
 from ._record import Record
 from ._steps import Step
-from ._trim_step import TrimState
 
 _TRIM = PASSES.index("trim")
 CHUNK = 1_024
@@ -94,7 +94,7 @@ def _frontier(record: Record, budget: int) -> int:
     trim = record.steps[_TRIM]
     state = trim.state
     held = record.memo.get("costs")
-    if not isinstance(state, TrimState) or not state.dropped or held is None:
+    if not isinstance(state, Trimmed) or not state.dropped or held is None:
         return 0
     costs = held[1]
     if len(costs) != len(trim.source):

@@ -25,7 +25,7 @@ from .._events import (
 from .._messages import is_user, label
 from .._policy import GuardPolicy
 from .._window import WindowInfo
-from ..passes._hygiene import tidy_message
+from ..passes._hygiene import opens_with_user, tidy_message
 from ..passes._provider_compaction import latest_compaction
 from ..passes._sanitize import clean_message
 from ..passes._truncate import truncator
@@ -33,7 +33,6 @@ from ..tokens._anchor import Gauge, Known
 from ..tokens._counters import TokenCounter
 from ._order import APPENDED
 from ._stable_prefix import Each, Sent, append, kept_prompt_tokens
-from ._steps import opens_with_user
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, Edits
-from .._messages import label
+from .._messages import NONE, label
 from ..passes._compress import due_results, with_callers
 from ..passes._supersede import supersede_message, superseded_reads
 from ..passes._trim import Counter as Count
-from ._steps import NONE, Each, Step, grown, reached, whole
+from ._steps import Each, Step, grown, reached, whole
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,13 +15,16 @@ from functools import partial
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
+from .._messages import NONE
 from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
 from ..passes._bound_thinking import joined_behind_words
 from ..passes._compress import squeezer
-from ..passes._hygiene import history_start, tidy_message
+from ..passes._hygiene import history_start, opens_with_user, tidy_message
 from ..passes._sanitize import clean_message
+from ..passes._setting import Setting
 from ..passes._supersede import superseded_reads
 from ..passes._thinking import signed_stays
+from ..passes._trim_costs import message_costs
 from ..passes._trim_sizes import Costs
 from ..passes._trim_units import hold_calls, reasoning_kind, remap, remap_at
 from ..passes._trim_units import kind as kind_of
@@ -30,20 +33,18 @@ from ._extends import extends
 from ._first_run import rewriters, rewrites
 from ._native_steps import bound_step, compaction_step
 from ._order import PASSES
-from ._record import Memo, Setting
+from ._record import Memo
 from ._ruled_compress import ruled_compress_step
 from ._steps import (
-    NONE,
     HeadForgotten,
     Step,
     compress_step,
     hygiene_step,
     map_step,
-    opens_with_user,
     repair_step,
 )
 from ._strip_step import strip_step
-from ._trim_step import grow_trim, message_costs, trim_step
+from ._trim_step import grow_trim, trim_step
 
 _TRIM = PASSES.index("trim")
 
@@ -286,7 +287,7 @@ class Run:
         self._add(step or _full(run(self.source)))
 
     def _costs(self, messages: list[BaseMessage], i: int) -> Costs:
-        """``_trim_step.message_costs`` with this run's counter and compression."""
+        """``message_costs`` with this run's counter and compression."""
         assistant = self.setting.policy.compress_assistant_text
         count, compress, twins = self.setting.count, self._compressor, self._twins
         newer = self._superseded() if self._supersede else None

@@ -12,7 +12,6 @@ call costs what is new rather than the whole history.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -26,15 +25,13 @@ from langchain_core.messages import (
 )
 
 from .._events import NO_EDITS, Edits, EventKind
-from .._messages import label
+from .._messages import NONE, first_diff, label
 from ..passes._compress import compress_boundary, with_callers
 from ..passes._hygiene import history_start, tidy_message, tidy_part
 from ..passes._repair import repair_part
 from ..passes._trim import Counter
 
 _content = attrgetter("content")
-NONE = sys.maxsize
-"""``Step.diff`` when the output is the input."""
 Each = Callable[[BaseMessage], BaseMessage | None]
 
 
@@ -62,13 +59,6 @@ class Step:
 
 class HeadForgotten(Exception):
     """A step would read a place ``_release`` emptied: run the passes afresh."""
-
-
-def first_diff(out: Sequence[BaseMessage], source: Sequence[BaseMessage]) -> int:
-    for i, (a, b) in enumerate(zip(out, source, strict=False)):
-        if a is not b:
-            return i
-    return NONE if len(out) == len(source) else min(len(out), len(source))
 
 
 def whole(
@@ -258,19 +248,6 @@ def compress_step(
     grown = Batch(active, results, upto)
     done = due(results[state.upto : upto])
     return patched(prev, source, done, compress, count, grown)
-
-
-def opens_with_user(messages: Sequence[BaseMessage]) -> bool:
-    """Whether the first turn that hygiene keeps is a user message (or none)."""
-    lead = next(
-        (
-            m
-            for m in messages
-            if not isinstance(m, SystemMessage) and tidy_message(m) is not None
-        ),
-        None,
-    )
-    return lead is None or isinstance(lead, HumanMessage)
 
 
 def _tidy(

@@ -7,11 +7,11 @@ from dataclasses import dataclass, replace
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, Edits
-from .._messages import is_user
+from .._messages import NONE, is_user
 from ..passes._thinking import has_reasoning, stripped_count, stripper
 from ..passes._trim import Counter
 from ..passes._trim_units import positions
-from ._steps import NONE, Step, patch_at, patched, reached, whole
+from ._steps import Step, patch_at, patched, reached, whole
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -252,3 +252,37 @@ def insert_digest(
     if digest is None:
         return kept
     return [*kept[:at], digest, *kept[at:]]
+
+
+def digest_trimmed(
+    kept: list[BaseMessage],
+    source: Sequence[BaseMessage],
+    gone: Sequence[int],
+    *,
+    max_tokens: int,
+    count: Callable[[BaseMessage], int],
+    call_chars: int = 200,
+    sources: bool = False,
+    originals: Mapping[str, BaseMessage] | None = None,
+) -> list[BaseMessage]:
+    """The digest pass: ``kept`` with a note of ``source``'s messages at ``gone``.
+
+    ``gone``: the indices the trim dropped (``Trimmed.gone``); the note goes
+    where the first of them was. Each is read as the caller wrote it where
+    ``originals`` (by id) has it: compression already shrank old results in
+    the trim's input. ``kept`` itself when nothing was dropped, there is no
+    room (``max_tokens``) or nothing to say.
+    """
+    if not gone or max_tokens <= 0:
+        return kept
+    by_id = originals or {}
+    dropped = [by_id.get(m.id, m) if m.id else m for m in (source[i] for i in gone)]
+    return insert_digest(
+        kept,
+        dropped,
+        gone[0],
+        max_tokens=max_tokens,
+        count=count,
+        call_chars=call_chars,
+        sources=sources,
+    )

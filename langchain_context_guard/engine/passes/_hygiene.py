@@ -90,6 +90,19 @@ def tidy_message(message: BaseMessage) -> BaseMessage | None:
     return None if is_empty(new) or _only_reasoning(new) else new
 
 
+def opens_with_user(messages: Sequence[BaseMessage]) -> bool:
+    """Whether the first turn that hygiene keeps is a user message (or none)."""
+    lead = next(
+        (
+            m
+            for m in messages
+            if not isinstance(m, SystemMessage) and tidy_message(m) is not None
+        ),
+        None,
+    )
+    return lead is None or isinstance(lead, HumanMessage)
+
+
 def _only_reasoning(message: BaseMessage) -> bool:
     """An assistant message that would reach the provider with nothing to say."""
     content = message.content

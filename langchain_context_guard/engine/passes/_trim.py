@@ -18,20 +18,93 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import partial
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._errors import BudgetExceededError, ConfigError
 from .._messages import kept_whole, original_size, text_of, with_marker
+from ..tokens._anchor import Gauge
 from ..tokens._counters import REPLY_OVERHEAD
 from ._repair import call_name
 from ._text import truncate_text
-from ._thinking import cut_cost_view, fit_answers
-from ._trim_plan import Cut, plan_cut
+from ._thinking import fit_answers
+from ._trim_costs import message_costs
+from ._trim_plan import Cut, Plan, Sizes, plan_cut
+from ._trim_units import dropped_positions
 
 Counter = Callable[[BaseMessage], int]
 Measure = Callable[[list[BaseMessage]], int]
 Squeeze = Callable[[list[BaseMessage]], list[BaseMessage]]
+
+
+@dataclass(frozen=True, slots=True)
+class Trimmed:
+    """What a trim decided: its plan, the history's sizes, the units it dropped.
+
+    ``more``: the planned cut was not enough (``fit_cut`` moved on, squeezed, or
+    no grid point fit).
+    """
+
+    plan: Plan
+    sizes: Sizes
+    dropped: int
+    more: bool
+
+    @property
+    def gone(self) -> list[int]:
+        """Indices of the messages the trim dropped, in order."""
+        return dropped_positions(self.plan.units, self.dropped)
+
+
+def cut_to_fit(
+    messages: list[BaseMessage],
+    plan: Plan,
+    sizes: Sizes,
+    *,
+    room: float,
+    budget: int,
+    measure: Measure,
+    cost: Counter,
+    window: int = 0,
+    squeeze: Squeeze | None = None,
+    tool_caps: Mapping[str, int | None] | None = None,
+    cut_room: float | None = None,
+    cut_budget: int | None = None,
+) -> tuple[list[BaseMessage], Trimmed]:
+    """The trim's fit: ``plan``'s cut for ``room``, what it keeps within ``budget``.
+
+    A history that fits ``room`` is kept whole (``messages`` itself); one that
+    must be cut is cut to ``cut_room`` / ``cut_budget`` when given (room left
+    for the digest). ``fit_cut`` brings what the cut keeps within the budget.
+    """
+    cut = plan.cut(sizes, room)
+    if (cut is None or cut.dropped) and cut_room is not None:
+        cut = plan.cut(sizes, cut_room)
+        budget = budget if cut_budget is None else cut_budget
+    more = cut is None
+    if cut is None:
+        cut = Cut(plan.units, len(plan.units), (), plan.protected)
+    fit = partial(
+        fit_cut,
+        messages,
+        measure=measure,
+        cost=cost,
+        window=window,
+        squeeze=squeeze,
+        tool_caps=tool_caps,
+    )
+    kept, dropped, beyond = fit(cut, budget=budget)
+    if dropped and cut_room is not None and cut_budget not in (None, budget):
+        # The plan kept all, but what hygiene adds did not fit: a cut after all,
+        # so it leaves the digest its room too.
+        assert cut_budget is not None
+        planned = plan.cut(sizes, cut_room)
+        more, budget = more or planned is None, cut_budget
+        cut = planned or Cut(plan.units, len(plan.units), (), plan.protected)
+        kept, dropped, beyond = fit(cut, budget=budget)
+    return kept, Trimmed(plan, sizes, dropped, more or beyond)
 
 
 def fit_cut(
@@ -106,6 +179,7 @@ def trim_to_budget(
     step: float = 0.15,
     extra_tokens: int = 0,
     scale: float = 1.0,
+    margin: float = 0.0,
     window: int = 0,
     measure: Measure | None = None,
 ) -> list[BaseMessage]:
@@ -119,8 +193,16 @@ def trim_to_budget(
     remaining tool results are truncated; if even that fails,
     ``BudgetExceededError`` says by how much. ``extra_tokens`` counts what is sent
     besides the messages (tool schemas); ``scale`` calibrates estimates against the
-    provider's own counts. ``measure``, when given, is the caller's count of a
-    whole candidate history (e.g. usage-anchored) and decides what fits.
+    provider's own counts; ``margin`` is the share of the estimate a history is
+    held to be larger by when deciding what fits (the guard's
+    ``uncalibrated_margin``; ``safety_margin`` once usage calibrates).
+    ``measure``, when given, is the caller's count of a whole candidate history
+    (e.g. usage-anchored) and decides what fits.
+
+    It is ``prepare``'s trim: the same plan (``plan_cut``) and fit
+    (``cut_to_fit``), so a guard whose other passes leave the history alone
+    (``keep_first_user``, ``trim_step=step``, ``history_limit=turn_limit``,
+    ``uncalibrated_margin=margin``) sends what this returns.
 
     The total counts ``REPLY_OVERHEAD`` (3 tokens priming the reply), so unlike
     ``trim_messages``' ``max_tokens`` a budget equal to the messages' own sum is 3
@@ -132,35 +214,51 @@ def trim_to_budget(
             field="turn_limit",
             hint="pass a whole number of user turns, at least 1, or None for no limit.",
         )
+    if not 0 <= margin < 1:
+        raise ConfigError(
+            f"trim_to_budget: margin must be at least 0 and below 1 (got {margin}).",
+            field="margin",
+            hint="pass a share of the estimate, e.g. 0.05, or 0 for none.",
+        )
     source: list[BaseMessage] = list(messages)
-    extra = extra_tokens + REPLY_OVERHEAD
+    gauge = Gauge(scale, extra_tokens + REPLY_OVERHEAD, margin=margin)
 
     def total_of(msgs: list[BaseMessage]) -> int:
         if measure is not None:
             return measure(msgs)
-        return math.ceil(sum(map(token_counter, msgs)) * scale) + extra
+        return gauge.planned(sum(map(token_counter, msgs)), 0)
 
-    def cost(m: BaseMessage) -> int:
-        return math.ceil(token_counter(m) * scale)
-
-    counts = [token_counter(cut_cost_view(m)) for m in source]
+    twins: dict[str, int] = {}
+    costs = [
+        message_costs(source, i, token_counter, _as_is, False, twins)
+        for i in range(len(source))
+    ]
     plan, sizes = plan_cut(
         source,
-        [(c, c, False, 0) for c in counts],
+        costs,
         quantum=step * budget,
         keep_first_user=keep_first_user,
         turn_limit=turn_limit,
     )
     fits = total_of(source) <= budget
-    cut = plan.cut(sizes, math.inf if fits else (budget - extra) / scale)
-    if cut is None:
-        cut = Cut(plan.units, len(plan.units))
-    work, _, _ = fit_cut(
-        source, cut, budget=budget, measure=total_of, cost=cost, window=window
+    work, _ = cut_to_fit(
+        source,
+        plan,
+        sizes,
+        room=math.inf if fits else gauge.room(budget),
+        budget=budget,
+        measure=total_of,
+        cost=lambda m: gauge.cost(token_counter(m)),
+        window=window,
     )
     if work is source:
         return messages if isinstance(messages, list) else source
     return work
+
+
+def _as_is(message: BaseMessage) -> BaseMessage:
+    """No compression: ``trim_to_budget`` weighs each message as it is."""
+    return message
 
 
 def _truncate_largest(
