@@ -95,8 +95,8 @@ def reference_prune(
     11. ``drop_stale_thinking`` (with ``bound_thinking``): signed reasoning is
         bound to the prompt that produced it (``setting.produced``: the
         guard's last prompt and the messages added since; else the history as
-        read); a block whose prefix differs from it goes, once every edit is
-        known.
+        read, its tool pairs repaired: it could not have been sent otherwise);
+        a block whose prefix differs from it goes, once every edit is known.
     12. ``enforce_provider_hygiene`` last, on the final shape (a user message
         first, no empty tool results, alternating roles).
 
@@ -107,8 +107,8 @@ def reference_prune(
     original = list(messages)
     history = sanitize_messages(original)
     history = drop_before_compaction(history)
-    read = history
     history = repair_tool_pairs(history)
+    read = history  # a history could only have been sent with its pairs whole
     opened = opens_with_user(history)
     truncated = truncate_tool_results(
         history,

@@ -182,12 +182,12 @@ class Run:
             step = Step("bound_thinking", self.source, self.source, NO_EDITS, 0)
             self._add(replace(step, grown=grown))
             return
-        compaction = self.first("provider_compaction")
+        repair = self.first("repair")
         produced = self.setting.produced
         if produced is None:  # the history as read: compared from the first edit
-            after = self.steps.index(compaction) + 1
+            after = self.steps.index(repair) + 1
             start = min((step.diff for step in self.steps[after:]), default=NONE)
-            produced = compaction.result
+            produced = repair.result
             # A join at hygiene is an edit too (``joined_behind_words``).
             start = min(start, joined_behind_words(self.source))
         elif self.stale:

@@ -12,7 +12,8 @@ the guard sent last for this conversation (as the passes left it, before
 hygiene), followed by the messages the history added since. Every block sent
 then was valid behind its place in it, and a new reply was produced behind
 all of it. Where the guard knows nothing (a fresh guard, a conversation it
-has not seen), the history as read is the best evidence of what was sent.
+has not seen), the history as read, its tool pairs repaired (it could not
+have been sent otherwise), is the best evidence of what was sent.
 Walking both in step, a block is kept while everything before it, and the
 blocks before it in its message, are what ``produced`` holds there; a block
 that was not sent there (dropped as stale on an earlier call) stays dropped,
