@@ -26,6 +26,7 @@ deepagents' summarization slot. deepagents loads on first use.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -35,6 +36,8 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from ..engine import ConfigError, ContextGuard, GuardPolicy
 from ._middleware import ContextGuardMiddleware
 
+SUMMARIZER_HOOK = "0.7.26"
+"""The first deepagents with ``create_summarization_middleware(summarizer=...)``."""
 GENERAL_PURPOSE = "general-purpose"
 """The name of deepagents' built-in sub-agent."""
 
@@ -90,6 +93,14 @@ def guarded_summarization(
         create_summarization_middleware,
     )
 
+    hooks = inspect.signature(create_summarization_middleware).parameters
+    if "summarizer" not in hooks:
+        raise ConfigError(
+            "guarded_summarization needs deepagents' summarizer= hook, which this "
+            "deepagents version lacks.",
+            field="deepagents",
+            hint=f'pip install "deepagents>={SUMMARIZER_HOOK}"',
+        )
     counter = guard or ContextGuard(GuardPolicy(), model=model)
     prompt = counter.count_tokens([HumanMessage(DEEPAGENTS_DEFAULT_SUMMARY_PROMPT)])
     room = int((counter.budget(model) - prompt) * SUMMARY_SHARE)

@@ -13,6 +13,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langchain_context_guard import (
+    ConfigError,
     ContextGuard,
     ContextGuardMiddleware,
     GuardPolicy,
@@ -81,3 +82,16 @@ def test_it_takes_deepagents_summarization_slot_and_counts_as_the_guard() -> Non
     assert middleware.name == "SummarizationMiddleware"
     messages = [HumanMessage(module(3))]
     assert middleware.token_counter(messages) == judge(16_000).count_tokens(messages)
+
+
+def test_a_deepagents_without_the_summarizer_hook_gets_the_fix(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from deepagents.middleware import summarization
+
+    def older(model: object, backend: object, *, token_counter: object = None) -> None:
+        raise AssertionError("not to be called")
+
+    monkeypatch.setattr(summarization, "create_summarization_middleware", older)
+    with pytest.raises(ConfigError, match=r"deepagents>=0\.7\.26"):
+        guarded_summarization(DeepScript(profile={"max_input_tokens": 16_000}))
