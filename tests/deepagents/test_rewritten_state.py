@@ -23,7 +23,7 @@ from langchain_context_guard import (
 from langchain_context_guard.engine import is_summary
 from tests.compaction._support import ScriptedSummarizer
 
-from ._support import DeepScript, Run, SectionWriter, run
+from ._support import NEEDS_HOOK, DeepScript, Run, SectionWriter, run
 
 pytest.importorskip("deepagents")
 WINDOWS = pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
@@ -99,6 +99,7 @@ def _documented(model: DeepScript) -> dict[str, object]:
     }
 
 
+@NEEDS_HOOK
 @WINDOWS
 def test_as_the_docs_say_both_summarise_in_turn_within_budget(window: int) -> None:
     result = run(window, _documented)

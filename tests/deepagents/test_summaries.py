@@ -21,7 +21,7 @@ from langchain_context_guard import (
     guarded_summarization,
 )
 
-from ._support import REVIEW, TASK, DeepScript, judge, module, run
+from ._support import NEEDS_HOOK, REVIEW, TASK, DeepScript, judge, module, run
 
 pytest.importorskip("deepagents")
 WINDOWS = pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
@@ -42,6 +42,7 @@ def test_deepagents_summary_call_goes_over_budget(window: int) -> None:
     assert result.over_budget("summary") > 0
 
 
+@NEEDS_HOOK
 @WINDOWS
 def test_guarded_summarization_keeps_every_request_within_budget(window: int) -> None:
     result = run(window, _guarded)
@@ -54,6 +55,7 @@ def test_guarded_summarization_keeps_every_request_within_budget(window: int) ->
     assert result.state["messages"][-1].text == "All modules fixed."
 
 
+@NEEDS_HOOK
 @WINDOWS
 @pytest.mark.parametrize("asynchronous", [False, True], ids=["sync", "async"])
 def test_guarded_summaries_are_asked_with_the_task_and_newest_results(
@@ -66,6 +68,7 @@ def test_guarded_summaries_are_asked_with_the_task_and_newest_results(
     assert result.lost() == {}
 
 
+@NEEDS_HOOK
 def test_a_window_too_small_for_the_summary_prompt_is_refused() -> None:
     from langchain_context_guard import ConfigError
 
@@ -76,6 +79,7 @@ def test_a_window_too_small_for_the_summary_prompt_is_refused() -> None:
         guarded_summarization(model, guard=guard)
 
 
+@NEEDS_HOOK
 def test_it_takes_deepagents_summarization_slot_and_counts_as_the_guard() -> None:
     model = DeepScript(profile={"max_input_tokens": 16_000})
     middleware = guarded_summarization(model)
