@@ -45,6 +45,7 @@ if TYPE_CHECKING:
         acompact_messages,
         add_compaction,
         compact_messages,
+        make_compaction_tool,
         make_recall_tool,
     )
     from .engine import (
@@ -162,6 +163,7 @@ _LAZY = {
             "acompact_messages",
             "add_compaction",
             "compact_messages",
+            "make_compaction_tool",
             "make_recall_tool",
         ),
         ".compaction",
@@ -233,6 +235,7 @@ __all__ = [
     "guarded_model",
     "guarded_subagents",
     "guarded_summarization",
+    "make_compaction_tool",
     "make_recall_tool",
     "make_result_reader",
     "make_result_search",
