@@ -8,7 +8,8 @@ pruned inside the agent node), ``ContextGuardMiddleware`` (LangChain v1
 ``clear_host_cutoffs`` keeps its summary's cut true when we rewrite the state),
 and the callback helpers that forward the guard's events; ``mark_cache_breakpoints``
 puts Anthropic prompt-cache breakpoints on the stable prefix; ``_provider_compaction``
-asks the provider to compact (``ProviderCompactionWarning`` where it cannot).
+asks the provider to compact (``ProviderCompactionWarning`` where it cannot);
+``ImageOffloadMiddleware`` sends old images as pointers to their archive.
 Imports the engine only.
 """
 
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from ._callbacks import emit as emit
     from ._deepagents import guarded_subagents, guarded_summarization
     from ._host_cutoffs import clear_host_cutoffs as clear_host_cutoffs
+    from ._images import ImageOffloadMiddleware, make_image_reader
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
     from ._model import guarded_model
@@ -62,6 +64,8 @@ __getattr__ = lazy_getattr(
         "drop_stale_thinking_model": "._thinking_binding",
         "ProviderCompactionWarning": "._provider_compaction",
         "ContextGuardMiddleware": "._middleware",
+        "ImageOffloadMiddleware": "._images",
+        "make_image_reader": "._images",
         "GuardedAgentState": "._langgraph",
         "GuardRunnable": "._runnable",
         "as_runnable": "._runnable",
@@ -82,6 +86,7 @@ __all__ = [
     "ContextGuardMiddleware",
     "GuardRunnable",
     "GuardedAgentState",
+    "ImageOffloadMiddleware",
     "ProviderCompactionWarning",
     "ResultArchive",
     "as_runnable",
@@ -89,6 +94,7 @@ __all__ = [
     "guarded_model",
     "guarded_subagents",
     "guarded_summarization",
+    "make_image_reader",
     "make_result_reader",
     "make_result_search",
     "mark_cache_breakpoints",

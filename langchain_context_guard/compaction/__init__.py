@@ -5,7 +5,8 @@ chat model for the sections (``_summarizer``: a whole summary, a long range in
 parts merged by ``_chunks``; ``_calls``: one call and its prompt from
 ``_summary_prompt``; ``_answer`` refuses a reply that is not a summary),
 archives what it removed (``_archive``) and rebuilds the messages; with
-``background_at`` the summary is prepared ahead of the trigger (``_background``).
+``background_at`` the summary is prepared ahead of the trigger (``_background``);
+``_request`` lets the agent's model ask for a compaction now.
 ``add_compaction`` makes it a LangGraph branch, ``CompactionMiddleware`` a
 ``create_agent`` middleware (needs the ``agents`` extra, loads on first use).
 Imports the engine and ``adapters``.
@@ -27,6 +28,7 @@ from ._graph import (
     recall_messages,
 )
 from ._plan import CompactionPlan, Mode
+from ._request import make_compaction_tool
 from ._settings import CompactionSettings
 from ._summary import Summary, SummarySections
 from ._trigger import ContextSize
@@ -55,6 +57,7 @@ __all__ = [
     "compact_messages",
     "compaction_node",
     "compaction_router",
+    "make_compaction_tool",
     "make_recall_tool",
     "recall_messages",
 ]

@@ -36,6 +36,7 @@ from ._answer import (
     retryable,
 )
 from ._plan import CompactionPlan
+from ._request import focus
 from ._summary import SummarySections
 from ._summary_prompt import (
     append_prompt,
@@ -171,12 +172,13 @@ class SummarizerCalls:
             )
         if plan.appended and max_total is None:
             sent = SENT_PREFIX.get() or SentPrefix()
-            return append_prompt(plan, system=sent.system, instructions=s.instructions)
+            asked = focus(s.instructions, plan.requested)
+            return append_prompt(plan, system=sent.system, instructions=asked)
         return sections_prompt(
             plan,
             max_chars=s.max_input_chars,
             max_total=total,
-            instructions=s.instructions,
+            instructions=focus(s.instructions, plan.requested),
         )
 
     def _shorter(

@@ -209,17 +209,20 @@ class Compactor(CompactorBase):
         writer: Callable[[Any], None] | None = None,
         model: Any = None,
         config: RunnableConfig | None = None,
+        requested: str | None = None,
     ) -> dict[str, Any] | None:
         """The state update that compacts, or ``None`` (state unchanged, event sent).
 
         ``config`` scopes the archive (its thread id and ``{key}`` prefix labels).
+        ``requested``: the agent's model asked for a compaction now, with these
+        instructions (``_request``): it runs whatever the trigger says.
         """
-        if not self.should_compact(
+        if requested is None and not self.should_compact(
             messages, model=model, thread_id=thread_id, writer=writer
         ):
             return None
         result = None
-        swapped = self._swap(messages, thread_id)
+        swapped = self._swap(messages, thread_id) if requested is None else None
         if swapped is not None:
             with _dropping():
                 result = _from_background(
@@ -229,7 +232,12 @@ class Compactor(CompactorBase):
                 )
         try:
             result = result or self.compact(
-                messages, model=model, thread_id=thread_id, store=store, config=config
+                messages,
+                model=model,
+                thread_id=thread_id,
+                store=store,
+                config=config,
+                requested=requested,
             )
         except CompactionError as exc:
             self._failure(exc, messages, thread_id, writer)
@@ -245,14 +253,17 @@ class Compactor(CompactorBase):
         writer: Callable[[Any], None] | None = None,
         model: Any = None,
         config: RunnableConfig | None = None,
+        requested: str | None = None,
     ) -> dict[str, Any] | None:
         """Async ``update``."""
-        if not self.should_compact(
+        if requested is None and not self.should_compact(
             messages, model=model, thread_id=thread_id, writer=writer
         ):
             return None
         result = None
-        swapped = await self._aswap(messages, thread_id)
+        swapped = (
+            None if requested is not None else await self._aswap(messages, thread_id)
+        )
         if swapped is not None:
             with _dropping():
                 result = _from_background(
@@ -262,7 +273,12 @@ class Compactor(CompactorBase):
                 )
         try:
             result = result or await self.acompact(
-                messages, model=model, thread_id=thread_id, store=store, config=config
+                messages,
+                model=model,
+                thread_id=thread_id,
+                store=store,
+                config=config,
+                requested=requested,
             )
         except CompactionError as exc:
             self._failure(exc, messages, thread_id, writer)

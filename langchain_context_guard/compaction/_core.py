@@ -178,6 +178,7 @@ class CompactorBase:
         thread_id: str | None = None,
         store: BaseStore | None = None,
         config: RunnableConfig | None = None,
+        requested: str | None = None,
     ) -> CompactionResult:
         """Summarise now (no trigger check); raises ``CompactionError``.
 
@@ -185,8 +186,10 @@ class CompactorBase:
         namespace: ``thread_id``, else the one in ``config``; the ``{key}``
         labels of ``namespace_prefix`` come from ``config["configurable"]``.
         Without a thread id nothing is archived and the event says so.
+        ``requested``: the agent's model asked for it, with these instructions
+        (``_request``).
         """
-        msgs, plan = self._start(messages, model)
+        msgs, plan = self._start(messages, model, requested)
         summary = self._summarizer.summarize(plan)
         return self._complete(msgs, plan, summary, model, thread_id, store, config)
 
@@ -218,9 +221,10 @@ class CompactorBase:
         thread_id: str | None = None,
         store: BaseStore | None = None,
         config: RunnableConfig | None = None,
+        requested: str | None = None,
     ) -> CompactionResult:
         """Async ``compact``; the timeout cancels the summarizer call."""
-        msgs, plan = self._start(messages, model)
+        msgs, plan = self._start(messages, model, requested)
         summary = await self._summarizer.asummarize(plan)
         return await self._acomplete(
             msgs, plan, summary, model, thread_id, store, config
@@ -247,7 +251,7 @@ class CompactorBase:
         return result
 
     def _start(
-        self, messages: Any, model: Any
+        self, messages: Any, model: Any, requested: str | None = None
     ) -> tuple[list[BaseMessage], CompactionPlan]:
         msgs = to_messages(messages)
         plan = self.plan(msgs, model=model)
@@ -261,6 +265,8 @@ class CompactorBase:
         if self.settings.summary_mode == "append" and (last is None or last.seen):
             sent = self._as_sent(msgs, plan, model)
             plan = replace(plan, appended=True, sent=sent)
+        if requested is not None:
+            plan = replace(plan, requested=requested)
         return msgs, plan
 
     def _as_sent(

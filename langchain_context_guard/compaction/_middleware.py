@@ -47,6 +47,7 @@ from ._calls import (
 )
 from ._compactor import Compactor
 from ._graph import make_recall_tool
+from ._request import make_compaction_tool, requested_compaction
 from ._settings import CompactionSettings
 
 # LangChain's names whose meaning differs here: why, and what to use instead.
@@ -121,6 +122,10 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         fallback: Fit an over-budget call with ``guard.prepare`` (without
             touching state), e.g. after a failed compaction.
         recall: Also give the agent a ``recall`` tool over the archive.
+        compaction_tool: Also give the agent a ``compact_context`` tool with
+            which its model asks for a compaction now, with instructions for
+            the summary: the next model call works from a summary whatever the
+            trigger says (``_request``).
         **more: Any other ``CompactionSettings`` field (``timeout``,
             ``retries``, ``instructions``, ``max_prompt_chars``, ``mode``, ...).
     """
@@ -140,6 +145,7 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         store: BaseStore | None = None,
         fallback: bool = True,
         recall: bool = False,
+        compaction_tool: bool = False,
         **more: Any,
     ) -> None:
         super().__init__()
@@ -173,6 +179,9 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.tools = (
             [make_recall_tool(store, namespace_prefix=prefix)] if recall else []
         )
+        self.compaction_tool = compaction_tool
+        if compaction_tool:
+            self.tools.append(make_compaction_tool())
         self._request = RequestInputs()
         self._sent: OrderedDict[str, SentPrefix] = OrderedDict()
         """Each thread's last model call's system prompt and tools (``append``)."""
@@ -227,6 +236,12 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             "config": _running_config(),
         }
 
+    def _requested(self, state: AgentState[Any]) -> str | None:
+        """The model's request for a compaction now, if it just made one."""
+        if not self.compaction_tool:
+            return None
+        return requested_compaction(state["messages"])
+
     def before_model(
         self, state: AgentState[Any], runtime: Runtime[Any]
     ) -> dict[str, Any] | None:
@@ -238,7 +253,9 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         args = self._args(runtime)
         token = self._prefix(args)
         try:
-            update = self.compactor.update(list(state["messages"]), **args)
+            update = self.compactor.update(
+                list(state["messages"]), **args, requested=self._requested(state)
+            )
         finally:
             SENT_PREFIX.reset(token)
         return clear_host_cutoffs(state, update)
@@ -250,7 +267,9 @@ class CompactionMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         args = self._args(runtime)
         token = self._prefix(args)
         try:
-            update = await self.compactor.aupdate(list(state["messages"]), **args)
+            update = await self.compactor.aupdate(
+                list(state["messages"]), **args, requested=self._requested(state)
+            )
         finally:
             SENT_PREFIX.reset(token)
         return clear_host_cutoffs(state, update)

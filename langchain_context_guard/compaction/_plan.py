@@ -86,6 +86,9 @@ class CompactionPlan:
     """The user's own messages of ``history`` and ``turn_prefix`` kept verbatim
     after the summary (``keep_user_tokens``), in their order; summarised too,
     never removed."""
+    requested: str | None = None
+    """The instructions the agent's model gave when it asked for this compaction
+    (``compact_context``; ``""``: none); None when the trigger started it."""
 
     @property
     def split(self) -> bool:

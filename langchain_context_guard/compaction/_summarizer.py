@@ -24,6 +24,7 @@ from ._answer import assemble
 from ._calls import SummarizerCalls, profile_window
 from ._chunks import merge_groups, merge_prompt, render_part, split_range
 from ._plan import CompactionPlan
+from ._request import focus
 from ._summary import Summary
 from ._summary_prompt import serialize
 
@@ -147,5 +148,9 @@ class SummarizerClient(SummarizerCalls):
     ) -> list[BaseMessage]:
         """The merge prompt; ``plan``: the last merge, which updates its summary."""
         previous = plan.previous_summary if plan is not None else None
-        instructions = self.settings.instructions if plan is not None else None
+        instructions = (
+            focus(self.settings.instructions, plan.requested)
+            if plan is not None
+            else None
+        )
         return merge_prompt(texts, previous=previous, instructions=instructions)

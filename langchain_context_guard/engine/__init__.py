@@ -64,6 +64,8 @@ from .incremental._handover import needed_records as needed_records
 from .incremental._handover import read_record as read_record
 from .passes._compress import compress_old_tool_results
 from .passes._hygiene import enforce_provider_hygiene
+from .passes._images import offload_old_images
+from .passes._images import old_images as old_images
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
 from .passes._text import compress_lines, truncate_text
@@ -108,6 +110,7 @@ __all__ = [
     "compress_old_tool_results",
     "count_messages",
     "enforce_provider_hygiene",
+    "offload_old_images",
     "reference_prepare",
     "reference_prune",
     "repair_tool_pairs",

@@ -185,3 +185,14 @@ def test_a_good_read_after_a_failed_one_supersedes_the_older_good_one() -> None:
         None,
         None,
     ]
+
+
+@pytest.mark.parametrize("archived", [False, True], ids=["plain", "archived"])
+def test_an_archived_guard_points_back_to_the_superseded_read(archived: bool) -> None:
+    history = _history(("read_file", "a.py"), ("read_file", "a.py"), chars=1_000)
+    policy = _policy(compress_trigger=0.0, archived_results=archived)
+    sent = ContextGuard(policy).prepare(history).messages
+    old = str(sent[3].content)
+    assert _mark(sent[3])["kind"] == "superseded" and "c1" in old
+    assert ('full text: read_tool_result("c0")' in old) is archived
+    assert_paired(sent)

@@ -45,6 +45,7 @@ def ruled_compress_step(
     keep_whole: Collection[str],
     tool_keep: Mapping[str, int],
     supersede: Mapping[str, str | tuple[str, ...]],
+    name_source: bool = False,
     prev: Step | None = None,
 ) -> Step | None:
     """``compress_old_tool_results`` with per-tool rules (a no-op unless ``active``)."""
@@ -62,7 +63,7 @@ def ruled_compress_step(
     def rewrite(i: int) -> BaseMessage:
         later, m = newer.get(i), source[i]
         if later is not None:
-            return supersede_message(m, later)
+            return supersede_message(m, later, name_source=name_source)
         return compress(m) or m
 
     if prev is None or state is None:

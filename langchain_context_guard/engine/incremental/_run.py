@@ -281,6 +281,7 @@ class Run:
                 keep_whole=self._keep_whole,
                 tool_keep=self._tool_keep,
                 supersede=self._supersede,
+                name_source=p.archived_results,
             )
         prev = self._prev()
         step = run(self.source, prev=prev) if prev is not None else None

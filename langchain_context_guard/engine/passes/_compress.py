@@ -51,7 +51,8 @@ def compress_old_tool_results(
     whole (``_tool_policy.tool_keeps``). ``supersede``: per tool name, the
     argument whose repeat supersedes an older result (``_supersede``); a
     superseded result becomes a pointer and counts in no batch (the assistant
-    message that made its call is left as the batches leave it).
+    message that made its call is left as the batches leave it; with
+    ``name_source`` its pointer names its own call id too).
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
     newer = superseded_reads(messages, supersede or {}, keep_whole)
@@ -64,7 +65,7 @@ def compress_old_tool_results(
     changed = False
     for i in old:
         if i in newer:
-            new = supersede_message(out[i], newer[i])
+            new = supersede_message(out[i], newer[i], name_source=name_source)
         else:
             new = compress_message(
                 out[i], min_chars, head_lines, tail_lines, name_source, keep_whole

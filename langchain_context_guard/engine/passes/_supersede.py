@@ -6,7 +6,9 @@ change; the older result then only tells what the newer one says better. With
 of that argument read the same resource, and the older result becomes a short
 pointer to the newer call (with the size it had). The compression pass makes the
 change, so it comes at pruning time only and never breaks a pair: the result
-keeps its tool call id. The newest read of a resource always stays.
+keeps its tool call id. The newest read of a resource always stays. When the
+full text is archived (``GuardPolicy.archived_results``), the pointer also names
+the way back to the older read itself: ``read_tool_result("<its call id>")``.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from .._messages import kept_whole, marker, memo_rewrite, original_size, text_of
 from .._messages import with_marker as _with_marker
 from .._tool_policy import key_names, tool_name
+from ._text import where
 
 SUPERSEDED = "superseded"
 """The marker kind of a result replaced by a pointer to a newer read."""
@@ -87,26 +90,36 @@ def _value(value: object) -> str:
     return json.dumps(value, sort_keys=True, default=repr)
 
 
-def supersede_message(message: BaseMessage, newer: str) -> BaseMessage:
+def supersede_message(
+    message: BaseMessage, newer: str, *, name_source: bool = False
+) -> BaseMessage:
     """``message`` as a pointer to the tool call ``newer`` (memoised).
 
-    Unchanged when it is marked already, or the pointer would not be shorter.
+    ``name_source``: the pointer also names the message's own tool call id, to
+    read its full text back (it is archived). Unchanged when it is marked
+    already, or the pointer would not be shorter.
     """
     mark = marker(message)
     if mark is not None and mark.get("kind") in {SUPERSEDED, "kept_whole"}:
         return message
-    return memo_rewrite(message, (SUPERSEDED, newer), lambda m: _pointer(m, newer))
+    return memo_rewrite(
+        message,
+        (SUPERSEDED, newer, name_source),
+        lambda m: _pointer(m, newer, name_source),
+    )
 
 
-def _pointer(message: BaseMessage, newer: str) -> BaseMessage:
+def _pointer(message: BaseMessage, newer: str, name_source: bool) -> BaseMessage:
     text = text_of(message.content)
     chars, lines = original_size(message, text)
-    name = message.name if isinstance(message, ToolMessage) and message.name else None
+    tool = message if isinstance(message, ToolMessage) else None
+    name = tool.name if tool is not None and tool.name else None
+    source = tool.tool_call_id if tool is not None and name_source else None
     what = f"{name} result" if name else "tool result"
     short = (
         f"[superseded {what}: the same call was made again later (tool call "
         f"{newer} holds the fresh result); {chars:,} characters, {lines:,} lines "
-        "omitted by context guard]"
+        f"omitted by context guard{where(source)}]"
     )
     if len(short) >= len(text) and isinstance(message.content, str):
         return message
