@@ -298,8 +298,9 @@ def _trim(
     twins: dict[str, int] = {}
     newer = superseded_reads(truncated, supersede_keys(p), whole_tools(p))
     assistant = p.compress_assistant_text
+    named = p.archived_results
     costs = [
-        message_costs(truncated, i, count, compress, assistant, twins, newer)
+        message_costs(truncated, i, count, compress, assistant, twins, newer, named)
         for i in range(len(truncated))
     ]
     plan, sizes = plan_cut(

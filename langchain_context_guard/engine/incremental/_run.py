@@ -292,7 +292,10 @@ class Run:
         assistant = self.setting.policy.compress_assistant_text
         count, compress, twins = self.setting.count, self._compressor, self._twins
         newer = self._superseded() if self._supersede else None
-        return message_costs(messages, i, count, compress, assistant, twins, newer)
+        named = self.setting.policy.archived_results
+        return message_costs(
+            messages, i, count, compress, assistant, twins, newer, named
+        )
 
     def _superseded(self) -> dict[int, str]:
         """``superseded_reads`` of the truncated history (read once per run)."""

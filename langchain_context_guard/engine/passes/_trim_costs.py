@@ -28,6 +28,7 @@ def message_costs(
     assistant: bool,
     twins: dict[str, int],
     newer: Mapping[int, str] | None = None,
+    name_source: bool = False,
 ) -> Costs:
     """``_trim_sizes.Costs`` of ``messages[i]``: raw, for good, is a result, twin.
 
@@ -36,8 +37,9 @@ def message_costs(
     ``compress_assistant_text``): the two go together. Its twin is the
     synthetic result it is sent as while not in yet (by tool name, counted once
     into ``twins``). A superseded result (in ``newer``, ``_supersede``) costs
-    its pointer alone, and counts in no compression batch: no result to the
-    plan.
+    its pointer alone (naming its call id with ``name_source``, as
+    ``supersede_message`` writes it), and counts in no compression batch: no
+    result to the plan.
     """
     m = messages[i]
     if not isinstance(m, ToolMessage):
@@ -45,7 +47,7 @@ def message_costs(
     m = tidy_message(m) or m
     later = newer.get(i) if newer else None
     if later is not None:
-        return _plain(count(supersede_message(m, later)))
+        return _plain(count(supersede_message(m, later, name_source=name_source)))
     good = count(compress(m))
     if assistant:
         for j in callers(messages, i):
