@@ -125,8 +125,19 @@ def replay_section() -> str:
             command(doc),
             table(head, rows),
             "Token counters against the provider's `prompt_tokens` "
-            f"(median / p90 error): {counters}.",
+            f"(median / p90 error): {counters}. Summaries per run (mean, most): "
+            f"{_summaries(doc)}.",
         ]
+    )
+
+
+def _summaries(doc: dict[str, Any]) -> str:
+    """Summaries per run of each compaction strategy, by window."""
+    return "; ".join(
+        f"{r['strategy']} {r['window'] // 1000}k {r['summaries_per_run']:g}, "
+        f"{r['summaries_per_run_max']}"
+        for r in doc["results"]
+        if "compaction" in r["strategy"] and r.get("summaries_per_run") is not None
     )
 
 
