@@ -194,7 +194,7 @@ BAD_FIELDS = {
         st.booleans(),
         st.text(max_size=3),
     ),
-    "cold": st.one_of(st.integers(), st.text(max_size=3), st.none()),
+    "cold": st.one_of(st.integers(), st.text(max_size=3)),  # None: not cold
 }
 
 
