@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.deepagents._support import summarizer_hook
+from langchain_context_guard.adapters._deepagents import has_summarizer_hook
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -40,7 +40,7 @@ BLOCKS = _blocks()
 def test_block_runs(
     code: str, page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    if "guarded_summarization(" in code and not summarizer_hook():
+    if "guarded_summarization(" in code and not has_summarizer_hook():
         pytest.skip("guarded_summarization needs deepagents>=0.7.26")
     monkeypatch.chdir(tmp_path)
     module = types.ModuleType("docs_block")

@@ -74,6 +74,17 @@ def _fitted_summary(model: Any, prompt: str, fit: ContextGuard) -> Runnable[Any,
     return RunnableLambda(summarize, afunc=asummarize, name="guarded_summary")
 
 
+def has_summarizer_hook() -> bool:
+    """Whether deepagents has the ``summarizer=`` hook of its summarization."""
+    try:
+        from deepagents.middleware.summarization import (
+            create_summarization_middleware,
+        )
+    except ImportError:
+        return False
+    return "summarizer" in inspect.signature(create_summarization_middleware).parameters
+
+
 def guarded_summarization(
     model: Any, backend: Any = None, *, guard: ContextGuard | None = None
 ) -> Any:
@@ -93,8 +104,7 @@ def guarded_summarization(
         create_summarization_middleware,
     )
 
-    hooks = inspect.signature(create_summarization_middleware).parameters
-    if "summarizer" not in hooks:
+    if not has_summarizer_hook():
         raise ConfigError(
             "guarded_summarization needs deepagents' summarizer= hook, which this "
             "deepagents version lacks.",

@@ -14,7 +14,6 @@ runs it and sorts every request the model received by who sent it.
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,22 +24,11 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from pydantic import Field, PrivateAttr
 
 from langchain_context_guard import ContextGuard, GuardPolicy
+from langchain_context_guard.adapters._deepagents import has_summarizer_hook
 from tests.fakes import ScriptedChatModel
 
-
-def summarizer_hook() -> bool:
-    """Whether deepagents has ``guarded_summarization``'s hook (``summarizer=``)."""
-    try:
-        from deepagents.middleware.summarization import (
-            create_summarization_middleware,
-        )
-    except ImportError:
-        return False
-    return "summarizer" in inspect.signature(create_summarization_middleware).parameters
-
-
 NEEDS_HOOK = pytest.mark.skipif(
-    not summarizer_hook(),
+    not has_summarizer_hook(),
     reason="guarded_summarization needs deepagents>=0.7.26 (its summarizer= hook)",
 )
 

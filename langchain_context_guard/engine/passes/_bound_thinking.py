@@ -147,11 +147,12 @@ def _says(message: BaseMessage) -> bool:
     content: Any = message.content
     if isinstance(content, str):
         return bool(content.strip())
-    return any(
-        not (isinstance(b, dict) and b.get("type") in REASONING_TYPES)
-        and not is_blank(b)
-        for b in content
-    )
+    return any(not is_reasoning(b) and not is_blank(b) for b in content)
+
+
+def is_reasoning(block: object) -> bool:
+    """A content block that holds reasoning (``REASONING_TYPES``)."""
+    return isinstance(block, dict) and block.get("type") in REASONING_TYPES
 
 
 def is_blank(block: object) -> bool:

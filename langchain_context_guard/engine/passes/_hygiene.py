@@ -22,7 +22,7 @@ from .._messages import (
     map_messages,
     memo_rewrite,
 )
-from ._bound_thinking import REASONING_TYPES, is_blank, is_signed
+from ._bound_thinking import REASONING_TYPES, is_blank, is_reasoning, is_signed
 
 HISTORY_START = (
     "(Earlier messages of this conversation were removed to fit the context window.)"
@@ -229,7 +229,7 @@ def join_turns(
     it again is byte-identical; its text is the history's (not the guard's).
     """
     earlier, later = _as_blocks(first.content), _as_blocks(second.content)
-    if bound and not all(map(_is_reasoning, earlier)):
+    if bound and not all(map(is_reasoning, earlier)):
         later = [b for b in later if not is_signed(b)]
     blocks = [*earlier, *later]
     leading = [b for b in blocks if _leads(b)]
@@ -253,17 +253,13 @@ def _as_blocks(content: str | list[str | dict[str, Any]]) -> list[Any]:
     return list(content)
 
 
-def _is_reasoning(block: object) -> bool:
-    return isinstance(block, dict) and block.get("type") in REASONING_TYPES
-
-
 def _leads(block: object) -> bool:
     """A reasoning block a joined message puts first: not an OpenAI item.
 
     The Responses API requires each ``reasoning`` item to be followed by the
     item it was produced with, so those stay where they are.
     """
-    return _is_reasoning(block) and not is_reasoning_item(block)
+    return is_reasoning(block) and not is_reasoning_item(block)
 
 
 def _joined_ids(message: BaseMessage) -> list[str | None]:
