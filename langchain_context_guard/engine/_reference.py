@@ -47,7 +47,7 @@ from .passes._thinking import signed_stays, strip_old_thinking
 from .passes._trim import Trimmed, cut_to_fit
 from .passes._trim_costs import message_costs
 from .passes._trim_plan import plan_cut
-from .passes._trim_units import hold_calls
+from .passes._trim_units import held_codes
 from .passes._trim_units import kind as kind_of
 from .passes._truncate import truncate_tool_results
 
@@ -81,7 +81,8 @@ def reference_prune(
        ``cut_to_fit``, as ``trim_to_budget`` does): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message, the first user
-       message and (while ``setting.hold``) the calls of ``drop_last`` tools.
+       message and (while ``setting.hold``) the calls of ``drop_last`` tools
+       and the assistant message the latest user message answers.
        It weighs each result at its compressed size, as step 9 will leave it
        (``message_costs``), and before it drops an answer it strips the
        reasoning step 6 left on the answers it keeps.
@@ -163,7 +164,8 @@ def reference_prepare(
     budget (``_cost_model``), not to the budget: ``reference_prepare`` describes the
     ``stable_prefix=False`` policy exactly, and a pruning's depth with
     ``budget`` replaced by that depth. The last try, when the calls of
-    ``drop_last`` tools do not all fit, drops them like the rest. For a model
+    ``drop_last`` tools or the question a reply answers do not fit, drops them
+    like the rest. For a model
     that binds signed reasoning, the running tool loop's final turn is sent with
     the blocks it opened with (``keep_final_thinking``).
     """
@@ -176,8 +178,7 @@ def reference_prepare(
     tries = [setting]
     if setting.digest:
         tries.append(replace(setting, digest=0))
-    if last_tools(setting.policy):
-        tries.append(replace(tries[-1], hold=False))
+    tries.append(replace(tries[-1], hold=False))
     sent = None
     for attempt in tries[:-1]:
         try:
@@ -303,6 +304,7 @@ def _trim(
         message_costs(truncated, i, count, compress, assistant, twins, newer, named)
         for i in range(len(truncated))
     ]
+    codes = "".join(map(kind_of, history))
     plan, sizes = plan_cut(
         history,
         costs,
@@ -311,11 +313,7 @@ def _trim(
         batch=p.compress_batch,
         keep_first_user=p.keep_first_user,
         turn_limit=s.turn_limit,
-        codes=hold_calls(
-            history,
-            "".join(map(kind_of, history)),
-            last_tools(p) if s.hold else (),
-        ),
+        codes=held_codes(history, codes, last_tools(p)) if s.hold else codes,
         lead=0 if opened else count(history_start(False)),
     )
 

@@ -376,3 +376,69 @@ def test_trim_to_budget_cuts_as_prepare_on_long_histories(build, window):
     assert sent == _as_prepare(guard, history, None)
     kept = guard.prepare(history).messages
     assert 2 < len(kept) < len(history)  # it did cut
+
+
+def _asked(steps: int, hook: bool, question_chars: int = 0) -> list:
+    """An agent run that ends with a question to the user, then the user's reply."""
+    question = "Which layout?\n" + "\n".join(
+        f"{k}. option {k}: " + "a long description " * 40 for k in range(1, 6)
+    )
+    question += "y" * question_chars
+    history = [*agent_history(2), HumanMessage("Now the layout.", id="next")]
+    for k in range(10, 10 + steps):  # one long turn: the trim drops it whole
+        history.append(ai(call(f"c{k}", cmd=f"cat f{k}.py"), id=f"a{k}"))
+        history.append(result(f"c{k}", "x" * 3_000, id=f"t{k}"))
+    history.append(AIMessage(question, id="question"))
+    if hook:
+        history.append(HumanMessage("Stop hook feedback: update the notes", id="hook"))
+    history.append(HumanMessage("option 3 is closest", id="reply"))
+    return history
+
+
+def _asking_guard(stable: bool) -> ContextGuard:
+    return ContextGuard(
+        GuardPolicy(
+            context_window=16_000,
+            reserve_tokens=2_000,
+            stable_prefix=stable,
+            compress_min_chars=100_000,  # results stay as they are: the trim cuts
+        ),
+        token_counter=COUNTER,
+    )
+
+
+@pytest.mark.parametrize("hook", [False, True], ids=["reply", "hook-then-reply"])
+@pytest.mark.parametrize("stable", [False, True], ids=["order-free", "stable"])
+def test_a_users_reply_is_sent_with_the_question_it_answers(hook, stable):
+    history = _asked(30, hook)
+    guard = _asking_guard(stable)
+    guard.prepare(history[: -3 if hook else -2])  # the run before the question
+    sent = guard.prepare(history)
+    ids = [m.id for m in sent.messages]
+    assert "a10" not in ids  # the budget cut the run
+    tail = ["question", "hook", "reply"] if hook else ["question", "reply"]
+    assert ids[-len(tail) :] == tail
+    assert _total(sent.messages) <= sent.report.budget
+    assert_paired(sent.messages)
+    # The agent works on after the reply: the question stays while it is the
+    # reply's; once a later user message comes, it may go like any other (a
+    # stable prefix re-sends its last prompt while that fits: prune afresh).
+    after = [*history, ai(call("c99"), id="a99"), result("c99", id="t99")]
+    assert "question" in [m.id for m in guard.prepare(after).messages]
+    later = [*after, AIMessage("done", id="done"), HumanMessage("thanks", id="u2")]
+    for k in range(100, 130):
+        later.append(ai(call(f"c{k}", cmd=f"cat g{k}.py"), id=f"a{k}"))
+        later.append(result(f"c{k}", "x" * 3_000, id=f"t{k}"))
+    fresh = _asking_guard(stable=False)
+    assert "question" not in [m.id for m in fresh.prepare(later).messages]
+
+
+@pytest.mark.parametrize("stable", [False, True], ids=["order-free", "stable"])
+def test_a_question_too_large_to_keep_goes_and_the_reply_is_still_sent(stable):
+    """Keeping the question is soft: when it cannot fit with what must stay, the
+    last try lets it go (as for ``drop_last`` calls) instead of raising."""
+    history = _asked(30, False, question_chars=80_000)
+    sent = _asking_guard(stable).prepare(history)
+    assert sent.messages[-1].id == "reply"
+    assert _total(sent.messages) <= sent.report.budget
+    assert_paired(sent.messages)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from itertools import accumulate
 from unittest.mock import patch
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import (
@@ -354,3 +355,51 @@ def test_a_plan_grown_from_the_last_equals_a_fresh_one(
                 fresh.peak,
             )
             plan = got
+
+
+@pytest.mark.parametrize(
+    ("codes", "held"),
+    [
+        ("UATAU", "UATSU"),
+        ("UATAUU", "UATSUU"),
+        ("UATU", "UATU"),
+        ("UATAUA", "UATSUA"),
+        ("UAUATAT", "USUATAT"),
+        ("SU", "SU"),
+        ("AU", "SU"),
+        ("UATA", "UATA"),
+    ],
+    ids=[
+        "reply",
+        "hook-then-reply",
+        "after-a-result",
+        "step-after",
+        "later-steps",
+        "task-only",
+        "first-message",
+        "no-reply-yet",
+    ],
+)
+def test_the_message_the_latest_user_answers_is_held(codes: str, held: str) -> None:
+    assert _units.hold_answered(codes) == held
+
+
+@given(
+    st.text(alphabet="SUATO", max_size=40),
+    st.lists(st.text(alphabet="SUATTO", max_size=20), min_size=1, max_size=4),
+    st.booleans(),
+)
+def test_units_grown_from_held_codes_equal_fresh_ones(first, more, keep_first_user):
+    """A question held while its reply is the latest user message is let go once
+    a later one comes: units grown from the earlier held codes equal fresh ones."""
+    codes = first
+    held = (
+        _units.hold_answered(codes),
+        _units.units_from(_units.hold_answered(codes), keep_first_user),
+    )
+    for extra in more:
+        codes += extra
+        now = _units.hold_answered(codes)
+        got = _units.units_from(now, keep_first_user, held)
+        assert got == _units.units_from(now, keep_first_user)
+        held = (now, got)

@@ -17,7 +17,6 @@ from dataclasses import replace
 from langchain_core.messages import BaseMessage
 
 from .._errors import BudgetExceededError
-from .._tool_policy import last_tools
 from ..passes._setting import Setting
 from ..tokens._anchor import Scan
 from ._cost_model import cycle_cost, growth, prune_share
@@ -69,8 +68,7 @@ def _prune(
         tries.append(replace(setting, budget=key.budget, exact=False))
     if setting.digest:
         tries.append(replace(tries[-1], digest=0))
-    if last_tools(setting.policy):
-        tries.append(replace(tries[-1], hold=False))
+    tries.append(replace(tries[-1], hold=False))
     for n, attempt in enumerate(tries, start=1):
         last = n == len(tries)
         done = _run(original, scan, attempt, record, key, last, enabled, None, before)

@@ -26,7 +26,7 @@ from ..passes._supersede import superseded_reads
 from ..passes._thinking import signed_stays
 from ..passes._trim_costs import message_costs
 from ..passes._trim_sizes import Costs
-from ..passes._trim_units import hold_calls, reasoning_kind, remap, remap_at
+from ..passes._trim_units import held_codes, reasoning_kind, remap, remap_at
 from ..passes._trim_units import kind as kind_of
 from ._digest_step import digest_step
 from ._extends import extends
@@ -84,7 +84,7 @@ class Run:
         self._keep_whole = whole_tools(p)
         self._tool_keep, self._supersede = tool_keeps(p), supersede_keys(p)
         self._newer: dict[int, str] | None = None  # superseded reads of ``_truncated``
-        self._held = last_tools(p) if setting.hold else frozenset()
+        self._held = last_tools(p)
 
     @property
     def now(self) -> int:
@@ -353,7 +353,7 @@ class Run:
             source_tokens=self.body,
             cut_room=cut_room,
             cut_budget=cut_budget,
-            codes=hold_calls(self.source, "".join(codes), self._held),
+            codes=self._held_codes("".join(codes)),
             lead=0 if self._opened() else s.count(history_start(False)),
             memo=self.memo,
             policy=p,
@@ -366,9 +366,15 @@ class Run:
             raise HeadForgotten  # the cut reaches back into emptied places
         self._add(step)
 
+    def _held_codes(self, codes: str) -> str:
+        """The kinds with what the trim holds while it can (``Setting.hold``)."""
+        if not self.setting.hold:
+            return codes
+        return held_codes(self.source, codes, self._held)
+
     def _holds(self, prev: Step) -> bool:
         """Whether new messages call a ``drop_last`` tool: the units change."""
-        tools = self._held
+        tools = self._held if self.setting.hold else ()
         return bool(tools) and any(
             isinstance(m, AIMessage) and any(c["name"] in tools for c in m.tool_calls)
             for m in self.source[len(prev.source) :]

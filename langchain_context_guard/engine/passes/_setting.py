@@ -38,8 +38,9 @@ class Setting:
     """A pruning's recent growth per model call (``incremental._cost_model``), if
     known."""
     hold: bool = True
-    """The trim keeps the calls of ``drop_last`` tools while anything else can go
-    (False: the last try, when keeping them all does not fit)."""
+    """The trim keeps the calls of ``drop_last`` tools and the question the latest
+    user message answers while anything else can go (``_trim_units.held_codes``;
+    False: the last try, when keeping them does not fit)."""
     produced: list[BaseMessage] | None = None
     """The prompt the history's replies were produced behind, as far as the guard
     knows (``incremental._produced``); None: the history as read."""

@@ -27,12 +27,13 @@ from .._errors import BudgetExceededError, ConfigError
 from .._messages import kept_whole, original_size, text_of, with_marker
 from ..tokens._anchor import Gauge
 from ..tokens._counters import REPLY_OVERHEAD
+from ._hygiene import history_start, opens_with_user
 from ._repair import call_name
 from ._text import truncate_text
 from ._thinking import fit_answers
 from ._trim_costs import message_costs
 from ._trim_plan import Cut, Plan, Sizes, plan_cut
-from ._trim_units import dropped_positions
+from ._trim_units import dropped_positions, hold_answered, kinds
 
 Counter = Callable[[BaseMessage], int]
 Measure = Callable[[list[BaseMessage]], int]
@@ -186,7 +187,9 @@ def trim_to_budget(
     """Drop the oldest whole turns until the history fits ``budget`` tokens.
 
     System messages, summaries, the latest user message and (by default) the first
-    one are always kept. ``turn_limit`` keeps only the last N user turns.
+    one are always kept, and the assistant message the latest user message
+    answers while it fits (``_trim_units.hold_answered``). ``turn_limit`` keeps
+    only the last N user turns.
     The cut lies on a grid of ``step * budget`` tokens of dropped history, so it
     stays put while the history grows and the kept prefix remains cacheable, and
     it never moves back (module docstring). If dropping is not enough, the largest
@@ -223,34 +226,51 @@ def trim_to_budget(
     source: list[BaseMessage] = list(messages)
     gauge = Gauge(scale, extra_tokens + REPLY_OVERHEAD, margin=margin)
 
+    opened = opens_with_user(source)
+
     def total_of(msgs: list[BaseMessage]) -> int:
         if measure is not None:
             return measure(msgs)
-        return gauge.planned(sum(map(token_counter, msgs)), 0)
+        # What hygiene puts first when a cut leaves none (as ``prepare`` counts it).
+        lead = 0 if opens_with_user(msgs) else token_counter(history_start(opened))
+        return gauge.planned(sum(map(token_counter, msgs)) + lead, 0)
 
     twins: dict[str, int] = {}
     costs = [
         message_costs(source, i, token_counter, _as_is, False, twins)
         for i in range(len(source))
     ]
-    plan, sizes = plan_cut(
-        source,
-        costs,
-        quantum=step * budget,
-        keep_first_user=keep_first_user,
-        turn_limit=turn_limit,
-    )
     fits = total_of(source) <= budget
-    work, _ = cut_to_fit(
-        source,
-        plan,
-        sizes,
-        room=math.inf if fits else gauge.room(budget),
-        budget=budget,
-        measure=total_of,
-        cost=lambda m: gauge.cost(token_counter(m)),
-        window=window,
-    )
+    codes = kinds(source)
+
+    def trim(codes: str) -> list[BaseMessage]:
+        plan, sizes = plan_cut(
+            source,
+            costs,
+            quantum=step * budget,
+            keep_first_user=keep_first_user,
+            turn_limit=turn_limit,
+            codes=codes,
+            lead=0 if opened else token_counter(history_start(False)),
+        )
+        return cut_to_fit(
+            source,
+            plan,
+            sizes,
+            room=math.inf if fits else gauge.room(budget),
+            budget=budget,
+            measure=total_of,
+            cost=lambda m: gauge.cost(token_counter(m)),
+            window=window,
+        )[0]
+
+    held = hold_answered(codes)
+    try:
+        work = trim(held)
+    except BudgetExceededError:
+        if held == codes:
+            raise
+        work = trim(codes)  # the last try: the question goes like the rest
     if work is source:
         return messages if isinstance(messages, list) else source
     return work

@@ -102,6 +102,37 @@ def hold_calls(
     return "".join(out)
 
 
+def hold_answered(codes: str) -> str:
+    """``codes`` with the assistant message the latest user message answers kept.
+
+    A reply ("option 3 is closest") means nothing without its question: the
+    assistant message just before the latest user message, or before the user
+    messages leading to it (a hook's note), is kept like ``SYSTEM`` while that
+    user message is the latest. Once a later one comes, it is history like any
+    other (the codes then differ from the earlier ones there, so units grown
+    from them are read again).
+    """
+    last = codes.rfind(USER)
+    start = last
+    while start > 0 and codes[start - 1] == USER:
+        start -= 1
+    if start < 1 or codes[start - 1] != AI:
+        return codes
+    return f"{codes[: start - 1]}{SYSTEM}{codes[start:]}"
+
+
+def held_codes(
+    messages: Sequence[BaseMessage], codes: str, tools: Collection[str]
+) -> str:
+    """``codes`` with what the trim keeps while anything else can go.
+
+    The calls of ``tools`` (``hold_calls``) and the question the latest user
+    message answers (``hold_answered``). Both are let go on the last try, when
+    keeping them does not fit (``Setting.hold``).
+    """
+    return hold_answered(hold_calls(messages, codes, tools))
+
+
 def positions(codes: str, code: str) -> list[int]:
     """Where ``code`` occurs in ``codes``."""
     return [m.start() for m in re.finditer(code, codes)]
