@@ -20,6 +20,7 @@ callable: the rules must be equal for equal policies and written in YAML.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping
+from dataclasses import dataclass
 from fnmatch import fnmatchcase
 from functools import lru_cache
 from typing import Any, Protocol, TypeVar, cast
@@ -67,6 +68,17 @@ class ToolPolicy(BaseModel):
         "whole; a failed call (status='error') never supersedes. Unset: never "
         "(nor with never_compress or exclude_tools).",
     )
+    write_key: str | None = Field(
+        None,
+        description="The argument naming what a call of this tool writes (e.g. "
+        "'file_path' for Claude Code's Write). Once such a call succeeds, the "
+        "older results of reads of the same thing (a tool whose supersede_key's "
+        "first argument has that value, any range) are outdated and become a "
+        "pointer to the write, as a newer read makes them, when results are "
+        "compressed. For a tool whose call shows the new text whole (Write's "
+        "content); an edit that shows only a snippet leaves the rest of an older "
+        "read current, so it is not one. Unset: never.",
+    )
     drop_last: bool = Field(
         False,
         description="Its calls and their results are dropped last: when the "
@@ -90,6 +102,21 @@ class ToolPolicy(BaseModel):
                 hint="name the argument a call reads ('path'), or several "
                 "(['file_path', 'offset', 'limit']), none blank.",
             )
+        if self.write_key is not None and not self.write_key.strip():
+            raise ConfigError(
+                f"ToolPolicy.write_key: got {self.write_key!r}.",
+                field="write_key",
+                hint="name the argument a call writes ('file_path'), or leave it "
+                "unset.",
+            )
+        if self.write_key is not None and self.supersede_key is not None:
+            raise ConfigError(
+                "ToolPolicy: supersede_key and write_key are both set; a tool's "
+                "calls either read a thing or write it.",
+                field="write_key",
+                hint="set supersede_key on the reading tool (Read) and write_key on "
+                "the writing one (Write).",
+            )
 
 
 class _HasToolRules(Protocol):
@@ -107,9 +134,16 @@ _SEEN_CAP = 4_096  # names a view remembers before it starts over
 V = TypeVar("V")
 
 
-def key_names(key: str | tuple[str, ...] | None) -> tuple[str, ...]:
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A writing tool's rule in ``supersede_keys``: the argument it writes."""
+
+    key: str
+
+
+def key_names(key: str | tuple[str, ...] | Written | None) -> tuple[str, ...]:
     """A ``supersede_key`` as the argument names it reads (none when unset)."""
-    if key is None:
+    if key is None or isinstance(key, Written):
         return ()
     return (key,) if isinstance(key, str) else tuple(key)
 
@@ -186,8 +220,8 @@ class ToolRules:
         self.keeps: ByName[int] = ByName(
             keys("keep_recent", None), lambda n: self._field(n, "keep_recent")
         )
-        self.supersede: ByName[str | tuple[str, ...]] = ByName(
-            keys("supersede_key", None), lambda n: self._field(n, "supersede_key")
+        self.supersede: ByName[str | tuple[str, ...] | Written] = ByName(
+            keys("supersede_key", None) + keys("write_key", None), self._supersede
         )
         self.last: ByName[bool] = ByName(keys("drop_last", False), self._last)
 
@@ -208,6 +242,12 @@ class ToolRules:
         rule = self.policy_for(name)
         value = None if rule is None else getattr(rule, field)
         return _ABSENT if value is None else value
+
+    def _supersede(self, name: str) -> Any:
+        rule = self.policy_for(name)
+        if rule is not None and rule.write_key is not None:
+            return Written(rule.write_key)
+        return self._field(name, "supersede_key")
 
     def _cap(self, name: str) -> Any:
         return None if self.excluded(name) else self._field(name, "max_result_chars")
@@ -254,8 +294,13 @@ def tool_keeps(policy: _HasToolRules) -> Mapping[str, int]:
     return tool_rules(policy).keeps
 
 
-def supersede_keys(policy: _HasToolRules) -> Mapping[str, str | tuple[str, ...]]:
-    """Per tool name, the argument(s) whose repeat supersedes an older result."""
+def supersede_keys(
+    policy: _HasToolRules,
+) -> Mapping[str, str | tuple[str, ...] | Written]:
+    """Per tool name, the argument(s) whose repeat supersedes an older result.
+
+    A writing tool (``ToolPolicy.write_key``) has its argument as ``Written``.
+    """
     return tool_rules(policy).supersede
 
 

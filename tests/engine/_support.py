@@ -176,15 +176,20 @@ def transcripts(  # noqa: C901
                     "output_tokens": 50,
                     "total_tokens": n + 50,
                 }
-            # With names, some calls run a command again (superseded reads).
+            # With names, some calls run a command again (superseded reads), and
+            # some write what others read ("write", a writing tool's outdated reads).
             again = ["make test", "cat a.py"] if names else []
+            tools = {
+                i: draw(st.sampled_from(["bash", "bash", "write"])) if names else "bash"
+                for i in ids
+            }
             out.append(
                 AIMessage(
                     blocks,
                     tool_calls=[
                         {
                             "id": i,
-                            "name": "bash",
+                            "name": tools[i],
                             "args": {"cmd": draw(st.sampled_from([i, i, *again]))},
                         }
                         for i in ids
@@ -195,7 +200,7 @@ def transcripts(  # noqa: C901
             )
             for i in ids:
                 size = draw(st.sampled_from([1, 50, 800, 6_000]))
-                name = draw(st.sampled_from(["bash", None])) if names else None
+                name = draw(st.sampled_from([tools[i], None])) if names else None
                 res = ToolMessage(
                     _text(serial, size), tool_call_id=i, id=f"r{i}", name=name
                 )
@@ -241,6 +246,8 @@ POLICY_KNOBS: dict[str, Any] = {
             {"bash": {"supersede_key": ["cmd", "offset"]}},  # several arguments
             {"bash": {"drop_last": True}},
             {"bash": {"drop_last": True, "supersede_key": "cmd"}},
+            {"bash": {"supersede_key": "cmd"}, "write": {"write_key": "cmd"}},
+            {"bash": {"supersede_key": ["cmd", "offset"]}, "w*": {"write_key": "cmd"}},
             # Patterns: an exact name wins, then the first pattern that matches.
             {"b*": {"max_result_chars": 1_000}},
             {"ba?h": {"keep_recent": 1, "supersede_key": "cmd"}},

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import HumanMessage, SystemMessage
 
 from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard.engine.incremental import _prune as _prune
@@ -22,7 +22,10 @@ def _big_turn_history():
         ]
     return [
         *history,
-        AIMessage(lines(1_700, prefix="big"), id="big"),  # no command: one turn
+        # A large step closing the turn; the next user message answers no
+        # question (a reply's question is held: tests/engine/test_trim.py).
+        ai(call("b"), content=lines(1_700, prefix="big"), id="big"),
+        result("b", "ok", id="rb"),
         HumanMessage("Run one command.", id="u"),
         ai(call("z"), content="last", id="az"),
         result("z", "ok", id="rz"),

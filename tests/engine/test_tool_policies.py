@@ -393,3 +393,72 @@ def test_a_blank_tool_key_is_refused(setting: dict[str, object]) -> None:
     with pytest.raises(ConfigError, match=f"{field}.*pattern") as caught:
         GuardPolicy(**setting)  # type: ignore[arg-type]
     assert caught.value.field == field
+
+
+def _read_then_write(write_status: str = "success", path: str = "a.py") -> list:
+    """Two ranged reads of a.py, a write of ``path``, then other work."""
+    history = [SystemMessage("agent"), HumanMessage("go")]
+    reads = [("c0", {"file_path": "a.py"}), ("c1", {"file_path": "a.py", "offset": 40})]
+    for call_id, args in reads:
+        history.append(ai(call(call_id, "Read", **args), id=f"a-{call_id}"))
+        history.append(result(call_id, lines(60), id=f"t-{call_id}", name="Read"))
+    history.append(ai(call("w", "Write", file_path=path, content="new"), id="a-w"))
+    history.append(result("w", "written", id="t-w", name="Write", status=write_status))
+    for k in range(2, 5):
+        history.append(ai(call(f"c{k}", "bash", cmd=str(k)), id=f"a{k}"))
+        history.append(result(f"c{k}", lines(60), id=f"t{k}", name="bash"))
+    return history
+
+
+_READS_AND_WRITES = {
+    "Read": ToolPolicy(supersede_key=("file_path", "offset", "limit")),
+    "Write": ToolPolicy(write_key="file_path"),
+}
+
+
+def test_a_write_outdates_every_older_read_of_what_it_wrote() -> None:
+    sent = ContextGuard(_eager(tool_policies=_READS_AND_WRITES)).prepare(
+        _read_then_write()
+    )
+    by_id = {m.id: m for m in sent.messages}
+    for read in ("t-c0", "t-c1"):  # both ranges of a.py
+        assert _kind(by_id[read]) == "superseded"
+        assert "tool call w holds the fresh result" in by_id[read].content
+    assert_paired(sent.messages)
+
+
+@pytest.mark.parametrize(
+    ("status", "path"),
+    [("error", "a.py"), ("success", "b.py")],
+    ids=["failed", "other"],
+)
+def test_a_failed_write_or_one_of_another_path_outdates_nothing(status, path) -> None:
+    sent = ContextGuard(_eager(tool_policies=_READS_AND_WRITES)).prepare(
+        _read_then_write(status, path)
+    )
+    kinds = {m.id: _kind(m) for m in sent.messages}
+    assert "superseded" not in (kinds["t-c0"], kinds["t-c1"])
+
+
+def test_a_read_after_the_write_is_current_and_the_older_pointer_stays() -> None:
+    history = _read_then_write()
+    history.append(ai(call("c9", "Read", file_path="a.py"), id="a-c9"))
+    history.append(result("c9", lines(60), id="t-c9", name="Read"))
+    sent = ContextGuard(_eager(tool_policies=_READS_AND_WRITES)).prepare(history)
+    by_id = {m.id: m for m in sent.messages}
+    assert "tool call w holds" in by_id["t-c0"].content  # never moves
+    assert by_id["t-c9"] is history[-1]
+
+
+@pytest.mark.parametrize(
+    ("rule", "field"),
+    [
+        ({"write_key": " "}, "write_key"),
+        ({"write_key": "file_path", "supersede_key": "file_path"}, "write_key"),
+    ],
+    ids=["blank", "both"],
+)
+def test_a_bad_write_key_is_refused_with_the_fix(rule, field) -> None:
+    with pytest.raises(ConfigError) as info:
+        ToolPolicy(**rule)
+    assert info.value.field == field and info.value.hint

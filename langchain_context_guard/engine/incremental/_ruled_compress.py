@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, Edits
 from .._messages import NONE, label
+from .._tool_policy import Written
 from ..passes._compress import due_results, with_callers
 from ..passes._supersede import supersede_message, superseded_reads
 from ..passes._trim import Counter as Count
@@ -44,7 +45,7 @@ def ruled_compress_step(
     assistant: bool,
     keep_whole: Collection[str],
     tool_keep: Mapping[str, int],
-    supersede: Mapping[str, str | tuple[str, ...]],
+    supersede: Mapping[str, str | tuple[str, ...] | Written],
     name_source: bool = False,
     prev: Step | None = None,
 ) -> Step | None:

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import marker, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
-from .._tool_policy import supersede_keys, tool_keeps, tool_name, whole_tools
+from .._tool_policy import Written, supersede_keys, tool_keeps, tool_name, whole_tools
 from ._supersede import SUPERSEDED, supersede_message, superseded_reads
 from ._text import compress_lines
 
@@ -33,7 +33,7 @@ def compress_old_tool_results(
     assistant: bool = False,
     keep_whole: Collection[str] = frozenset(),
     tool_keep: Mapping[str, int] | None = None,
-    supersede: Mapping[str, str | tuple[str, ...]] | None = None,
+    supersede: Mapping[str, str | tuple[str, ...] | Written] | None = None,
 ) -> list[BaseMessage]:
     """Shrink tool results older than the newest ``keep_recent`` to a few lines.
 

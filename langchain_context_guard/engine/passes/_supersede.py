@@ -20,7 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import kept_whole, marker, memo_rewrite, original_size, text_of
 from .._messages import with_marker as _with_marker
-from .._tool_policy import key_names, tool_name
+from .._tool_policy import Written, key_names, tool_name
 from ._text import where
 
 SUPERSEDED = "superseded"
@@ -29,7 +29,7 @@ SUPERSEDED = "superseded"
 
 def superseded_reads(
     messages: Sequence[BaseMessage],
-    keys: Mapping[str, str | tuple[str, ...]],
+    keys: Mapping[str, str | tuple[str, ...] | Written],
     keep_whole: Collection[str] = frozenset(),
 ) -> dict[int, str]:
     """Index of each superseded result -> the tool call id of the next same read.
@@ -42,18 +42,19 @@ def superseded_reads(
     superseded keep their pointer; results of ``keep_whole`` tools and results
     marked ``kept_whole`` never are; a synthetic result (a call not answered
     yet) reads nothing, and a failed one (``status="error"``) supersedes nothing.
+    A successful call of a writing tool (``Written``: ``ToolPolicy.write_key``)
+    outdates the latest read of each range of what it wrote: those point to it.
     """
     out: dict[int, str] = {}
     if not keys:
         return out
     reads: dict[str, tuple[str, str]] = {}  # call id -> (tool, key value)
+    writes: dict[str, str] = {}  # call id -> what it writes
     last: dict[tuple[str, str], int] = {}  # resource -> its latest result
+    first: dict[tuple[str, str], str] = {}  # resource -> its first key's value
     for i, m in enumerate(messages):
         if isinstance(m, AIMessage):
-            for call in m.tool_calls:
-                names = key_names(keys.get(call["name"]))
-                if names and names[0] in call["args"] and call["id"]:
-                    reads[call["id"]] = (call["name"], _read(call["args"], names))
+            _note_calls(m, keys, reads, writes, first)
             continue
         if not isinstance(m, ToolMessage):
             continue
@@ -64,6 +65,11 @@ def superseded_reads(
             continue
         if kind == "synthetic_result":
             continue  # its call is not answered yet: nothing read again
+        written = writes.get(m.tool_call_id)
+        if written is not None:
+            if m.status != "error":  # a failed write changed nothing
+                _outdate(last, first, written, m.tool_call_id, out)
+            continue
         read = reads.get(m.tool_call_id)
         if read is None or kept_whole(m) or tool_name(m) in keep_whole:
             continue
@@ -74,6 +80,41 @@ def superseded_reads(
             out[older] = m.tool_call_id
         last[read] = i
     return out
+
+
+def _note_calls(
+    message: AIMessage,
+    keys: Mapping[str, str | tuple[str, ...] | Written],
+    reads: dict[str, tuple[str, str]],
+    writes: dict[str, str],
+    first: dict[tuple[str, str], str],
+) -> None:
+    """What each of ``message``'s calls reads or writes, by call id."""
+    for call in message.tool_calls:
+        rule, args, call_id = keys.get(call["name"]), call["args"], call["id"]
+        if not call_id:
+            continue
+        if isinstance(rule, Written):
+            if rule.key in args:
+                writes[call_id] = _value(args[rule.key])
+            continue
+        names = key_names(rule)
+        if names and names[0] in args:
+            read = (call["name"], _read(args, names))
+            reads[call_id] = read
+            first[read] = _value(args[names[0]])
+
+
+def _outdate(
+    last: dict[tuple[str, str], int],
+    first: Mapping[tuple[str, str], str],
+    written: str,
+    write: str,
+    out: dict[int, str],
+) -> None:
+    """The latest reads of what ``write`` wrote now point to it, and are let go."""
+    for resource in [r for r in last if first[r] == written]:
+        out[last.pop(resource)] = write
 
 
 def _read(args: Mapping[str, object], names: tuple[str, ...]) -> str:
@@ -117,8 +158,9 @@ def _pointer(message: BaseMessage, newer: str, name_source: bool) -> BaseMessage
     source = tool.tool_call_id if tool is not None and name_source else None
     what = f"{name} result" if name else "tool result"
     short = (
-        f"[superseded {what}: the same call was made again later (tool call "
-        f"{newer} holds the fresh result); {chars:,} characters, {lines:,} lines "
+        f"[superseded {what}: the same call was made again, or what it read was "
+        f"written, later (tool call {newer} holds the fresh result); {chars:,} "
+        f"characters, {lines:,} lines "
         f"omitted by context guard{where(source)}]"
     )
     if len(short) >= len(text) and isinstance(message.content, str):
