@@ -376,3 +376,64 @@ def test_trim_to_budget_cuts_as_prepare_on_long_histories(build, window):
     assert sent == _as_prepare(guard, history, None)
     kept = guard.prepare(history).messages
     assert 2 < len(kept) < len(history)  # it did cut
+
+
+# With a policy, ``trim_to_budget`` follows its compression: it weighs old results
+# at their compressed size for good and squeezes what it keeps before dropping
+# more, as ``prepare``'s trim does. The budget is drawn between the history's
+# count and that count plus the margin, so the compression pass (triggered at
+# the budget itself) leaves the history alone while the trim must act.
+COMPRESSING = st.builds(
+    GuardPolicy,
+    context_window=st.just(200_000),
+    keep_recent_tool_results=st.sampled_from([0, 2, 6]),
+    compress_batch=st.sampled_from([1, 3, 8]),
+    compress_min_chars=st.sampled_from([100, 500]),
+    compress_assistant_text=st.booleans(),
+    archived_results=st.booleans(),
+    trim_step=st.sampled_from([0.0, 0.15, 0.5]),
+    uncalibrated_margin=st.sampled_from([0.05, 0.2]),
+    keep_first_user=st.booleans(),
+    history_limit=st.sampled_from([None, 2]),
+    tool_policies=st.sampled_from(
+        [
+            {},
+            {"bash": {"never_compress": True}},
+            {"bash": {"keep_recent": 1}},
+            {"bash": {"supersede_key": "cmd"}},
+            {"bash": {"drop_last": True}},
+        ]
+    ),
+    compress_trigger=st.just(1.0),
+    stable_prefix=st.just(False),
+    digest=st.just(False),
+    max_tool_result_chars=st.just(10**9),
+    max_tool_result_share=st.just(1.0),
+    keep_recent_thinking=st.just(10**6),
+)
+
+
+@SETTINGS
+@given(transcripts(names=True), COMPRESSING, st.floats(0, 1), st.booleans())
+def test_trim_to_budget_with_a_policy_is_what_prepare_sends_with_compression_on(
+    history, policy, slack, with_tools
+):
+    tools = [read_file] if with_tools else None
+    extra = COUNTER.count_tools(tools) if tools else 0
+    clean = repair_tool_pairs(sanitize_messages(history))  # as prepare trims
+    now = _total(clean) + extra
+    budget = now + int(slack * policy.uncalibrated_margin * now)
+    policy = policy.model_copy(update={"reserve_tokens": 200_000 - budget})
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    try:
+        cut: Any = trim_to_budget(
+            clean,
+            budget=budget,
+            token_counter=COUNTER.count_message,
+            extra_tokens=extra,
+            policy=policy,
+        )
+        cut = snapshot(enforce_provider_hygiene(cut))
+    except BudgetExceededError as err:
+        cut = ("error", err.tokens, err.budget)
+    assert _sent(guard, clean, tools) == cut
