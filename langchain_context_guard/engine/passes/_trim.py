@@ -225,11 +225,13 @@ def trim_to_budget(
     that a tool's policy keeps whole, and counts what hygiene adds (the
     placeholder first turn). ``keep_first_user``, ``step``, ``margin`` and
     ``turn_limit`` left None are the policy's (``keep_first_user``,
-    ``trim_step``, ``uncalibrated_margin``, ``history_limit``), ``window`` left 0
-    its ``context_window`` (else ``default_context_window``). The cut is then
-    planned on the history's peak size even when it fits now, as ``prepare``'s
-    is; without a policy a history that fits is returned as it is. Without a
-    policy, the defaults are ``keep_first_user=True``, ``step=0.15``, ``margin=0``.
+    ``trim_step``, ``uncalibrated_margin``, ``history_limit``), and ``window``
+    (which sets the compression floor) left 0 is its ``context_window`` (else
+    ``default_context_window``). The cut is then planned on the largest size
+    the history had even when it fits now, as ``prepare``'s is. Without a
+    policy, a history that fits is returned as it is, each message is weighed as
+    written, and the defaults are ``keep_first_user=True``, ``step=0.15``,
+    ``margin=0``.
 
     ``costs_from``: the history the plan weighs each message in, message for
     message (default: ``messages``); ``prepare`` passes it as truncated, before
