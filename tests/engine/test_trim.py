@@ -288,6 +288,22 @@ def test_a_margin_outside_zero_to_one_is_refused():
     assert info.value.field == "margin"
 
 
+@pytest.mark.parametrize(
+    ("field", "kwargs"),
+    [
+        ("digest", {"digest": -1}),
+        ("costs_from", {"costs_from": chat_history(2)}),
+    ],
+    ids=["negative-digest", "costs-of-another-history"],
+)
+def test_what_the_guard_supplies_is_checked(field, kwargs):
+    from langchain_context_guard import ConfigError
+
+    with pytest.raises(ConfigError, match=field) as info:
+        _trim(chat_history(4), 10**9, **kwargs)
+    assert info.value.field == field
+
+
 # ``trim_to_budget`` is ``prepare``'s trim: for a guard whose other passes leave
 # the history alone, ``prepare`` sends what it returns (hygiene aside, which
 # ``prepare`` applies last).
@@ -437,3 +453,31 @@ def test_trim_to_budget_with_a_policy_is_what_prepare_sends_with_compression_on(
     except BudgetExceededError as err:
         cut = ("error", err.tokens, err.budget)
     assert _sent(guard, clean, tools) == cut
+
+
+@pytest.mark.parametrize("with_policy", [False, True], ids=["plain", "policy"])
+def test_trim_history_names_the_messages_it_dropped(with_policy):
+    from langchain_context_guard import trim_history
+
+    history = agent_history(40, result_chars=3_000)
+    policy = GuardPolicy(context_window=200_000) if with_policy else None
+    kept, trimmed = trim_history(
+        history,
+        budget=_total(history) // 3,
+        token_counter=COUNTER.count_message,
+        policy=policy,
+    )
+    gone = set(trimmed.gone)
+    assert 0 < len(gone) < len(history)
+    assert [m.id for m in kept] == [
+        m.id for i, m in enumerate(history) if i not in gone
+    ]
+    assert (
+        trim_to_budget(
+            history,
+            budget=_total(history) // 3,
+            token_counter=COUNTER.count_message,
+            policy=policy,
+        )
+        == kept
+    )
