@@ -221,7 +221,8 @@ def trim_to_budget(
     policy's compression, ``keep_recent_tool_results``, ``compress_batch``,
     superseded reads), squeezes what it keeps by compressing every old result
     before it drops more, keeps the calls of ``drop_last`` tools while anything
-    else can go (``hold=False``: drops them like the rest), never cuts a result
+    else can go (``hold=False``: drops them like the rest, as ``prepare``'s last
+    try does when keeping them all does not fit), never cuts a result
     that a tool's policy keeps whole, and counts what hygiene adds (the
     placeholder first turn). ``keep_first_user``, ``step``, ``margin`` and
     ``turn_limit`` left None are the policy's (``keep_first_user``,
