@@ -38,6 +38,7 @@ def test_all_imports_are_exported():
         "compress_old_tool_results",
         "strip_old_thinking",
         "trim_to_budget",
+        "trim_history",
         "repair_tool_pairs",
         "enforce_provider_hygiene",
         "reference_prepare",

@@ -70,7 +70,7 @@ from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
 from .passes._text import compress_lines, truncate_text
 from .passes._thinking import strip_old_thinking
-from .passes._trim import trim_to_budget
+from .passes._trim import Trimmed, trim_history, trim_to_budget
 from .passes._truncate import truncate_tool_results
 from .tokens._anchor import UsageMissingWarning, count_messages
 from .tokens._counters import REPLY_OVERHEAD as REPLY_OVERHEAD
@@ -102,6 +102,7 @@ __all__ = [
     "TokenCounter",
     "TokenizerFallbackWarning",
     "ToolPolicy",
+    "Trimmed",
     "UsageMissingWarning",
     "WindowInfo",
     "WindowTooSmallError",
@@ -117,6 +118,7 @@ __all__ = [
     "sanitize_messages",
     "silent_overflow",
     "strip_old_thinking",
+    "trim_history",
     "trim_to_budget",
     "truncate_text",
     "truncate_tool_results",

@@ -17,39 +17,24 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
 from ._errors import BudgetExceededError
 from ._input import to_messages
 from ._messages import NONE, first_diff
-from ._tool_policy import last_tools, result_caps, supersede_keys, whole_tools
+from ._tool_policy import result_caps
 from .passes._bound_thinking import drop_stale_thinking, keep_final_thinking
-from .passes._compress import (
-    compress_floor,
-    compress_old_tool_results,
-    compressor,
-    rules,
-    squeezer,
-)
+from .passes._compress import compress_floor, compress_old_tool_results, rules
 from .passes._digest import digest_trimmed
-from .passes._hygiene import (
-    enforce_provider_hygiene,
-    history_start,
-    opens_with_user,
-    tidy_message,
-)
+from .passes._hygiene import enforce_provider_hygiene, hygiene_tokens, opens_with_user
 from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
 from .passes._setting import Setting, digest_room
-from .passes._supersede import superseded_reads
 from .passes._thinking import signed_stays, strip_old_thinking
-from .passes._trim import Trimmed, cut_to_fit
-from .passes._trim_costs import message_costs
-from .passes._trim_plan import plan_cut
-from .passes._trim_units import held_codes
-from .passes._trim_units import kind as kind_of
+from .passes._trim import Trimmed, trim_history
 from .passes._truncate import truncate_tool_results
+from .tokens._counters import REPLY_OVERHEAD
 
 if TYPE_CHECKING:
     from ._guard import ContextGuard
@@ -77,14 +62,14 @@ def reference_prune(
     6. ``strip_old_thinking``: old reasoning is dead weight once answered
        (with ``bound_thinking`` and no ``stable_prefix``, signed blocks stay:
        stripping them on every call would make the newest one stale).
-    7. The trim (``_trim``: its plan, ``plan_cut``, then its fit,
-       ``cut_to_fit``, as ``trim_to_budget`` does): drops the oldest whole
-       turns, only if the cheaper passes were not enough; it never splits a tool
-       call from its results and keeps the system message, the first user
-       message and (while ``setting.hold``) the calls of ``drop_last`` tools
-       and the assistant message the latest user message answers.
-       It weighs each result at its compressed size, as step 9 will leave it
-       (``message_costs``), and before it drops an answer it strips the
+    7. ``trim_history(history, policy=setting.policy, ...)``, the exported
+       ``trim_to_budget`` with what it dropped: drops the oldest whole turns,
+       only if the cheaper passes were not enough; it never splits a tool call
+       from its results and keeps the system message, the first user message
+       and (while ``setting.hold``) the calls of ``drop_last`` tools and the
+       assistant message the latest user message answers. It weighs
+       each result at its compressed size, as step 9 will leave it (read in the
+       history as step 4 left it), and before it drops an answer it strips the
        reasoning step 6 left on the answers it keeps.
     8. The digest (``digest_trimmed``): where turns were trimmed, one marked
        user message notes the tool calls they made (room for it was left by
@@ -203,7 +188,6 @@ def guard_setting(
 ) -> Setting:
     """The setting ``guard.prepare`` prunes ``messages`` at (read, not changed)."""
     from .tokens._anchor import scan_history
-    from .tokens._counters import REPLY_OVERHEAD
 
     policy = guard.policy_for(model)
     original = to_messages(messages)
@@ -235,19 +219,6 @@ def _tokens(
     )
 
 
-def _hygiene_extra(
-    history: Sequence[BaseMessage], setting: Setting, opened: bool
-) -> int:
-    """Tokens hygiene will add to ``history`` (placeholder, empty results' text)."""
-    count = setting.count
-    extra = 0 if opens_with_user(history) else count(history_start(opened))
-    for m in history:
-        if isinstance(m, ToolMessage) and not m.content:
-            new = tidy_message(m)
-            extra += count(new) - count(m) if new is not None else 0
-    return extra
-
-
 def _compress(
     history: list[BaseMessage],
     original: Sequence[BaseMessage],
@@ -264,7 +235,7 @@ def _compress(
     if (
         limit
         and now <= limit
-        and now + _hygiene_extra(history, setting, opened) <= limit
+        and now + hygiene_tokens(history, setting.count, opened) <= limit
     ):
         return history
     return compress_old_tool_results(
@@ -287,55 +258,34 @@ def _trim(
     setting: Setting,
     opened: bool,
 ) -> tuple[list[BaseMessage], Trimmed]:
-    """The trim: its plan (``plan_cut``), then its fit (``cut_to_fit``).
+    """``trim_history`` (``trim_to_budget``) at the setting's policy.
 
-    The plan weighs each message as ``message_costs`` reads it in ``truncated``
-    (a result at its compressed size for good); the fit measures a candidate as
-    sent (with what hygiene adds), anchored while its head is the original's.
+    It weighs each message as it reads in ``truncated`` (a result at its
+    compressed size for good) and measures a candidate as sent (with what
+    hygiene adds), anchored while its head is the original's.
     """
-    s, p, count = setting, setting.policy, setting.count
-    gauge = s.gauge
-    compress = compressor(p, s.window)
-    twins: dict[str, int] = {}
-    newer = superseded_reads(truncated, supersede_keys(p), whole_tools(p))
-    assistant = p.compress_assistant_text
-    named = p.archived_results
-    costs = [
-        message_costs(truncated, i, count, compress, assistant, twins, newer, named)
-        for i in range(len(truncated))
-    ]
-    codes = "".join(map(kind_of, history))
-    plan, sizes = plan_cut(
-        history,
-        costs,
-        quantum=0.0 if s.exact else p.trim_step * s.budget,
-        keep=p.keep_recent_tool_results,
-        batch=p.compress_batch,
-        keep_first_user=p.keep_first_user,
-        turn_limit=s.turn_limit,
-        codes=held_codes(history, codes, last_tools(p)) if s.hold else codes,
-        lead=0 if opened else count(history_start(False)),
-    )
+    s, count, gauge = setting, setting.count, setting.gauge
 
     def measure(candidate: list[BaseMessage]) -> int:
-        body = sum(map(count, candidate)) + _hygiene_extra(candidate, setting, opened)
+        body = sum(map(count, candidate)) + hygiene_tokens(candidate, count, opened)
         intact = first_diff(candidate, original)
         return gauge.planned(body, min(intact, len(candidate)))
 
-    cut_budget = s.budget - s.digest
-    return cut_to_fit(
+    return trim_history(
         history,
-        plan,
-        sizes,
-        room=gauge.room(s.budget),
         budget=s.budget,
-        measure=measure,
-        cost=lambda m: gauge.cost(count(m)),
+        token_counter=count,
+        policy=s.policy,
+        turn_limit=s.turn_limit,
+        step=0.0 if s.exact else None,
+        extra_tokens=gauge.extra - REPLY_OVERHEAD,  # trim_history adds it back
+        scale=gauge.scale,
+        margin=gauge.margin,
         window=s.window,
-        squeeze=squeezer(p, s.window),
-        tool_caps=result_caps(p),
-        cut_room=gauge.room(cut_budget) if s.digest else None,
-        cut_budget=cut_budget,
+        measure=measure,
+        costs_from=truncated,
+        digest=s.digest,
+        hold=s.hold,
     )
 
 

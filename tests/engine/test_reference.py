@@ -166,3 +166,40 @@ def test_prepare_is_the_reference_with_results_kept_whole(window):
     assert any(
         m.type == "tool" and not kept_whole(m) and m not in history for m in sent
     )
+
+
+NOT_STEPS = {
+    "compress_lines": "cuts text for the compression pass",
+    "offload_old_images": "ImageOffloadMiddleware's pass, not a step of prepare",
+    "trim_to_budget": "the messages of trim_history, which the reference calls",
+    "truncate_text": "cuts text for the truncation pass",
+}
+
+
+def test_the_reference_calls_every_exported_pass():
+    """Each pass the package exports is a step of ``reference_prune`` (bar helpers).
+
+    So the equality tests above hold ``prepare`` to the very functions a caller
+    gets, ``trim_to_budget`` included (through ``trim_history``).
+    """
+    import ast
+    import inspect
+
+    import langchain_context_guard
+    from langchain_context_guard.engine import _reference
+
+    def module(name: str) -> str:
+        return getattr(getattr(langchain_context_guard, name), "__module__", "")
+
+    passes = "langchain_context_guard.engine.passes."
+    exported = {
+        n for n in langchain_context_guard.__all__ if module(n).startswith(passes)
+    }
+    tree = ast.parse(inspect.getsource(_reference))
+    called = {
+        node.func.id
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+    }
+    assert "trim_history" in exported
+    assert exported - called == set(NOT_STEPS)

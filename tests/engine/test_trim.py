@@ -1,4 +1,5 @@
 import itertools
+from functools import partial
 from typing import Any
 
 import pytest
@@ -288,6 +289,22 @@ def test_a_margin_outside_zero_to_one_is_refused():
     assert info.value.field == "margin"
 
 
+@pytest.mark.parametrize(
+    ("field", "kwargs"),
+    [
+        ("digest", {"digest": -1}),
+        ("costs_from", {"costs_from": chat_history(2)}),
+    ],
+    ids=["negative-digest", "costs-of-another-history"],
+)
+def test_what_the_guard_supplies_is_checked(field, kwargs):
+    from langchain_context_guard import ConfigError
+
+    with pytest.raises(ConfigError, match=field) as info:
+        _trim(chat_history(4), 10**9, **kwargs)
+    assert info.value.field == field
+
+
 # ``trim_to_budget`` is ``prepare``'s trim: for a guard whose other passes leave
 # the history alone, ``prepare`` sends what it returns (hygiene aside, which
 # ``prepare`` applies last).
@@ -442,3 +459,97 @@ def test_a_question_too_large_to_keep_goes_and_the_reply_is_still_sent(stable):
     assert sent.messages[-1].id == "reply"
     assert _total(sent.messages) <= sent.report.budget
     assert_paired(sent.messages)
+
+
+# With a policy, ``trim_to_budget`` follows its compression: it weighs old results
+# at their compressed size for good and squeezes what it keeps before dropping
+# more, as ``prepare``'s trim does. The budget is drawn between the history's
+# count and that count plus the margin, so the compression pass (triggered at
+# the budget itself) leaves the history alone while the trim must act.
+COMPRESSING = st.builds(
+    GuardPolicy,
+    context_window=st.just(200_000),
+    keep_recent_tool_results=st.sampled_from([0, 2, 6]),
+    compress_batch=st.sampled_from([1, 3, 8]),
+    compress_min_chars=st.sampled_from([100, 500]),
+    compress_assistant_text=st.booleans(),
+    archived_results=st.booleans(),
+    trim_step=st.sampled_from([0.0, 0.15, 0.5]),
+    uncalibrated_margin=st.sampled_from([0.05, 0.2]),
+    keep_first_user=st.booleans(),
+    history_limit=st.sampled_from([None, 2]),
+    tool_policies=st.sampled_from(
+        [
+            {},
+            {"bash": {"never_compress": True}},
+            {"bash": {"keep_recent": 1}},
+            {"bash": {"supersede_key": "cmd"}},
+            {"bash": {"drop_last": True}},
+        ]
+    ),
+    compress_trigger=st.just(1.0),
+    stable_prefix=st.just(False),
+    digest=st.just(False),
+    max_tool_result_chars=st.just(10**9),
+    max_tool_result_share=st.just(1.0),
+    keep_recent_thinking=st.just(10**6),
+)
+
+
+@SETTINGS
+@given(transcripts(names=True), COMPRESSING, st.floats(0, 1), st.booleans())
+def test_trim_to_budget_with_a_policy_is_what_prepare_sends_with_compression_on(
+    history, policy, slack, with_tools
+):
+    tools = [read_file] if with_tools else None
+    extra = COUNTER.count_tools(tools) if tools else 0
+    clean = repair_tool_pairs(sanitize_messages(history))  # as prepare trims
+    now = _total(clean) + extra
+    budget = now + int(slack * policy.uncalibrated_margin * now)
+    policy = policy.model_copy(update={"reserve_tokens": 200_000 - budget})
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    trim = partial(
+        trim_to_budget,
+        clean,
+        budget=budget,
+        token_counter=COUNTER.count_message,
+        extra_tokens=extra,
+        policy=policy,
+    )
+    try:
+        try:
+            cut: Any = trim()
+        except BudgetExceededError:
+            cut = trim(hold=False)  # prepare's last try: drop_last calls go too
+        cut = snapshot(enforce_provider_hygiene(cut))
+    except BudgetExceededError as err:
+        cut = ("error", err.tokens, err.budget)
+    assert _sent(guard, clean, tools) == cut
+
+
+@pytest.mark.parametrize("with_policy", [False, True], ids=["plain", "policy"])
+def test_trim_history_names_the_messages_it_dropped(with_policy):
+    from langchain_context_guard import trim_history
+
+    history = agent_history(40, result_chars=3_000)
+    policy = GuardPolicy(context_window=200_000) if with_policy else None
+    kept, trimmed = trim_history(
+        history,
+        budget=_total(history) // 3,
+        token_counter=COUNTER.count_message,
+        policy=policy,
+    )
+    gone = set(trimmed.gone)
+    assert 0 < len(gone) < len(history)
+    assert [m.id for m in kept] == [
+        m.id for i, m in enumerate(history) if i not in gone
+    ]
+    assert (
+        trim_to_budget(
+            history,
+            budget=_total(history) // 3,
+            token_counter=COUNTER.count_message,
+            policy=policy,
+        )
+        == kept
+    )

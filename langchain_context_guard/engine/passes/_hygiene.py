@@ -103,6 +103,24 @@ def opens_with_user(messages: Sequence[BaseMessage]) -> bool:
     return lead is None or isinstance(lead, HumanMessage)
 
 
+def hygiene_tokens(
+    messages: Sequence[BaseMessage],
+    count: Callable[[BaseMessage], int],
+    removed: bool,
+) -> int:
+    """Tokens ``enforce_provider_hygiene`` adds to ``messages``.
+
+    The placeholder first turn (``history_start(removed)``) and the text of empty
+    tool results: a candidate is measured as it will be sent.
+    """
+    extra = 0 if opens_with_user(messages) else count(history_start(removed))
+    for m in messages:
+        if isinstance(m, ToolMessage) and not m.content:
+            new = tidy_message(m)
+            extra += count(new) - count(m) if new is not None else 0
+    return extra
+
+
 def _only_reasoning(message: BaseMessage) -> bool:
     """An assistant message that would reach the provider with nothing to say."""
     content = message.content

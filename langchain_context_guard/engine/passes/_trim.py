@@ -25,15 +25,24 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._errors import BudgetExceededError, ConfigError
 from .._messages import kept_whole, original_size, text_of, with_marker
+from .._policy import GuardPolicy
+from .._tool_policy import (
+    last_tools,
+    result_caps,
+    supersede_keys,
+    whole_tools,
+)
 from ..tokens._anchor import Gauge
 from ..tokens._counters import REPLY_OVERHEAD
-from ._hygiene import history_start, opens_with_user
+from ._compress import compressor, squeezer
+from ._hygiene import history_start, hygiene_tokens, opens_with_user
 from ._repair import call_name
+from ._supersede import superseded_reads
 from ._text import truncate_text
 from ._thinking import fit_answers
 from ._trim_costs import message_costs
 from ._trim_plan import Cut, Plan, Sizes, plan_cut
-from ._trim_units import dropped_positions, hold_answered, kinds
+from ._trim_units import dropped_positions, held_codes, kinds
 
 Counter = Callable[[BaseMessage], int]
 Measure = Callable[[list[BaseMessage]], int]
@@ -175,42 +184,212 @@ def trim_to_budget(
     *,
     budget: int,
     token_counter: Counter,
-    keep_first_user: bool = True,
+    keep_first_user: bool | None = None,
     turn_limit: int | None = None,
-    step: float = 0.15,
+    step: float | None = None,
     extra_tokens: int = 0,
     scale: float = 1.0,
-    margin: float = 0.0,
+    margin: float | None = None,
     window: int = 0,
     measure: Measure | None = None,
+    policy: GuardPolicy | None = None,
+    costs_from: Sequence[BaseMessage] | None = None,
+    digest: int = 0,
+    hold: bool = True,
 ) -> list[BaseMessage]:
     """Drop the oldest whole turns until the history fits ``budget`` tokens.
 
-    System messages, summaries, the latest user message and (by default) the first
-    one are always kept, and the assistant message the latest user message
-    answers while it fits (``_trim_units.hold_answered``). ``turn_limit`` keeps
-    only the last N user turns.
+    It is ``prepare``'s trim (step 7 of ``reference_prune`` calls it, through
+    ``trim_history``): the same plan (``plan_cut``) and fit (``cut_to_fit``).
+    System messages, summaries, the latest user message and (by default) the
+    first one are always kept, and the assistant message the latest user message
+    answers while anything else can go (``_trim_units.hold_answered``; when it
+    cannot fit, a last try lets it go); ``turn_limit`` keeps only the last N
+    user turns. A cut that leaves no user turn first counts the placeholder
+    hygiene puts there.
     The cut lies on a grid of ``step * budget`` tokens of dropped history, so it
     stays put while the history grows and the kept prefix remains cacheable, and
-    it never moves back (module docstring). If dropping is not enough, the largest
-    remaining tool results are truncated; if even that fails,
+    it never moves back (module docstring). If dropping is not enough, the
+    largest remaining tool results are truncated; if even that fails,
     ``BudgetExceededError`` says by how much. ``extra_tokens`` counts what is sent
-    besides the messages (tool schemas); ``scale`` calibrates estimates against the
-    provider's own counts; ``margin`` is the share of the estimate a history is
-    held to be larger by when deciding what fits (the guard's
+    besides the messages (tool schemas); ``scale`` calibrates estimates against
+    the provider's own counts; ``margin`` is the share of the estimate a history
+    is held to be larger by when deciding what fits (the guard's
     ``uncalibrated_margin``; ``safety_margin`` once usage calibrates).
     ``measure``, when given, is the caller's count of a whole candidate history
-    (e.g. usage-anchored) and decides what fits.
+    (e.g. usage-anchored) and decides what fits; ``window`` is named in the error.
 
-    It is ``prepare``'s trim: the same plan (``plan_cut``) and fit
-    (``cut_to_fit``), so a guard whose other passes leave the history alone
-    (``keep_first_user``, ``trim_step=step``, ``history_limit=turn_limit``,
-    ``uncalibrated_margin=margin``) sends what this returns.
+    ``policy``: the trim then does what ``prepare``'s does at that policy, so a
+    guard with it whose other passes leave the history alone sends what this
+    returns. It weighs each old tool result at its compressed size for good (the
+    policy's compression, ``keep_recent_tool_results``, ``compress_batch``,
+    superseded reads), squeezes what it keeps by compressing every old result
+    before it drops more, keeps the calls of ``drop_last`` tools while anything
+    else can go (``hold=False``: drops them, and the question, like the rest, as
+    ``prepare``'s last try does when keeping them does not fit; with
+    ``hold=True`` a last try does so here), never cuts a result
+    that a tool's policy keeps whole, and counts what hygiene adds (the
+    placeholder first turn). ``keep_first_user``, ``step``, ``margin`` and
+    ``turn_limit`` left None are the policy's (``keep_first_user``,
+    ``trim_step``, ``uncalibrated_margin``, ``history_limit``), and ``window``
+    (which sets the compression floor) left 0 is its ``context_window`` (else
+    ``default_context_window``). The cut is then planned on the largest size
+    the history had even when it fits now, as ``prepare``'s is. Without a
+    policy, a history that fits is returned as it is, each message is weighed as
+    written, and the defaults are ``keep_first_user=True``, ``step=0.15``,
+    ``margin=0``.
+
+    ``costs_from``: the history the plan weighs each message in, message for
+    message (default: ``messages``); ``prepare`` passes it as truncated, before
+    compression, so the grid stays where it was as results are compressed.
+    ``digest``: tokens to leave free when turns must be dropped (``prepare``'s
+    digest of their calls goes there).
 
     The total counts ``REPLY_OVERHEAD`` (3 tokens priming the reply), so unlike
     ``trim_messages``' ``max_tokens`` a budget equal to the messages' own sum is 3
     short: the oldest turn goes, or ``BudgetExceededError`` when none can.
     """
+    trim = partial(
+        trim_history,
+        messages,
+        budget=budget,
+        token_counter=token_counter,
+        keep_first_user=keep_first_user,
+        turn_limit=turn_limit,
+        step=step,
+        extra_tokens=extra_tokens,
+        scale=scale,
+        margin=margin,
+        window=window,
+        measure=measure,
+        policy=policy,
+        costs_from=costs_from,
+        digest=digest,
+    )
+    try:
+        return trim(hold=hold)[0]
+    except BudgetExceededError:
+        if not hold:
+            raise
+        return trim(hold=False)[0]  # the last try: what it held goes like the rest
+
+
+def trim_history(
+    messages: Sequence[BaseMessage],
+    *,
+    budget: int,
+    token_counter: Counter,
+    keep_first_user: bool | None = None,
+    turn_limit: int | None = None,
+    step: float | None = None,
+    extra_tokens: int = 0,
+    scale: float = 1.0,
+    margin: float | None = None,
+    window: int = 0,
+    measure: Measure | None = None,
+    policy: GuardPolicy | None = None,
+    costs_from: Sequence[BaseMessage] | None = None,
+    digest: int = 0,
+    hold: bool = True,
+) -> tuple[list[BaseMessage], Trimmed]:
+    """``trim_to_budget`` (its docstring), and what it decided.
+
+    ``Trimmed.gone`` lists the indices of the messages it dropped, which
+    ``prepare``'s digest notes the calls of. ``messages`` itself (when a list)
+    is returned when nothing was cut.
+    """
+    p = policy
+    keep_first_user, turn_limit, step, margin, window = _settings(
+        p, keep_first_user, turn_limit, step, margin, window
+    )
+    source: list[BaseMessage] = list(messages)
+    weighed = source if costs_from is None else list(costs_from)
+    _check(turn_limit, margin, digest, len(weighed) - len(source))
+    count = token_counter
+    gauge = Gauge(scale, extra_tokens + REPLY_OVERHEAD, margin=margin)
+    opened = opens_with_user(source)
+
+    def total_of(msgs: list[BaseMessage]) -> int:
+        if measure is not None:
+            return measure(msgs)
+        if p is None:  # the placeholder hygiene puts first when a cut leaves none
+            added = 0 if opens_with_user(msgs) else count(history_start(opened))
+        else:
+            added = hygiene_tokens(msgs, count, removed=opened)
+        return gauge.planned(sum(map(count, msgs)) + added, 0)
+
+    compress: Callable[[BaseMessage], BaseMessage] = _as_is
+    assistant, newer, named = False, None, False
+    if p is not None:  # the policy's compression
+        compress, assistant = compressor(p, window), p.compress_assistant_text
+        newer = superseded_reads(weighed, supersede_keys(p), whole_tools(p))
+        named = p.archived_results
+    codes = kinds(source)
+    if hold:  # drop_last calls and the question a reply answers
+        codes = held_codes(source, codes, () if p is None else last_tools(p))
+    lead = 0 if opened else count(history_start(False))
+    twins: dict[str, int] = {}
+    costs = [
+        message_costs(weighed, i, count, compress, assistant, twins, newer, named)
+        for i in range(len(weighed))
+    ]
+    plan, sizes = plan_cut(
+        source,
+        costs,
+        quantum=step * budget,
+        keep=0 if p is None else p.keep_recent_tool_results,
+        batch=0 if p is None else p.compress_batch,
+        keep_first_user=keep_first_user,
+        turn_limit=turn_limit,
+        codes=codes,
+        lead=lead,
+    )
+    room = gauge.room(budget)
+    if p is None and total_of(source) <= budget:
+        room = math.inf  # a history that fits is kept as it is
+    kept, trimmed = cut_to_fit(
+        source,
+        plan,
+        sizes,
+        room=room,
+        budget=budget,
+        measure=total_of,
+        cost=lambda m: gauge.cost(count(m)),
+        window=window,
+        squeeze=None if p is None else squeezer(p, window),
+        tool_caps=None if p is None else result_caps(p),
+        cut_room=gauge.room(budget - digest) if digest else None,
+        cut_budget=budget - digest,
+    )
+    if kept is source and isinstance(messages, list):
+        kept = messages
+    return kept, trimmed
+
+
+def _settings(
+    p: GuardPolicy | None,
+    keep_first_user: bool | None,
+    turn_limit: int | None,
+    step: float | None,
+    margin: float | None,
+    window: int,
+) -> tuple[bool, int | None, float, float, int]:
+    """The trim's settings: each given one, else the policy's, else the default."""
+    if keep_first_user is None:
+        keep_first_user = True if p is None else p.keep_first_user
+    if turn_limit is None and p is not None:
+        turn_limit = p.history_limit
+    if step is None:
+        step = 0.15 if p is None else p.trim_step
+    if margin is None:
+        margin = 0.0 if p is None else p.uncalibrated_margin
+    if p is not None and not window:
+        window = p.context_window or p.default_context_window
+    return keep_first_user, turn_limit, step, margin, window
+
+
+def _check(turn_limit: int | None, margin: float, digest: int, unmatched: int) -> None:
+    """Refuse what ``trim_to_budget`` cannot trim at, naming the fix."""
     if turn_limit is not None and turn_limit < 1:
         raise ConfigError(
             f"trim_to_budget: turn_limit must be at least 1 (got {turn_limit}).",
@@ -223,61 +402,23 @@ def trim_to_budget(
             field="margin",
             hint="pass a share of the estimate, e.g. 0.05, or 0 for none.",
         )
-    source: list[BaseMessage] = list(messages)
-    gauge = Gauge(scale, extra_tokens + REPLY_OVERHEAD, margin=margin)
-
-    opened = opens_with_user(source)
-
-    def total_of(msgs: list[BaseMessage]) -> int:
-        if measure is not None:
-            return measure(msgs)
-        # What hygiene puts first when a cut leaves none (as ``prepare`` counts it).
-        lead = 0 if opens_with_user(msgs) else token_counter(history_start(opened))
-        return gauge.planned(sum(map(token_counter, msgs)) + lead, 0)
-
-    twins: dict[str, int] = {}
-    costs = [
-        message_costs(source, i, token_counter, _as_is, False, twins)
-        for i in range(len(source))
-    ]
-    fits = total_of(source) <= budget
-    codes = kinds(source)
-
-    def trim(codes: str) -> list[BaseMessage]:
-        plan, sizes = plan_cut(
-            source,
-            costs,
-            quantum=step * budget,
-            keep_first_user=keep_first_user,
-            turn_limit=turn_limit,
-            codes=codes,
-            lead=0 if opened else token_counter(history_start(False)),
+    if digest < 0:
+        raise ConfigError(
+            f"trim_to_budget: digest must be at least 0 (got {digest}).",
+            field="digest",
+            hint="pass the tokens to leave for a digest, or 0 for none.",
         )
-        return cut_to_fit(
-            source,
-            plan,
-            sizes,
-            room=math.inf if fits else gauge.room(budget),
-            budget=budget,
-            measure=total_of,
-            cost=lambda m: gauge.cost(token_counter(m)),
-            window=window,
-        )[0]
-
-    held = hold_answered(codes)
-    try:
-        work = trim(held)
-    except BudgetExceededError:
-        if held == codes:
-            raise
-        work = trim(codes)  # the last try: the question goes like the rest
-    if work is source:
-        return messages if isinstance(messages, list) else source
-    return work
+    if unmatched:
+        raise ConfigError(
+            "trim_to_budget: costs_from must hold one message for each message "
+            f"(it has {unmatched:+d}).",
+            field="costs_from",
+            hint="pass the same history before the passes that rewrote it, or None.",
+        )
 
 
 def _as_is(message: BaseMessage) -> BaseMessage:
-    """No compression: ``trim_to_budget`` weighs each message as it is."""
+    """No compression: without a policy the trim weighs each message as it is."""
     return message
 
 
