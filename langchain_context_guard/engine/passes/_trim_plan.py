@@ -21,6 +21,7 @@ from ._compress import compress_boundary
 from ._trim_sizes import Costs, Settled, Trail, trail, walk
 from ._trim_units import (
     grid_from,
+    hold_pins,
     kept_positions,
     kinds,
     positions,
@@ -169,12 +170,13 @@ def plan_cut(
     says with ``keep`` and ``batch``; grid points lie every ``quantum`` tokens of
     droppable history as written; ``turn_limit`` sets a lower bound; ``lead``
     counts what is sent besides the messages (the placeholder first turn).
-    ``codes``: the messages' ``_trim_units.kinds``, when the caller kept them.
+    ``codes``: the messages' ``_trim_units.kinds``, when the caller kept them;
+    pinned messages are held with their pairs (``hold_pins``), as protected.
     ``held``: the plan of an earlier pruning; what it found for the messages
     that did not change since (the very same costs, the same kinds) is kept, and
     the rest is read, so a plan costs what changed (the same plan either way).
     """
-    codes = kinds(messages) if codes is None else codes
+    codes = hold_pins(kinds(messages) if codes is None else codes)
     if held is not None and held.keep_first_user != keep_first_user:
         held = None
     before = None if held is None else (held.codes, held.units)
