@@ -81,7 +81,8 @@ def reference_prune(
        ``cut_to_fit``, as ``trim_to_budget`` does): drops the oldest whole
        turns, only if the cheaper passes were not enough; it never splits a tool
        call from its results and keeps the system message, the first user
-       message and (while ``setting.hold``) the calls of ``drop_last`` tools.
+       message, pinned messages with their pairs (``_pins``) and (while
+       ``setting.hold``) the calls of ``drop_last`` tools.
        It weighs each result at its compressed size, as step 9 will leave it
        (``message_costs``), and before it drops an answer it strips the
        reasoning step 6 left on the answers it keeps.
