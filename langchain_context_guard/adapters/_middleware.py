@@ -60,6 +60,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
 from ..engine import (
+    ConfigError,
     ContextGuard,
     ContextUsage,
     needed_records,
@@ -110,6 +111,14 @@ def _pin_tools(pin_tools: bool | int) -> list[Any]:
         return []
     if pin_tools is True:
         return make_pin_tools()
+    if not isinstance(pin_tools, int) or pin_tools < 1:
+        raise ConfigError(
+            f"ContextGuardMiddleware: pin_tools must be a bool or a whole number "
+            f"of at least 1 (got {pin_tools!r}).",
+            field="pin_tools",
+            hint="pass True (at most 8 pinned at once), or how many the model "
+            "may hold pinned, or False for no pin tools.",
+        )
     return make_pin_tools(max_pins=pin_tools)
 
 

@@ -11,7 +11,7 @@ from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 
-from langchain_context_guard import is_pinned, make_pin_tools
+from langchain_context_guard import ConfigError, is_pinned, make_pin_tools
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
 from tests.adapters._support import SYSTEM, WINDOW, make_guard, read_note
 from tests.fakes import ScriptedChatModel, pairing_errors
@@ -129,3 +129,10 @@ def test_unpin_message_releases_and_a_bad_id_is_answered_not_raised():
     assert not is_pinned(released[0]) and released[0].content == "one"
     missing = call(pin_tool, "nowhere", state).update["messages"]
     assert missing[0].status == "error" and "tool_call_id" in missing[0].content
+
+
+@pytest.mark.parametrize("value", [0, -2, 1.5, "yes"])
+def test_pin_tools_takes_a_bool_or_a_positive_cap(value):
+    with pytest.raises(ConfigError, match="pin_tools"):
+        ContextGuardMiddleware(pin_tools=value)
+    assert len(ContextGuardMiddleware(pin_tools=3).tools) == 2
