@@ -16,7 +16,7 @@ a message by its id).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
@@ -94,7 +94,9 @@ def pin_update(
     return {"messages": out}
 
 
-def count_pinned(messages: Iterable[BaseMessage], count: Any) -> tuple[int, int]:
+def count_pinned(
+    messages: Iterable[BaseMessage], count: Callable[[BaseMessage], int]
+) -> tuple[int, int]:
     """How many of ``messages`` are pinned, and their tokens by ``count``."""
     held = [m for m in messages if is_pinned(m)]
     return len(held), sum(map(count, held))
