@@ -116,8 +116,9 @@ class Plan:
     keep_first_user: bool
     trail: Trail
     held_results: tuple[int, ...] = ()
-    """Ordinals of the results no unit holds (``drop_last`` tools' results, kept
-    in place): a grid point's dropped results are the first ones less these."""
+    """Ordinals of the results no unit holds (``drop_last`` tools' results and
+    pinned pairs', kept in place): a grid point's dropped results are the first
+    ones less these."""
 
     @property
     def settled(self) -> Settled:
@@ -215,8 +216,8 @@ def _held_results(
 ) -> tuple[int, ...]:
     """Ordinals of the results at ``kept`` positions before the last unit's end.
 
-    Only ``drop_last`` calls put kept results between droppable units; without
-    them this is empty and costs one scan of ``kept``.
+    Only ``drop_last`` calls and pins put kept results between droppable units;
+    without them this is empty and costs one scan of ``kept``.
     """
     end = units[-1][-1] if units else -1
     inside = [i for i in kept if i < end and costs[i][2]]
