@@ -9,7 +9,8 @@ pruned inside the agent node), ``ContextGuardMiddleware`` (LangChain v1
 and the callback helpers that forward the guard's events; ``mark_cache_breakpoints``
 puts Anthropic prompt-cache breakpoints on the stable prefix; ``_provider_compaction``
 asks the provider to compact (``ProviderCompactionWarning`` where it cannot);
-``ImageOffloadMiddleware`` sends old images as pointers to their archive.
+``ImageOffloadMiddleware`` sends old images as pointers to their archive;
+``make_pin_tools`` lets the model pin messages (``pin_tools=True``).
 Imports the engine only.
 """
 
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from ._namespace import resolve_prefix as resolve_prefix
     from ._namespace import scoped as scoped
     from ._namespace import why_unscoped as why_unscoped
+    from ._pins import make_pin_tools
     from ._provider_compaction import ProviderCompactionWarning
     from ._requests import RequestInputs as RequestInputs
     from ._result_search import make_result_search
@@ -74,6 +76,7 @@ __getattr__ = lazy_getattr(
         "guarded_model": "._model",
         "guarded_subagents": "._deepagents",
         "guarded_summarization": "._deepagents",
+        "make_pin_tools": "._pins",
         "make_result_reader": "._results",
         "make_result_search": "._result_search",
         "mark_cache_breakpoints": "._cache_control",
@@ -95,6 +98,7 @@ __all__ = [
     "guarded_subagents",
     "guarded_summarization",
     "make_image_reader",
+    "make_pin_tools",
     "make_result_reader",
     "make_result_search",
     "mark_cache_breakpoints",

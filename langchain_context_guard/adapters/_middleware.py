@@ -60,6 +60,7 @@ from langchain_core.runnables.config import run_in_executor
 from langgraph.runtime import Runtime
 
 from ..engine import (
+    ConfigError,
     ContextGuard,
     ContextUsage,
     needed_records,
@@ -73,6 +74,7 @@ from ._clock import call_time
 from ._editing import EDIT_NAMES, read_editing
 from ._host_cutoffs import clear_host_cutoffs
 from ._langgraph import rewrite
+from ._pins import make_pin_tools
 from ._provider_compaction import ProviderCompaction, check_trigger
 from ._requests import (
     RequestInputs,
@@ -98,8 +100,26 @@ _OWN = (
     *EDIT_NAMES,
     "provider_drops_stale_thinking",
     "provider_compaction",
+    "pin_tools",
 )
 """``ContextGuardMiddleware``'s own keywords (the rest are ``GuardPolicy`` fields)."""
+
+
+def _pin_tools(pin_tools: bool | int) -> list[Any]:
+    """``make_pin_tools`` when asked: True for the default cap, a number for that."""
+    if pin_tools is False:
+        return []
+    if pin_tools is True:
+        return make_pin_tools()
+    if not isinstance(pin_tools, int) or pin_tools < 1:
+        raise ConfigError(
+            f"ContextGuardMiddleware: pin_tools must be a bool or a whole number "
+            f"of at least 1 (got {pin_tools!r}).",
+            field="pin_tools",
+            hint="pass True (at most 8 pinned at once), or how many the model "
+            "may hold pinned, or False for no pin tools.",
+        )
+    return make_pin_tools(max_pins=pin_tools)
 
 
 class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -144,6 +164,10 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             (``_provider_compaction``). The reply's compaction block is kept in
             state and later calls are sent from it; other models are called as
             they are, with a ``ProviderCompactionWarning``.
+        pin_tools: Also give the agent ``pin_message`` and ``unpin_message``
+            (``make_pin_tools``): the model keeps a message verbatim, named by
+            its tool call id, until it releases it (True: at most 8 pinned at
+            once; a number: that many).
         **settings: Any ``GuardPolicy`` field, e.g. ``context_window=200_000``
             or ``reserve_tokens=4_000``; or ``ContextEditingMiddleware``'s
             ``edits=[ClearToolUsesEdit(...)]`` or its names: ``keep`` (newest
@@ -169,9 +193,11 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         cache_breakpoints: bool | dict[str, Any] = False,
         provider_drops_stale_thinking: bool | None = None,
         provider_compaction: bool | int = False,
+        pin_tools: bool | int = False,
         **settings: Any,
     ) -> None:
         super().__init__()
+        self.tools = _pin_tools(pin_tools)
         self.archive = archive
         self.persist = persist
         self.model = model

@@ -321,8 +321,9 @@ class CompactorBase:
             split=plan.split,
         )
         new = rebuild(plan, message)
-        words = len(plan.user_words)
+        words, pins = len(plan.user_words), len(plan.pinned)
         also = f" and {words} user message(s)" if words else ""
+        also += f" and {pins} pinned message(s)" if pins else ""
         removed = tuple(label(m, i) for i, m in enumerate(plan.removed))
         event = GuardEvent(
             "compaction",

@@ -25,6 +25,7 @@ from langchain_core.messages import (
 )
 
 from ..engine import (
+    is_pinned,
     is_user,
     repair_tool_pairs,
     text_of,
@@ -86,6 +87,10 @@ class CompactionPlan:
     """The user's own messages of ``history`` and ``turn_prefix`` kept verbatim
     after the summary (``keep_user_tokens``), in their order; summarised too,
     never removed."""
+    pinned: tuple[BaseMessage, ...] = field(default_factory=tuple)
+    """The pinned messages of ``history`` and ``turn_prefix`` (``engine.pin``),
+    with the tool calls and results they belong to, kept verbatim after the
+    summary in their order; summarised too, never removed."""
     requested: str | None = None
     """The instructions the agent's model gave when it asked for this compaction
     (``compact_context``; ``""``: none); None when the trigger started it."""
@@ -99,9 +104,15 @@ class CompactionPlan:
     def removed(self) -> tuple[BaseMessage, ...]:
         """Every message the compaction takes out of the history."""
         head = (self.previous,) if self.previous is not None else ()
-        kept = {id(m) for m in self.user_words}
+        kept = {id(m) for m in (*self.user_words, *self.pinned)}
         gone = (m for m in (*self.history, *self.turn_prefix) if id(m) not in kept)
         return (*head, *gone)
+
+    @property
+    def verbatim(self) -> tuple[BaseMessage, ...]:
+        """The summarised messages kept after the summary: user words and pins."""
+        kept = {id(m) for m in (*self.user_words, *self.pinned)}
+        return tuple(m for m in (*self.history, *self.turn_prefix) if id(m) in kept)
 
     @property
     def previous_summary(self) -> Summary | None:
@@ -234,6 +245,14 @@ def plan_compaction(
             max_tokens=user_tokens,
             request=request,
         ),
+        pinned=pinned_units([*history, *turn_prefix]),
+    )
+
+
+def pinned_units(messages: Sequence[BaseMessage]) -> tuple[BaseMessage, ...]:
+    """The ``tool_units`` of ``messages`` that hold a pinned message, in order."""
+    return tuple(
+        m for unit in tool_units(messages) if any(map(is_pinned, unit)) for m in unit
     )
 
 
@@ -286,14 +305,14 @@ def _touched(messages: Iterable[BaseMessage], before: Sequence[str]) -> tuple[st
 
 
 def rebuild(plan: CompactionPlan, summary: HumanMessage) -> list[BaseMessage]:
-    """System messages, the summary, the user's kept words, the kept tail.
+    """System messages, the summary, the user's kept words and pins, the kept tail.
 
-    The user's words sit between the summary and the tail: all of them come
-    before the tail and none inside a tool call's unit, so the order is kept and
-    no text falls between a call and its result. Kept replies lose their
-    ``usage_metadata``: it counts the pre-compaction prompt and would make every
-    token count anchored on it far too high; tool pairs are repaired.
+    The user's words and the pinned units sit between the summary and the tail:
+    all of them come before the tail and none inside a tool call's unit, so the
+    order is kept and no text falls between a call and its result. Kept replies
+    lose their ``usage_metadata``: it counts the pre-compaction prompt and would
+    make every token count anchored on it far too high; tool pairs are repaired.
     """
     tail = (without_usage(m) for m in plan.kept)
-    out = [*plan.system, summary, *plan.user_words, *tail]
+    out = [*plan.system, summary, *plan.verbatim, *tail]
     return repair_tool_pairs(out)

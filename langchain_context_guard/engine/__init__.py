@@ -35,7 +35,7 @@ from ._events import diff_event as diff_event
 from ._events import log_event as log_event
 from ._guard import ContextGuard
 from ._input import to_messages as to_messages
-from ._messages import MARKER_KEY
+from ._messages import MARKER_KEY, is_pinned
 from ._messages import final_tool_turn as final_tool_turn
 from ._messages import is_summary as is_summary
 from ._messages import is_user as is_user
@@ -47,6 +47,8 @@ from ._messages import text_of as text_of
 from ._messages import without_usage as without_usage
 from ._overflow import OverflowInfo, classify_overflow, silent_overflow
 from ._overflow import scaled_limit as scaled_limit
+from ._pins import find_message as find_message
+from ._pins import pin, pin_update, unpin
 from ._policy import GuardPolicy
 from ._quoting import DELIMITER as DELIMITER
 from ._quoting import escape_delimiters as escape_delimiters
@@ -111,7 +113,10 @@ __all__ = [
     "compress_old_tool_results",
     "count_messages",
     "enforce_provider_hygiene",
+    "is_pinned",
     "offload_old_images",
+    "pin",
+    "pin_update",
     "reference_prepare",
     "reference_prune",
     "repair_tool_pairs",
@@ -122,5 +127,6 @@ __all__ = [
     "trim_to_budget",
     "truncate_text",
     "truncate_tool_results",
+    "unpin",
     "usage_by_category",
 ]

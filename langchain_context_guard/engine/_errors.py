@@ -105,7 +105,15 @@ class BudgetExceededError(ContextGuardError):
     """The messages that must be kept do not fit the token budget."""
 
     def __init__(
-        self, tokens: int, budget: int, window: int, what: str, tool: str | None = None
+        self,
+        tokens: int,
+        budget: int,
+        window: int,
+        what: str,
+        tool: str | None = None,
+        *,
+        pinned: int = 0,
+        pinned_tokens: int = 0,
     ) -> None:
         self.tokens = tokens
         self.budget = budget
@@ -113,11 +121,24 @@ class BudgetExceededError(ContextGuardError):
         self.over_by = tokens - budget
         self.tool = tool
         """An excluded tool whose whole result is among what must be kept."""
+        self.pinned = pinned
+        """How many pinned messages are among what must be kept."""
+        self.pinned_tokens = pinned_tokens
         hint = (
             "shorten the system prompt or latest message, lower reserve_tokens, "
             "or use a model with a larger window."
         )
-        if tool is not None:
+        if pinned:
+            what = (
+                f"{what}, with {pinned} pinned message(s) of {pinned_tokens:,} "
+                "tokens (never cut: pinned),"
+            )
+            hint = (
+                "release pins: unpin(message), pin_update(messages, ids, "
+                "release=True), or the model's unpin_message tool; or use a model "
+                "with a larger window."
+            )
+        elif tool is not None:
             what = f"{what}, with a whole result of {tool!r} (never cut: excluded),"
             hint = (
                 f"let the results of {tool!r} be cut: take it out of exclude_tools (a "

@@ -19,7 +19,8 @@ MARKER_KEY = "context_guard"
 
 Its value is a dict with at least ``kind`` (``"truncated"``, ``"compressed"``,
 ``"synthetic_result"``, ``"summary"``, ``"digest"``, ``"placeholder"``, ...);
-``"kept_whole"`` is set by a caller on a message no pass may shorten.
+``"kept_whole"`` is set by a caller on a message no pass may shorten; with
+``"pinned": True`` (``_pins.pin``) the trim and compaction keep it too.
 """
 
 
@@ -57,6 +58,16 @@ def kept_whole(message: BaseMessage) -> bool:
     """
     mark = marker(message)
     return mark is not None and mark.get("kind") == "kept_whole"
+
+
+def is_pinned(message: BaseMessage) -> bool:
+    """Whether ``message`` is pinned: kept whole, and never dropped or summarised."""
+    mark = marker(message)
+    return (
+        mark is not None
+        and mark.get("kind") == "kept_whole"
+        and bool(mark.get("pinned"))
+    )
 
 
 def is_summary(message: BaseMessage) -> bool:

@@ -267,7 +267,9 @@ class GuardPolicy(BaseModel):
     image_tokens: int = Field(
         1_600,
         ge=0,
-        description="Flat token cost of an image or other non-text block.",
+        description="Token cost of an image or other non-text block where no "
+        "provider rule applies: the model is unknown, or the image's size is "
+        "(an image by URL).",
     )
     report_usage: bool = Field(
         False,

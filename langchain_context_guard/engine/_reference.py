@@ -65,12 +65,13 @@ def reference_prune(
     7. ``trim_history(history, policy=setting.policy, ...)``, the exported
        ``trim_to_budget`` with what it dropped: drops the oldest whole turns,
        only if the cheaper passes were not enough; it never splits a tool call
-       from its results and keeps the system message, the first user message
-       and (while ``setting.hold``) the calls of ``drop_last`` tools and the
-       assistant message the latest user message answers. It weighs
-       each result at its compressed size, as step 9 will leave it (read in the
-       history as step 4 left it), and before it drops an answer it strips the
-       reasoning step 6 left on the answers it keeps.
+       from its results and keeps the system message, the first user message,
+       pinned messages with their pairs (``_pins``) and (while
+       ``setting.hold``) the calls of ``drop_last`` tools and the assistant
+       message the latest user message answers. It weighs each result at its
+       compressed size, as step 9 will leave it (read in the history as step 4
+       left it), and before it drops an answer it strips the reasoning step 6
+       left on the answers it keeps.
     8. The digest (``digest_trimmed``): where turns were trimmed, one marked
        user message notes the tool calls they made (room for it was left by
        the trim).

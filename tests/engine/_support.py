@@ -17,7 +17,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_guard import BudgetExceededError, ContextGuard
+from langchain_context_guard import BudgetExceededError, ContextGuard, pin
 
 
 def call(call_id: str, name: str = "bash", **args: Any) -> dict[str, Any]:
@@ -139,14 +139,20 @@ def _text(seed: int, words: int) -> str:
 
 @st.composite
 def transcripts(  # noqa: C901
-    draw: Any, *, usage: bool = False, names: bool = False, native: bool = False
+    draw: Any,
+    *,
+    usage: bool = False,
+    names: bool = False,
+    native: bool = False,
+    pins: bool = False,
 ) -> list[BaseMessage]:
     """Agent transcripts: parallel calls, thinking, images, misplaced results.
 
     ``names``: some results name their tool (``ToolMessage.name``), as tool
     nodes set it, so per-tool policies apply to them. ``native``: also signed
     and redacted reasoning and provider compaction blocks (Anthropic's and
-    OpenAI's shapes) at random places.
+    OpenAI's shapes) at random places. ``pins``: up to four messages pinned
+    (``pin``): results, assistant messages, user or system messages.
     """
     out: list[BaseMessage] = []
     serial = 0
@@ -222,6 +228,9 @@ def transcripts(  # noqa: C901
         out.insert(draw(st.integers(0, len(out))), pending[0])
     if draw(st.booleans()):
         out.append(ToolMessage("stray", tool_call_id="nobody", id="orphan"))
+    if pins and out:
+        for i in draw(st.lists(st.integers(0, len(out) - 1), max_size=4)):
+            out[i] = pin(out[i])
     return out
 
 

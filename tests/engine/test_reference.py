@@ -29,6 +29,7 @@ from langchain_context_guard import (
     ContextGuard,
     GuardPolicy,
     TiktokenCounter,
+    unpin,
 )
 from langchain_context_guard.engine import reference_prepare
 from langchain_context_guard.replay import load_trajectories, shared_trajectory_dir
@@ -80,6 +81,19 @@ def test_prepare_is_the_reference_on_generated_growing_histories(history, policy
     guard = ContextGuard(policy, token_counter=COUNTER)
     for n in ends:
         assert_reference(guard, history[:n])
+
+
+@SETTINGS
+@given(transcripts(usage=True, names=True, pins=True), POLICIES, st.data())
+def test_prepare_is_the_reference_on_generated_histories_with_pins(
+    history, policy, data
+):
+    start = data.draw(st.integers(1, len(history)))
+    ends = sorted({start, *data.draw(st.lists(st.integers(start, len(history))))})
+    released = [unpin(m) for m in history]
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    for k, n in enumerate(ends):  # pins come and go between calls
+        assert_reference(guard, (history if k % 2 else released)[:n])
 
 
 @SETTINGS

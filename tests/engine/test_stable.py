@@ -9,7 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
-from langchain_context_guard import BudgetExceededError, ContextGuard, GuardPolicy
+from langchain_context_guard import (
+    BudgetExceededError,
+    ContextGuard,
+    GuardPolicy,
+    is_pinned,
+    reference_prepare,
+)
 from langchain_context_guard.engine._messages import is_user, marker
 from langchain_context_guard.engine.passes._digest import is_digest
 from tests.engine._support import (
@@ -17,6 +23,7 @@ from tests.engine._support import (
     ai,
     assert_paired,
     call,
+    fresh_like,
     result,
     snapshot,
     transcripts,
@@ -222,6 +229,32 @@ def test_every_call_of_a_growing_history_is_valid(history, policy) -> None:
         if isinstance(prefix[0], SystemMessage):
             assert sent[0] == prefix[0]
         previous = sent
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(transcripts(usage=True, pins=True), STABLE_POLICIES)
+def test_a_re_sent_prompt_keeps_every_pin_a_pruning_keeps(history, policy) -> None:
+    """Pinned messages are in every prompt, re-sent or pruned afresh.
+
+    Hygiene may join a pinned assistant message to the one before it (roles
+    alternate): the joined message names it among its parts.
+    """
+    guard = ContextGuard(policy)
+    for n in range(1, len(history) + 1):
+        prefix = history[:n]
+        try:
+            sent = guard.prepare(prefix).messages
+            pruned = reference_prepare(fresh_like(guard), prefix)
+        except BudgetExceededError:
+            continue
+        pinned = {m.id for m in pruned if is_pinned(m)}
+        kept = {m.id for m in sent if is_pinned(m)}
+        kept |= {i for m in sent for i in (marker(m) or {}).get("ids", ())}
+        assert pinned <= kept
 
 
 def test_a_history_grown_message_by_message_keeps_its_prefix() -> None:

@@ -15,7 +15,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .._events import NO_EDITS, Edits
-from .._messages import NONE, first_diff, label
+from .._messages import NONE, first_diff, is_pinned, label
 from .._policy import GuardPolicy
 from .._tool_policy import result_caps
 from ..passes._trim import Counter, Measure, Squeeze, Trimmed, cut_to_fit
@@ -125,7 +125,7 @@ def grow_trim(
     if state.more or sizes.compressed != state.sizes.compressed:
         return None  # a batch is due: the plan gains a constraint
     tail = source[len(prev.source) :]
-    if any(isinstance(m, HumanMessage | SystemMessage) for m in tail):
+    if any(isinstance(m, HumanMessage | SystemMessage) or is_pinned(m) for m in tail):
         return None  # turns or protected messages change: plan again
     cut = state.plan.cut(sizes, room)
     if cut is not None and cut.dropped and cut_room is not None:

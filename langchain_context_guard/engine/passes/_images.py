@@ -1,7 +1,8 @@
 """Old images offloaded: the newest ``keep`` stay whole, older ones become a pointer.
 
-A screenshot costs ``GuardPolicy.image_tokens`` on every call while it stays in
-the history, long after the model has acted on it. ``offload_old_images``
+A screenshot costs what its provider charges for it (``tokens._image_cost``)
+on every call while it stays in the history, long after the model has acted on
+it. ``offload_old_images``
 replaces each image block older than the newest ``keep`` (counted over the whole
 history, newest first) by a one-line text block naming its key,
 ``view_image("img_<16 hex>")``: the key is a digest of the block, so the same

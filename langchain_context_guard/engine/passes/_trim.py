@@ -25,6 +25,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._errors import BudgetExceededError, ConfigError
 from .._messages import kept_whole, original_size, text_of, with_marker
+from .._pins import count_pinned
 from .._policy import GuardPolicy
 from .._tool_policy import (
     last_tools,
@@ -169,12 +170,15 @@ def fit_cut(
         if cut_down is not kept:
             kept, total = cut_down, measure(cut_down)
     if total > budget:
+        pins, pinned_tokens = count_pinned(kept, cost)
         raise BudgetExceededError(
             total,
             budget,
             window,
             "The system prompt, the kept user messages and the latest step",
             _largest_whole(kept, cost, caps, total - budget),
+            pinned=pins,
+            pinned_tokens=pinned_tokens,
         )
     return kept, max(later[high], cut.dropped), True
 

@@ -21,6 +21,7 @@ from ._compress import compress_boundary
 from ._trim_sizes import Costs, Settled, Trail, trail, walk
 from ._trim_units import (
     grid_from,
+    hold_pins,
     kept_positions,
     kinds,
     positions,
@@ -115,8 +116,9 @@ class Plan:
     keep_first_user: bool
     trail: Trail
     held_results: tuple[int, ...] = ()
-    """Ordinals of the results no unit holds (``drop_last`` tools' results, kept
-    in place): a grid point's dropped results are the first ones less these."""
+    """Ordinals of the results no unit holds (``drop_last`` tools' results and
+    pinned pairs', kept in place): a grid point's dropped results are the first
+    ones less these."""
 
     @property
     def settled(self) -> Settled:
@@ -169,12 +171,13 @@ def plan_cut(
     says with ``keep`` and ``batch``; grid points lie every ``quantum`` tokens of
     droppable history as written; ``turn_limit`` sets a lower bound; ``lead``
     counts what is sent besides the messages (the placeholder first turn).
-    ``codes``: the messages' ``_trim_units.kinds``, when the caller kept them.
+    ``codes``: the messages' ``_trim_units.kinds``, when the caller kept them;
+    pinned messages are held with their pairs (``hold_pins``), as protected.
     ``held``: the plan of an earlier pruning; what it found for the messages
     that did not change since (the very same costs, the same kinds) is kept, and
     the rest is read, so a plan costs what changed (the same plan either way).
     """
-    codes = kinds(messages) if codes is None else codes
+    codes = hold_pins(kinds(messages) if codes is None else codes)
     if held is not None and held.keep_first_user != keep_first_user:
         held = None
     before = None if held is None else (held.codes, held.units)
@@ -213,8 +216,8 @@ def _held_results(
 ) -> tuple[int, ...]:
     """Ordinals of the results at ``kept`` positions before the last unit's end.
 
-    Only ``drop_last`` calls put kept results between droppable units; without
-    them this is empty and costs one scan of ``kept``.
+    Only ``drop_last`` calls and pins put kept results between droppable units;
+    without them this is empty and costs one scan of ``kept``.
     """
     end = units[-1][-1] if units else -1
     inside = [i for i in kept if i < end and costs[i][2]]

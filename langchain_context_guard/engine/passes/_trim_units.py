@@ -27,13 +27,16 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from .._messages import MARKER_KEY, is_user
+from .._messages import MARKER_KEY, is_pinned, is_user
 from ._provider_compaction import holds_compaction
 from ._thinking import has_reasoning
 
 SYSTEM, USER, AI, TOOL, OTHER = "S", "U", "A", "T", "O"
 """Kinds: kept by trimming (a system message or a summary), a real user turn
 (``_messages.is_user``), an assistant message, a tool result, anything else."""
+PINNED_AI, PINNED_TOOL = "a", "t"
+"""Kinds of a pinned assistant message and a pinned tool result, until
+``hold_pins`` keeps them with their pair (another pinned message is ``SYSTEM``)."""
 
 _GROUP = re.compile(r"[AT]T*|[^AT]")
 """An assistant message (or a stray result) with the results that follow it."""
@@ -63,6 +66,10 @@ def kind(message: BaseMessage) -> str:
     marked = mark.get("kind") if isinstance(mark, dict) else None
     if marked in ("summary", "placeholder"):  # kept, as by ``_trim._protected``
         return SYSTEM
+    if is_pinned(message):
+        if isinstance(message, AIMessage):
+            return PINNED_AI
+        return PINNED_TOOL if isinstance(message, ToolMessage) else SYSTEM
     if isinstance(message, HumanMessage):
         return OTHER if marked == "digest" else USER
     if isinstance(message, AIMessage):
@@ -96,7 +103,7 @@ def hold_calls(
             continue
         out[i] = SYSTEM
         j = i + 1
-        while j < n and codes[j] == TOOL:
+        while j < n and codes[j] in (TOOL, PINNED_TOOL):
             out[j] = SYSTEM
             j += 1
     return "".join(out)
@@ -131,6 +138,27 @@ def held_codes(
     keeping them does not fit (``Setting.hold``).
     """
     return hold_answered(hold_calls(messages, codes, tools))
+
+
+_PAIR = re.compile(r"[Aa][Tt]*|t")
+"""An assistant message with the results that follow it, or a stray pinned result."""
+
+
+def hold_pins(codes: str) -> str:
+    """``codes`` with each pinned message's pair kept like ``SYSTEM``.
+
+    A pinned assistant message or tool result (``PINNED_AI``, ``PINNED_TOOL``)
+    keeps its assistant message and all the results that follow it: the pair
+    stays whole, in no droppable unit, like ``hold_calls``'s.
+    """
+    if PINNED_AI not in codes and PINNED_TOOL not in codes:
+        return codes
+    return _PAIR.sub(_held, codes)
+
+
+def _held(match: re.Match[str]) -> str:
+    group = match.group()
+    return group if group.isupper() else SYSTEM * len(group)
 
 
 def positions(codes: str, code: str) -> list[int]:

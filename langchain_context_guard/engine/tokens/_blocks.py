@@ -12,6 +12,9 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from ._image_cost import IMAGE_BLOCKS, ImageRule
+from ._image_cost import image_tokens as priced_image
+
 MESSAGE_OVERHEAD = 3
 """Tokens a provider adds around every message (role and separators)."""
 TOOL_CALL_OVERHEAD = 4
@@ -33,15 +36,24 @@ BINARY_BLOCKS = frozenset(
 
 
 def block_text(
-    block: Any, image_tokens: int, calls_elsewhere: bool = True
+    block: Any,
+    image_tokens: int,
+    calls_elsewhere: bool = True,
+    rule: ImageRule | None = None,
 ) -> tuple[str, int]:
-    """Text to encode from one content block, plus any flat token cost."""
+    """Text to encode from one content block, plus any flat token cost.
+
+    An image costs ``image_tokens``, or what ``rule`` (its provider's) says for
+    its size (``_image_cost``).
+    """
     if isinstance(block, str):
         return block, 0
     if not isinstance(block, dict):
         return str(block), 0
     kind = block.get("type")
     if kind in BINARY_BLOCKS:
+        if rule is not None and kind in IMAGE_BLOCKS:
+            return "", priced_image(block, rule, image_tokens)
         return "", image_tokens
     if kind == "text":
         return str(block.get("text", "")), 0
@@ -78,11 +90,15 @@ def call_parts(calls: Sequence[Any]) -> tuple[int, list[str]]:
 
 
 def message_parts(
-    message: BaseMessage, image_tokens: int, calls: bool = True
+    message: BaseMessage,
+    image_tokens: int,
+    calls: bool = True,
+    rule: ImageRule | None = None,
 ) -> tuple[int, list[str]]:
     """A message's flat tokens, and the texts whose tokens add to them.
 
-    ``calls=False``: without its ``tool_calls`` (``call_parts``).
+    ``calls=False``: without its ``tool_calls`` (``call_parts``); ``rule``: the
+    provider's image rule (``block_text``).
     """
     flat, texts = MESSAGE_OVERHEAD, [message.type]
     if message.name:
@@ -95,7 +111,7 @@ def message_parts(
     else:
         calls_elsewhere = ai is not None and bool(ai.tool_calls)
         for block in content:
-            text, cost = block_text(block, image_tokens, calls_elsewhere)
+            text, cost = block_text(block, image_tokens, calls_elsewhere, rule)
             flat += cost
             texts.append(text)
     if ai is not None:

@@ -28,6 +28,7 @@ from ._encodings import EXACT_LIMIT, batch_lengths, counts_pieces, piecewise, pl
 from ._encodings import TokenizerFallbackWarning as TokenizerFallbackWarning
 from ._encodings import encoding_for_model as encoding_for_model
 from ._encodings import load_encoding as load_encoding
+from ._image_cost import image_rule
 from ._pieces import PIECE_CHARS, pieces, split_pairs
 
 _SWEEP_FLOOR = 4_096
@@ -90,6 +91,8 @@ class TiktokenCounter:
         self._lengths = batch_lengths(self._length)
         self._piecewise = piecewise(self._length)
         self.image_tokens = image_tokens
+        self.image_rule = image_rule(model)
+        """Whose pricing an image of known size is counted by (``_image_cost``)."""
         self._by_id: dict[int, tuple[weakref.ref[BaseMessage], Any, Any, int]] = {}
         self._by_key: dict[int, int] = {}
         self._max = max_entries
@@ -287,7 +290,7 @@ class TiktokenCounter:
 
     def _parts(self, message: BaseMessage, calls: bool = True) -> tuple[int, list[str]]:
         """A message's flat tokens and texts (``_blocks.message_parts``)."""
-        return message_parts(message, self.image_tokens, calls)
+        return message_parts(message, self.image_tokens, calls, self.image_rule)
 
     def count_tools(self, tools: Sequence[Any]) -> int:
         """Tokens of tool schemas, as OpenAI-format JSON."""

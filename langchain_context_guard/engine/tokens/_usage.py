@@ -103,7 +103,8 @@ def _split(
         for block in message.content:
             kind = _block_category(block)
             if kind is not None:
-                text, flat = block_text(block, image_tokens, calls_elsewhere)
+                rule = getattr(counter, "image_rule", None)
+                text, flat = block_text(block, image_tokens, calls_elsewhere, rule)
                 take(kind, flat + measure(text))
     take(own, left)
     return parts
