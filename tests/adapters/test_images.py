@@ -82,6 +82,11 @@ def _urls(messages: list[BaseMessage]) -> list[str]:
 def test_an_agent_sends_the_newest_image_and_views_an_old_one_back(
     sqlite_store: SqliteStore,
 ) -> None:
+    check_images_offloaded_and_viewed(sqlite_store)
+
+
+def check_images_offloaded_and_viewed(store: Any) -> None:
+    """An agent on ``store`` sends the newest image whole and views an old one back."""
     model = LooksBack()
     agent = create_agent(
         model,
@@ -91,7 +96,7 @@ def test_an_agent_sends_the_newest_image_and_views_an_old_one_back(
             ContextGuardMiddleware(make_guard()),
         ],
         checkpointer=InMemorySaver(),
-        store=sqlite_store,
+        store=store,
     )
     config: Any = {"configurable": {"thread_id": "t"}}
     agent.invoke({"messages": [("user", "Look at the screen.")]}, config)
@@ -109,7 +114,7 @@ def test_an_agent_sends_the_newest_image_and_views_an_old_one_back(
         body = json.dumps(payload(asked)).replace('\\"', '"')
         assert POINTER.findall(body) == keys
 
-    other = make_image_reader(sqlite_store).invoke(
+    other = make_image_reader(store).invoke(
         {"key": keys[0]}, config={"configurable": {"thread_id": "u"}}
     )
     assert other == f"No offloaded image {keys[0]!r} in this conversation."

@@ -64,6 +64,11 @@ def _run(agent: Any, thread: str, question: str) -> list[BaseMessage]:
 
 
 def test_the_model_pins_a_result_that_then_stays_verbatim_on_sqlite(saver):
+    check_pins_stay(saver)
+
+
+def check_pins_stay(checkpointer: Any) -> None:
+    """An agent on ``checkpointer`` pins a result that then stays verbatim."""
     model = PinsTheFirstNote(profile={"max_input_tokens": WINDOW})
     middleware = ContextGuardMiddleware(make_guard(), pin_tools=True)
     agent = create_agent(
@@ -71,7 +76,7 @@ def test_the_model_pins_a_result_that_then_stays_verbatim_on_sqlite(saver):
         [read_note],
         system_prompt=SYSTEM,
         middleware=[middleware],
-        checkpointer=saver,
+        checkpointer=checkpointer,
     )
     state = _run(agent, "pinned", PIN_FIRST)
     note = next(

@@ -94,13 +94,18 @@ def _guard() -> ContextGuard:
 def test_an_agent_reads_a_superseded_read_back_on_sqlite(
     sqlite_store: SqliteStore,
 ) -> None:
+    check_superseded_read_back(sqlite_store)
+
+
+def check_superseded_read_back(store: Any) -> None:
+    """An agent on ``store`` reads a superseded read back by its pointer."""
     model = ReadsTwiceThenFollows(profile={"max_input_tokens": 16_000})
     agent = create_agent(
         model,
         [read_file, make_result_reader()],
         middleware=[ContextGuardMiddleware(_guard(), archive=ResultArchive())],
         checkpointer=InMemorySaver(),
-        store=sqlite_store,
+        store=store,
     )
     config: Any = {"configurable": {"thread_id": "t"}}
     agent.invoke({"messages": [("user", "What was SECRET at first?")]}, config)
@@ -118,7 +123,7 @@ def test_an_agent_reads_a_superseded_read_back_on_sqlite(
     stored = messages[2]  # the state keeps the original whole
     assert isinstance(stored, ToolMessage) and stored.content == _file(1)
 
-    reader = make_result_reader(sqlite_store)
+    reader = make_result_reader(store)
     other = reader.invoke(
         {"tool_call_id": "c0"}, config={"configurable": {"thread_id": "u"}}
     )
