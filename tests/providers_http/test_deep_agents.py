@@ -9,6 +9,7 @@ modules; deepagents' summary call gets a summary that keeps the task,
 ``CompactionMiddleware``'s gets its sections. The server refuses a request over
 the window or breaking a rule (pairs, roles, 4 cache breakpoints); every request
 the model sent is also counted with the guard's own counter against its budget.
+``table`` prints the figures of docs/deepagents.md.
 """
 
 from __future__ import annotations
@@ -198,3 +199,40 @@ def _task_and_result(request: Request, n: int) -> bool:
     """The request holds the task (verbatim or in a summary) and ends on a result."""
     has_task = any(TASK in m.text for m in request.messages)
     return has_task and (n == 0 or isinstance(request.messages[-1], ToolMessage))
+
+
+def table() -> str:
+    """The figures of docs/deepagents.md, over HTTP."""
+    rows = [
+        "| provider | window | summarisation | requests (main / sub-agent / "
+        "summary calls) | refused | over budget |",
+        "|---|---|---|---|---|---|",
+    ]
+    for provider in ("anthropic", "openai"):
+        for window in (16_000, 32_000):
+            for ours in (False, True):
+                server = ProviderServer(limit=window, script=DeepReplies()).start()
+                try:
+                    sent = _run(server, provider, window, ours)
+                finally:
+                    server.close()
+                judge = ContextGuard(
+                    GuardPolicy(reserve_tokens=RESERVE, context_window=window)
+                )
+                over = sum(
+                    judge.count_tokens(r.messages, tools=r.tools) > judge.budget()
+                    for r in sent.requests
+                )
+                summaries = len(sent.of("summary")) + len(sent.of("compaction"))
+                name = "+ `CompactionMiddleware`" if ours else "deepagents' only"
+                rows.append(
+                    f"| {'Anthropic' if provider == 'anthropic' else 'OpenAI'} "
+                    f"| {window // 1000}k | {name} | {len(sent.of('main'))} / "
+                    f"{len(sent.of('sub'))} / {summaries} "
+                    f"| {len(server.rejections)} | {over} |"
+                )
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    print(table())
