@@ -6,7 +6,8 @@ own: ``_sanitize``, ``_repair``, ``_truncate``, ``_compress``, ``_thinking``,
 each message at, ``_trim_sizes`` and ``_trim_units``; its fit, ``cut_to_fit``;
 and ``trim_to_budget``, the two for a caller), ``_digest`` (``digest_trimmed``),
 ``_hygiene``; ``_images`` offloads old images (``ImageOffloadMiddleware``, not a
-step of ``prepare``); ``_text`` cuts text for truncation and compression; ``_setting``
+step of ``prepare``); ``_text`` cuts text for truncation and compression
+(``_paged_reads``: a cut file read's marker names the lines cut); ``_setting``
 is what a pruning runs at. The order and the reason for it are in
 ``engine._reference.reference_prune``, which calls them as plain calls;
 ``engine.incremental`` reuses and memoises them. Imports the vocabulary and
