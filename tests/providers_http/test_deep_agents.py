@@ -6,9 +6,10 @@ stand-in server, which scripts the replies of ``tests/deepagents``: the main
 agent writes its to-dos, writes and reads back modules of log-like code and hands
 one review to the general-purpose sub-agent through ``task``, which reads
 modules; deepagents' summary call gets a summary that keeps the task,
-``CompactionMiddleware``'s gets its sections. The server refuses a request over
-the window or breaking a rule (pairs, roles, 4 cache breakpoints); every request
-the model sent is also counted with the guard's own counter against its budget.
+``CompactionMiddleware``'s gets its sections. The server counts 1.25 times
+cl100k and refuses a request over the window or breaking a rule (pairs, roles,
+4 cache breakpoints); every request the model sent is also counted with the
+guard's own counter against its budget. The same run unguarded is refused.
 ``table`` prints the figures of docs/deepagents.md.
 """
 
@@ -17,7 +18,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from langchain.agents.middleware import TodoListMiddleware
@@ -49,6 +50,8 @@ from ._support import QUIET_RETIREMENT, SYSTEM, chat_model
 pytestmark = [QUIET_RETIREMENT, NEEDS_HOOK]
 MakeServer = Callable[..., ProviderServer]
 RESERVE = 2_000
+DENSER = 1.25
+"""The stand-ins count 1.25 times cl100k: providers denser than the guard's count."""
 MEMORY = "Run the tests before answering. Keep the modules under /src."
 SECTIONS = {
     "completed": ["wrote and read back the checksum modules so far"],
@@ -131,18 +134,26 @@ class Sent(BaseCallbackHandler):
         return [r for r in self.requests if r.who == who]
 
 
-def _summarizers(model: Any, ours: bool) -> dict[str, Any]:
+Setup = Literal["bare", "deepagents", "compaction"]
+"""deepagents' own middleware only; guarded as the docs say; and with ours too."""
+
+
+def _guarded(model: Any, setup: Setup) -> dict[str, Any]:
     """``create_deep_agent`` arguments guarded as docs/deepagents.md says."""
+    if setup == "bare":
+        return {"middleware": [TodoListMiddleware()]}
     summarize = guarded_summarization(model)
     guard = ContextGuardMiddleware(cache_breakpoints=True)
-    middleware = [guard, summarize]
-    if ours:
-        middleware.insert(0, CompactionMiddleware(model))
+    middleware = [TodoListMiddleware(), guard, summarize]
+    if setup == "compaction":
+        middleware.insert(1, CompactionMiddleware(model))
     subagents = guarded_subagents(middleware=[summarize], cache_breakpoints=True)
     return {"middleware": middleware, "subagents": subagents}
 
 
-def _run(server: ProviderServer, provider: str, window: int, ours: bool) -> Sent:
+def _run(server: ProviderServer, provider: str, window: int, setup: Setup) -> Sent:
+    """The scripted run; a bare agent goes on after a refusal (deepagents'
+    summarization recovers from one), a guarded one would stop."""
     from deepagents import create_deep_agent
     from deepagents.backends.utils import create_file_data
 
@@ -154,10 +165,8 @@ def _run(server: ProviderServer, provider: str, window: int, ours: bool) -> Sent
         profile={"max_input_tokens": window},
         callbacks=[sent],
     )
-    agent = _summarizers(model, ours)
-    agent["middleware"].insert(0, TodoListMiddleware())
     graph = create_deep_agent(
-        model, system_prompt=SYSTEM, memory=["/AGENTS.md"], **agent
+        model, system_prompt=SYSTEM, memory=["/AGENTS.md"], **_guarded(model, setup)
     )
     files = {"/AGENTS.md": create_file_data(MEMORY)}
     start = {"messages": [HumanMessage(TASK)], "files": files}
@@ -166,33 +175,49 @@ def _run(server: ProviderServer, provider: str, window: int, ours: bool) -> Sent
     return sent
 
 
-@pytest.mark.parametrize("ours", [False, True], ids=["deepagents", "compaction"])
+def _over_budget(sent: Sent, window: int) -> dict[str, list[int]]:
+    """Each party's requests over the budget, counted with the guard's counter."""
+    judge = ContextGuard(GuardPolicy(reserve_tokens=RESERVE, context_window=window))
+    parties = {
+        "main": sent.of("main"),
+        "sub": sent.of("sub"),
+        "summary": sent.of("summary") + sent.of("compaction"),
+    }
+    return {
+        who: [
+            n
+            for n, r in enumerate(requests)
+            if judge.count_tokens(r.messages, tools=r.tools) > judge.budget()
+        ]
+        for who, requests in parties.items()
+    }
+
+
+@pytest.mark.parametrize("setup", ["deepagents", "compaction"])
 @pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
 @pytest.mark.parametrize("provider", ["anthropic", "openai"])
 def test_a_guarded_deep_agent_is_refused_nothing_and_never_over_budget(
-    make_server: MakeServer, provider: str, window: int, ours: bool
+    make_server: MakeServer, provider: str, window: int, setup: Setup
 ) -> None:
-    server = make_server(limit=window, script=DeepReplies())
-    sent = _run(server, provider, window, ours)
+    server = make_server(limit=window, multiplier=DENSER, script=DeepReplies())
+    sent = _run(server, provider, window, setup)
     assert [e.error for e in server.rejections] == []
     assert len(server.exchanges) == len(sent.requests)
     main, sub = sent.of("main"), sent.of("sub")
     assert (len(main), len(sub)) == (MAIN_STEPS + 1, SUB_STEPS + 1)
-    summaries = sent.of("summary") + sent.of("compaction")
-    assert sent.of("compaction" if ours else "summary")  # the summariser acted
-    judge = ContextGuard(GuardPolicy(reserve_tokens=RESERVE, context_window=window))
-    budget = judge.budget()
-    over = {
-        who: [
-            n
-            for n, r in enumerate(requests)
-            if judge.count_tokens(r.messages, tools=r.tools) > budget
-        ]
-        for who, requests in {"main": main, "sub": sub, "summary": summaries}.items()
-    }
-    assert over == {"main": [], "sub": [], "summary": []}
+    assert sent.of("summary" if setup == "deepagents" else "compaction")
+    assert _over_budget(sent, window) == {"main": [], "sub": [], "summary": []}
     assert [n for n, r in enumerate(main) if not _task_and_result(r, n)] == []
     assert sum(e.tokens for e in server.accepted) > 10 * window  # pruned, summarised
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+def test_without_the_guard_the_stand_ins_refuse_the_deep_agent(
+    make_server: MakeServer, provider: str
+) -> None:
+    server = make_server(limit=16_000, multiplier=DENSER, script=DeepReplies())
+    _run(server, provider, 16_000, "bare")
+    assert {e.verdict for e in server.rejections} == {"too_long"}
 
 
 def _task_and_result(request: Request, n: int) -> bool:
@@ -201,34 +226,37 @@ def _task_and_result(request: Request, n: int) -> bool:
     return has_task and (n == 0 or isinstance(request.messages[-1], ToolMessage))
 
 
+SETUPS: tuple[Setup, ...] = ("bare", "deepagents", "compaction")
+NAMES = {
+    "bare": "none (deepagents' own)",
+    "deepagents": "deepagents' (`guarded_summarization`)",
+    "compaction": "+ `CompactionMiddleware`",
+}
+
+
 def table() -> str:
     """The figures of docs/deepagents.md, over HTTP."""
     rows = [
-        "| provider | window | summarisation | requests (main / sub-agent / "
-        "summary calls) | refused | over budget |",
+        "| provider | window | guard and summarisation | requests (main / "
+        "sub-agent / summary calls) | refused | over budget |",
         "|---|---|---|---|---|---|",
     ]
     for provider in ("anthropic", "openai"):
         for window in (16_000, 32_000):
-            for ours in (False, True):
-                server = ProviderServer(limit=window, script=DeepReplies()).start()
+            for setup in SETUPS:
+                server = ProviderServer(
+                    limit=window, multiplier=DENSER, script=DeepReplies()
+                ).start()
                 try:
-                    sent = _run(server, provider, window, ours)
+                    sent = _run(server, provider, window, setup)
                 finally:
                     server.close()
-                judge = ContextGuard(
-                    GuardPolicy(reserve_tokens=RESERVE, context_window=window)
-                )
-                over = sum(
-                    judge.count_tokens(r.messages, tools=r.tools) > judge.budget()
-                    for r in sent.requests
-                )
+                over = sum(map(len, _over_budget(sent, window).values()))
                 summaries = len(sent.of("summary")) + len(sent.of("compaction"))
-                name = "+ `CompactionMiddleware`" if ours else "deepagents' only"
                 rows.append(
                     f"| {'Anthropic' if provider == 'anthropic' else 'OpenAI'} "
-                    f"| {window // 1000}k | {name} | {len(sent.of('main'))} / "
-                    f"{len(sent.of('sub'))} / {summaries} "
+                    f"| {window // 1000}k | {NAMES[setup]} | {len(sent.of('main'))} "
+                    f"/ {len(sent.of('sub'))} / {summaries} "
                     f"| {len(server.rejections)} | {over} |"
                 )
     return "\n".join(rows)
