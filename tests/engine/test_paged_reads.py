@@ -6,6 +6,7 @@ import pytest
 from langchain_core.messages import ToolMessage
 
 from langchain_context_guard import truncate_text, truncate_tool_results
+from langchain_context_guard.engine.passes._paged_reads import paged_read
 from tests.engine._support import ai, call
 
 NOTE = re.compile(
@@ -103,3 +104,14 @@ def test_the_note_quotes_no_text_of_the_result() -> None:
     assert marker is not None
     assert "ignore" not in marker[0]
     assert NOTE.search(out) is not None
+
+
+def test_with_an_archive_the_marker_also_names_the_full_text() -> None:
+    text = paged(1, 100)
+    once = truncate_text(
+        text, 2_000, 800, 800, "call_1", paged=paged_read("read_file", text)
+    )
+    assert NOTE.search(once[: once.index("; full text")] + "]") is not None
+    assert 'full text: read_tool_result("call_1")' in once
+    again = truncate_text(once, 1_000, 400, 400)
+    assert 'full text: read_tool_result("call_1")' in again  # read as a marker

@@ -8,7 +8,7 @@ from ._paged_reads import PagedRead
 
 _MARKER = re.compile(
     r"\n\n\.\.\. \[[\d,]+ characters truncated; original ([\d,]+) characters"
-    r"(?:; lines [\d,]+-[\d,]+ cut: [^\]\n]*)?"
+    r"(?:; lines [\d,]+-[\d,]+ cut: [^\]\n;]*)?"
     r'(?:; full text: read_tool_result\("([^"\n]*)"\))?\] \.\.\.\n\n'
 )
 """The marker ``truncate_text`` leaves (its original length, the lines a paged
