@@ -66,8 +66,7 @@ GUARD_WRITTEN = frozenset({"digest", "placeholder", "synthetic_result", "summary
 _SOURCE = r'(?:; full text: read_tool_result\("[^"\n]*"\))?'
 _NOTES = re.compile(
     r"\n*\.\.\. \[[\d,]+ characters truncated; original [\d,]+ characters"
-    + _SOURCE
-    + r"\] "
+    r"(?:; lines [\d,]+-[\d,]+ cut: [^\]\n;]*)?" + _SOURCE + r"\] "
     r"\.\.\.\n*"
     r"|\[\.\.\. [\d,]+ lines omitted, original [\d,]+ characters; older "
     r"(?:tool output|assistant message) compressed by context guard"

@@ -2,15 +2,17 @@
 
 Call ``k`` (counting accepted calls only) asks for the first tool of the request
 while ``k < tool_steps``, with a path argument that names the call, then answers
-in text. The bodies and stream events follow the providers' API references
-(Chat Completions ``chat.completion`` / ``chat.completion.chunk``, Messages
-``message`` and its ``message_start`` ... ``message_stop`` events).
+in text; a test's ``Script`` picks the reply from the request instead. The
+bodies and stream events follow the providers' API references (Chat Completions
+``chat.completion`` / ``chat.completion.chunk``, Messages ``message`` and its
+``message_start`` ... ``message_stop`` events).
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +34,21 @@ class Usage:
 
 
 @dataclass(frozen=True)
+class Scripted:
+    """A reply a test scripts (``ProviderServer(script=...)``): a call or an answer."""
+
+    text: str
+    tool: str | None = None
+    """The tool to call, or None for a text answer."""
+    arguments: Body | None = None
+    """The call's arguments."""
+
+
+Script = Callable[[Body], Scripted]
+"""Picks the reply to an accepted request from its body."""
+
+
+@dataclass(frozen=True)
 class Step:
     """The scripted answer to accepted call ``index``."""
 
@@ -44,6 +61,8 @@ class Step:
     """Thinking or reasoning is on: the reply thinks before it answers."""
     signature: str = ""
     """The signature of the reply's thinking (Anthropic, Gemini)."""
+    scripted: Scripted | None = None
+    """The test's own reply, in place of reading module ``index``."""
 
     @property
     def thought(self) -> str:
@@ -55,11 +74,15 @@ class Step:
     @property
     def arguments(self) -> Body:
         """The tool call's arguments."""
+        if self.scripted is not None and self.scripted.arguments is not None:
+            return self.scripted.arguments
         return {"path": f"src/module_{self.index}.py"}
 
     @property
     def text(self) -> str:
         """The reply's text."""
+        if self.scripted is not None:
+            return self.scripted.text
         if self.tool is not None:
             return f"Reading src/module_{self.index}.py."
         return f"Done: the answer after {self.index} tool calls."

@@ -5,9 +5,9 @@ Completions), ``POST /v1/responses`` (OpenAI Responses), ``POST /v1/messages``
 (Anthropic) and ``POST /v1beta/models/{model}:generateContent`` /
 ``:streamGenerateContent`` (Gemini; ``/v1/`` too) from a ``ThreadingHTTPServer``
 in a thread. Each request is counted and checked (``_rules*``): over ``limit`` or
-breaking a rule, it gets the provider's 400; otherwise a scripted reply with the
-provider's usage fields (``_replies*``), streamed as SSE when the request asks.
-Every request is kept in ``exchanges`` with its verdict.
+breaking a rule, it gets the provider's 400; otherwise a scripted reply (or the
+test's ``script``'s) with the provider's usage fields (``_replies*``), streamed as
+SSE when the request asks. Every request is kept in ``exchanges`` with its verdict.
 
 Anthropic's server-side compaction: a request with the ``compact_20260112`` edit
 (refused without its ``compact-2026-01-12`` beta header) whose input reaches the
@@ -119,8 +119,11 @@ class ProviderServer:
         limit: int = 16_000,
         multiplier: float = 1.0,
         tool_steps: int = 20,
+        script: replies.Script | None = None,
     ) -> None:
         self.limit = limit
+        self.script = script
+        """Picks each reply from the request, in place of ``tool_steps``."""
         self.multiplier = multiplier
         self.tool_steps = tool_steps
         self.exchanges: list[Exchange] = []
@@ -190,12 +193,15 @@ class ProviderServer:
             index = self._accepted
             self._accepted += 1
             tool = replies.first_tool(body) if index < self.tool_steps else None
+            scripted = self.script(body) if self.script is not None else None
+            if scripted is not None:
+                tool = scripted.tool
             trigger = {
                 "anthropic": rules.compaction_trigger,
                 "responses": responses.compaction_threshold,
             }.get(provider, lambda _: None)(body)
             compacted = trigger is not None and prompt >= trigger
-            step = replies.Step(index, tool, compacted)
+            step = replies.Step(index, tool, compacted, scripted=scripted)
             if provider == "anthropic" and thinking.thinking_on(body):
                 step = self._signed(body, step)
             elif provider == "gemini" or (

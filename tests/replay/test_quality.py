@@ -20,6 +20,7 @@ from langchain_context_guard import (
     GuardPolicy,
     TiktokenCounter,
 )
+from langchain_context_guard.engine.passes._paged_reads import paged_read
 from langchain_context_guard.engine.passes._text import compress_lines, truncate_text
 from langchain_context_guard.replay import (
     DISTANCES,
@@ -53,9 +54,13 @@ def test_strip_notes_removes_truncation_and_compression_markers() -> None:
     text = "\n".join(f"line {i} pkg/mod_{i}.py" for i in range(40))
     cut = truncate_text(text, 300, 100, 100)
     short = compress_lines(text + "\n" + "x" * 500, 2, 1)
-    for kept in (cut, short):
+    read = f"@@ lines 1-40 of 40 @@\n{text}"
+    paged = truncate_text(read, 600, 200, 200, paged=paged_read("read_file", read))
+    assert "read_file(offset=" in paged
+    for kept in (cut, short, paged):
         clean = strip_notes(kept)
         assert "truncated" not in clean
+        assert "read_file(" not in clean
         assert "compressed by context guard" not in clean
         assert "chars]" not in clean
     assert strip_notes(text) == text

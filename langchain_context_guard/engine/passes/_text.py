@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import re
 
+from ._paged_reads import PagedRead
+
 _MARKER = re.compile(
     r"\n\n\.\.\. \[[\d,]+ characters truncated; original ([\d,]+) characters"
+    r"(?:; lines [\d,]+-[\d,]+ cut: [^\]\n;]*)?"
     r'(?:; full text: read_tool_result\("([^"\n]*)"\))?\] \.\.\.\n\n'
 )
-"""The marker ``truncate_text`` leaves (its original length and source)."""
+"""The marker ``truncate_text`` leaves (its original length, the lines a paged
+read lost and how to read them, and its source)."""
+MIN_PAGED_ROOM = 200
+"""The head and tail a paged read's cut keeps at least, else its marker has no
+note (a cap too small for both)."""
 
 
 def truncate_text(
@@ -18,17 +25,20 @@ def truncate_text(
     tail_chars: int = 2_000,
     source: str | None = None,
     original: int | None = None,
+    paged: PagedRead | None = None,
 ) -> str:
     """Cut ``text`` longer than ``max_chars`` to its head and tail around a marker.
 
     The marker states how many characters were omitted and the original length
     (``original`` when ``text`` is itself a cut of a longer text), and with
-    ``source`` (a tool call id) where the full text can be read back.
-    Text of at most ``max_chars`` characters comes back unchanged, and
-    the result is at most ``max_chars`` long (head and tail shrink to make room for
-    the marker), unless ``max_chars`` is shorter than the marker itself. A text
-    cut before is cut again around its marker, never through it: the head and
-    tail shrink, and the marker still gives the first original's length.
+    ``source`` (a tool call id) where the full text can be read back; with
+    ``paged`` (``text`` is a paged file read), the lines cut and how to read
+    them, when the cap leaves room for that. Text of at most ``max_chars``
+    characters comes back unchanged, and the result is at most ``max_chars``
+    long (head and tail shrink to make room for the marker), unless
+    ``max_chars`` is shorter than the marker itself. A text cut before is cut
+    again around its marker, never through it: the head and tail shrink, and
+    the marker still gives the first original's length.
     """
     if head_chars < 0 or tail_chars < 0 or max_chars <= 0:
         raise ValueError(
@@ -50,6 +60,10 @@ def truncate_text(
     # head + tail + marker would, head and tail shrink in proportion.
     size = max(original or 0, len(text))
     room = max_chars - len(_marker(size, size, source))
+    if paged is not None and room - paged.room >= MIN_PAGED_ROOM:
+        room -= paged.room
+    else:
+        paged = None
     if head_chars + tail_chars > room:
         share = head_chars / (head_chars + tail_chars)
         head_chars = max(int(room * share), 0)
@@ -57,7 +71,8 @@ def truncate_text(
     omitted = size - head_chars - tail_chars
     head = text[:head_chars]
     tail = text[len(text) - tail_chars :] if tail_chars else ""
-    return f"{head}{_marker(omitted, size, source)}{tail}"
+    note = paged.note(text, head_chars, tail_chars) if paged is not None else ""
+    return f"{head}{_marker(omitted, size, source, note)}{tail}"
 
 
 def _recut(
@@ -70,7 +85,7 @@ def _recut(
 ) -> str:
     """``truncate_text`` of a text cut before: its head and tail cut shorter."""
     original = _original(mark)
-    source = source or mark[2]
+    source = source or mark[2]  # a paged read's note is not kept: its lines moved
     head, tail = text[: mark.start()], text[mark.end() :]
     room = max_chars - len(_marker(original, original, source))
     if head_chars + tail_chars > room:
@@ -92,10 +107,12 @@ def where(source: str | None) -> str:
     return f'; full text: read_tool_result("{source}")' if source else ""
 
 
-def _marker(omitted: int, original: int, source: str | None = None) -> str:
+def _marker(
+    omitted: int, original: int, source: str | None = None, note: str = ""
+) -> str:
     return (
         f"\n\n... [{omitted:,} characters truncated; original "
-        f"{original:,} characters{where(source)}] ...\n\n"
+        f"{original:,} characters{note}{where(source)}] ...\n\n"
     )
 
 

@@ -19,6 +19,7 @@ from .._messages import (
 )
 from .._policy import GuardPolicy
 from .._tool_policy import result_caps, tool_name
+from ._paged_reads import paged_read
 from ._text import truncate_text
 
 
@@ -36,7 +37,10 @@ def _cut_content(
         if len(content) <= max_chars:
             return message
         chars, lines = original_size(message, content)
-        new = truncate_text(content, max_chars, head, tail, source, original=chars)
+        paged = paged_read(tool_name(message), content)
+        new = truncate_text(
+            content, max_chars, head, tail, source, original=chars, paged=paged
+        )
         return with_marker(
             message,
             "truncated",
