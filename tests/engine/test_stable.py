@@ -7,7 +7,13 @@ from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langchain_context_guard import (
     BudgetExceededError,
@@ -241,7 +247,10 @@ def test_a_re_sent_prompt_keeps_every_pin_a_pruning_keeps(history, policy) -> No
     """Pinned messages are in every prompt, re-sent or pruned afresh.
 
     Hygiene may join a pinned assistant message to the one before it (roles
-    alternate): the joined message names it among its parts.
+    alternate): the joined message names it among its parts. A pinned result
+    found before its call (a misplaced one) is left out: a re-sent prompt sent
+    it as an orphan before the call came, and answers the call as a fresh
+    pruning of a broken history does not.
     """
     guard = ContextGuard(policy)
     for n in range(1, len(history) + 1):
@@ -251,10 +260,23 @@ def test_a_re_sent_prompt_keeps_every_pin_a_pruning_keeps(history, policy) -> No
             pruned = reference_prepare(fresh_like(guard), prefix)
         except BudgetExceededError:
             continue
-        pinned = {m.id for m in pruned if is_pinned(m)}
+        early = _results_before_their_calls(prefix)
+        pinned = {m.id for m in pruned if is_pinned(m) and m.id not in early}
         kept = {m.id for m in sent if is_pinned(m)}
         kept |= {i for m in sent for i in (marker(m) or {}).get("ids", ())}
         assert pinned <= kept
+
+
+def _results_before_their_calls(history: list) -> set[str]:
+    """Ids of the tool results that come before the call they answer."""
+    seen: set[str] = set()
+    early: set[str] = set()
+    for m in history:
+        if isinstance(m, AIMessage):
+            seen.update(c["id"] for c in m.tool_calls)
+        elif isinstance(m, ToolMessage) and m.tool_call_id not in seen and m.id:
+            early.add(m.id)
+    return early
 
 
 def test_a_history_grown_message_by_message_keeps_its_prefix() -> None:

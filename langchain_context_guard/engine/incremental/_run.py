@@ -26,7 +26,13 @@ from ..passes._supersede import superseded_reads
 from ..passes._thinking import signed_stays
 from ..passes._trim_costs import message_costs
 from ..passes._trim_sizes import Costs
-from ..passes._trim_units import held_codes, reasoning_kind, remap, remap_at
+from ..passes._trim_units import (
+    awaits_answer,
+    held_codes,
+    reasoning_kind,
+    remap,
+    remap_at,
+)
 from ..passes._trim_units import kind as kind_of
 from ._digest_step import digest_step
 from ._extends import extends
@@ -373,8 +379,16 @@ class Run:
         return held_codes(self.source, codes, self._held)
 
     def _holds(self, prev: Step) -> bool:
-        """Whether new messages call a ``drop_last`` tool: the units change."""
-        tools = self._held if self.setting.hold else ()
+        """Whether what the trim holds changes with the new messages.
+
+        A new call of a ``drop_last`` tool, or a step after a reply whose
+        question was held: the units change.
+        """
+        if not self.setting.hold or len(self.source) == len(prev.source):
+            return False
+        if awaits_answer(prev.source):
+            return True
+        tools = self._held
         return bool(tools) and any(
             isinstance(m, AIMessage) and any(c["name"] in tools for c in m.tool_calls)
             for m in self.source[len(prev.source) :]

@@ -112,20 +112,37 @@ def hold_calls(
 def hold_answered(codes: str) -> str:
     """``codes`` with the assistant message the latest user message answers kept.
 
-    A reply ("option 3 is closest") means nothing without its question: the
-    assistant message just before the latest user message, or before the user
-    messages leading to it (a hook's note), is kept like ``SYSTEM`` while that
-    user message is the latest. Once a later one comes, it is history like any
-    other (the codes then differ from the earlier ones there, so units grown
-    from them are read again).
+    A reply ("option 3 is closest") means nothing without its question: while
+    the history ends with the user's reply (no assistant message or result after
+    it), the assistant message just before it, or before the user messages
+    leading to it (a hook's note), is kept like ``SYSTEM``. Once the agent acts
+    on the reply, the question is history like any other (the codes then differ
+    from the earlier ones there, so units grown from them are read again).
     """
     last = codes.rfind(USER)
+    if AI in codes[last + 1 :] or TOOL in codes[last + 1 :]:
+        return codes
     start = last
     while start > 0 and codes[start - 1] == USER:
         start -= 1
     if start < 1 or codes[start - 1] != AI:
         return codes
     return f"{codes[: start - 1]}{SYSTEM}{codes[start:]}"
+
+
+def awaits_answer(messages: Sequence[BaseMessage]) -> bool:
+    """Whether ``messages`` end with a user message the agent has not acted on.
+
+    Then ``hold_answered`` may hold its question, and a message added after it
+    lets that go: the units change.
+    """
+    for message in reversed(messages):
+        code = kind(message)
+        if code in (AI, TOOL):
+            return False
+        if code == USER:
+            return True
+    return False
 
 
 def held_codes(
