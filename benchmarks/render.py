@@ -308,7 +308,14 @@ def halves_section() -> str:
     )
 
 
-FAMILY_ROWS = ("guard", "sticky_cut", "trim_messages", "context_editing")
+FAMILY_ROWS = (
+    "guard",
+    "sticky_cut",
+    "trim_messages",
+    "trim_messages_any",
+    "context_editing",
+    "summarization",
+)
 POLICY_FAMILY = {
     "Read by range": "claude-code",
     "editor by range": "openhands",

@@ -218,7 +218,15 @@ def _halves(data: Path, jobs: int) -> dict[str, Any]:
     return out
 
 
-FAMILY_STRATEGIES = ["none", "guard", "sticky_cut", "trim_messages", "context_editing"]
+FAMILY_STRATEGIES = [
+    "none",
+    "guard",
+    "sticky_cut",
+    "trim_messages",
+    "trim_messages_any",
+    "context_editing",
+    "summarization",
+]
 FAMILY_POLICIES: dict[str, dict[str, Any]] = {
     "Read by range": {
         "tool_policies": {"Read": {"supersede_key": ["file_path", "offset", "limit"]}}

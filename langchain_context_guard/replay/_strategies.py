@@ -37,6 +37,7 @@ from ._summarizer import ScriptedSummarizer, SummaryCall
 STRATEGIES = (
     "none",
     "trim_messages",
+    "trim_messages_any",
     "sticky_cut",
     "summarization",
     "context_editing",
@@ -77,23 +78,31 @@ class TrimMessages(Strategy):
     """``trim_messages`` as LangGraph's docs use it in a pre-model hook."""
 
     name, counter = "trim_messages", "approximate"
+    start_on: str | None = "human"
 
     def __init__(self, budget: int) -> None:
         self.budget = budget
 
     def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
-        """Keep the last ``budget`` tokens, starting on a human message."""
+        """Keep the last ``budget`` tokens, starting on ``start_on`` if set."""
         sent = trim_messages(
             history,
             strategy="last",
             token_counter=count_tokens_approximately,
             max_tokens=self.budget,
-            start_on="human",
+            start_on=self.start_on,
             end_on=("human", "tool"),
             include_system=True,
             allow_partial=False,
         )
         return Prompt(sent)
+
+
+class TrimMessagesAny(TrimMessages):
+    """``trim_messages`` without ``start_on``: the cut may start on any message."""
+
+    name = "trim_messages_any"
+    start_on = None
 
 
 class StickyCut(Strategy):
@@ -314,6 +323,7 @@ def make_strategies(
     build: dict[str, Callable[[], Strategy]] = {
         "none": Strategy,
         "trim_messages": lambda: TrimMessages(budget),
+        "trim_messages_any": lambda: TrimMessagesAny(budget),
         "sticky_cut": lambda: StickyCut(budget, counter),
         "summarization": lambda: Summarization(window, budget),
         "context_editing": lambda: ContextEditing(window),
