@@ -372,7 +372,10 @@ def families_section() -> str:
             "## Replay per agent family: multi-tool and interactive agents",
             "The shared multi-tool transcripts (Claude Code conversations, OpenHands "
             "with `str_replace_editor`, SWE-agent 0.x), each family and each half of "
-            "it (by file name) replayed on its own, as the replay above. Per-tool "
+            "it (by file name) replayed on its own, as the replay above "
+            '(`trim_messages` with `start_on="human"` as LangGraph\'s docs use it, '
+            "`trim_messages_any` without `start_on`; `summarization` is LangChain's "
+            "`SummarizationMiddleware`). Per-tool "
             "policies against the defaults on the family whose tools they name "
             '(points, points, billed): `Read by range` is `supersede_key=["file_path", '
             '"offset", "limit"]`, `editor by range` `["path", "command", '
