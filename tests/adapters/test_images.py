@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -64,15 +62,6 @@ class LooksBack(ScriptedChatModel):
             return AIMessage("no pointer", id="final")
         call = {"name": "view_image", "args": {"key": found.group(1)}, "id": "back"}
         return AIMessage("", tool_calls=[call], id="ask")
-
-
-@pytest.fixture
-def sqlite_store() -> Iterator[SqliteStore]:
-    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-    store = SqliteStore(conn)
-    store.setup()
-    yield store
-    conn.close()
 
 
 def _urls(messages: list[BaseMessage]) -> list[str]:

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import re
-import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -180,15 +177,6 @@ def check_answered_from_the_archive(
         item is not None
         and item.value["text"] == big_output(1)[: len(item.value["text"])]
     )
-
-
-@pytest.fixture
-def sqlite_store() -> Iterator[SqliteStore]:
-    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-    store = SqliteStore(conn)
-    store.setup()
-    yield store
-    conn.close()
 
 
 def test_an_agent_answers_about_a_trimmed_result_from_the_archive_in_memory() -> None:

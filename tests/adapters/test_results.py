@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import re
-import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -102,15 +100,6 @@ def check_read_back(model: ReadBackModel, out: Any, store: BaseStore) -> None:
     assert pairing_errors(last) == []
     item = store.get(result_namespace("t"), "c0")
     assert item is not None and item.value["text"] == big_output(FIRST)
-
-
-@pytest.fixture
-def sqlite_store() -> Iterator[SqliteStore]:
-    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-    store = SqliteStore(conn)
-    store.setup()
-    yield store
-    conn.close()
 
 
 def test_agent_reads_back_a_truncated_result_in_memory() -> None:

@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import re
-import sqlite3
-from collections.abc import Iterator
 from typing import Any
 
-import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import tool
@@ -68,15 +65,6 @@ class ReadsTwiceThenFollows(ScriptedChatModel):
         args = {"tool_call_id": pointer.group(1)}
         call = {"name": "read_tool_result", "args": args, "id": "back"}
         return AIMessage("", tool_calls=[call], id="ask")
-
-
-@pytest.fixture
-def sqlite_store() -> Iterator[SqliteStore]:
-    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
-    store = SqliteStore(conn)
-    store.setup()
-    yield store
-    conn.close()
 
 
 def _guard() -> ContextGuard:
