@@ -43,6 +43,11 @@ def test_block_runs(
     if "guarded_summarization(" in code and not has_summarizer_hook():
         pytest.skip("guarded_summarization needs deepagents>=0.7.26")
     monkeypatch.chdir(tmp_path)
+    # Blocks build real provider clients (as a reader would, with a key set) and
+    # never call them; a placeholder key keeps them from depending on this
+    # machine's environment or on the order the suite runs in.
+    for key in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GOOGLE_API_KEY"):
+        monkeypatch.setenv(key, "placeholder-never-sent")
     module = types.ModuleType("docs_block")
     monkeypatch.setitem(sys.modules, module.__name__, module)
     exec(compile(code, str(page), "exec"), module.__dict__)
