@@ -26,7 +26,8 @@ if TYPE_CHECKING:
     from ._callbacks import emit as emit
     from ._deepagents import guarded_subagents, guarded_summarization
     from ._host_cutoffs import clear_host_cutoffs as clear_host_cutoffs
-    from ._images import ImageOffloadMiddleware, make_image_reader
+    from ._image_archive import make_image_reader
+    from ._images import ImageOffloadMiddleware
     from ._langgraph import GuardedAgentState, guard_node, pre_model_hook
     from ._middleware import ContextGuardMiddleware
     from ._model import guarded_model
@@ -67,7 +68,7 @@ __getattr__ = lazy_getattr(
         "ProviderCompactionWarning": "._provider_compaction",
         "ContextGuardMiddleware": "._middleware",
         "ImageOffloadMiddleware": "._images",
-        "make_image_reader": "._images",
+        "make_image_reader": "._image_archive",
         "GuardedAgentState": "._langgraph",
         "GuardRunnable": "._runnable",
         "as_runnable": "._runnable",

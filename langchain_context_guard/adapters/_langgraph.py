@@ -54,6 +54,7 @@ from ..engine import (
 )
 from ._callbacks import aemit, emit, usage_of
 from ._clock import call_time
+from ._image_archive import check_keep, offload_images
 from ._results import ResultArchive, archiving
 
 if TYPE_CHECKING:
@@ -130,6 +131,7 @@ def _node(
     source: str,
     archive: ResultArchive | None = None,
     handover: bool = False,
+    keep_images: int | None = None,
 ) -> RunnableLambda[Any, Update]:
     guard = archiving(guard, archive)
     system = (
@@ -154,7 +156,16 @@ def _node(
     def prepare(
         state: Any, messages: list[BaseMessage], config: RunnableConfig
     ) -> tuple[PrepareResult, list[Any] | None]:
-        inputs = [*head, *messages]
+        inputs: list[BaseMessage] = [*head, *messages]
+        if keep_images is not None:
+            inputs = offload_images(
+                inputs,
+                keep_images,
+                store=archive.store if archive else None,
+                config=config,
+                prefix=archive.namespace_prefix if archive else (),
+                only_if_archived=not handover,  # what is sent is written back
+            )
         records = _records(state, len(inputs)) if handover else {}
         if records:
             guard.restore_state(inputs, records, tools=tool_list, model=model)
@@ -205,6 +216,7 @@ def pre_model_hook(
     tools: Sequence[Any] | None = None,
     model: Any = None,
     archive: ResultArchive | None = None,
+    keep_images: int | None = None,
 ) -> RunnableLambda[Any, Update]:
     """A ``pre_model_hook`` for ``langgraph.prebuilt.create_react_agent``.
 
@@ -221,6 +233,11 @@ def pre_model_hook(
         model: The chat model (or name) whose context window applies.
         archive: Write the full text of every tool result the guard shortens
             to a store (``_results``); pair it with ``make_result_reader()``.
+        keep_images: Send only the newest this many images whole, and each older
+            image block as a pointer, archived per conversation in the graph's
+            store (``archive``'s store and prefix when given); pair it with
+            ``make_image_reader()``. None (default) sends every image. In
+            ``"persist"`` mode an image no store holds stays whole.
 
     Returns:
         A runnable node, sync and async.
@@ -244,6 +261,11 @@ def pre_model_hook(
         source="pre_model_hook",
         archive=archive,
         handover=mode == "llm_input",
+        keep_images=(
+            None
+            if keep_images is None
+            else check_keep(keep_images, field="keep_images", owner="pre_model_hook")
+        ),
     )
 
 

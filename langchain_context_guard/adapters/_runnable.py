@@ -23,13 +23,15 @@ from langchain_core.messages import BaseMessage
 from langchain_core.prompt_values import PromptValue
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
+from langgraph.store.base import BaseStore
 
-from ..engine import InvalidInputError
+from ..engine import InvalidInputError, to_messages
 from ._callbacks import aemit, emit, usage_of
 from ._clock import call_time
+from ._image_archive import check_keep, offload_images
 
 if TYPE_CHECKING:
-    from ..engine import ContextGuard
+    from ..engine import ContextGuard, PrepareResult
 
 GuardInput = Sequence[Any] | PromptValue | dict[str, Any]
 """What the runnable accepts: message-likes, a prompt value, or a dict of them."""
@@ -45,6 +47,11 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
             guard's own model.
         messages_key: Where the messages are when the input is a dict.
         name: The run name in traces.
+        keep_images: Send only the newest this many images whole, and each older
+            image block as a pointer, archived per conversation (the config's
+            ``thread_id``) in ``image_store``, else the running graph's store;
+            pair it with ``make_image_reader()``. None (default) sends every image.
+        image_store: Where offloaded images go.
     """
 
     def __init__(
@@ -55,8 +62,16 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
         model: Any = None,
         messages_key: str = "messages",
         name: str | None = None,
+        keep_images: int | None = None,
+        image_store: BaseStore | None = None,
     ) -> None:
         self.guard = guard
+        self.keep_images = (
+            None
+            if keep_images is None
+            else check_keep(keep_images, field="keep_images", owner="as_runnable")
+        )
+        self.image_store = image_store
         self.tools = list(tools) if tools else None
         self.model = model
         self.messages_key = messages_key
@@ -72,7 +87,18 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
         """The output type: the messages to send."""
         return list[BaseMessage]
 
-    def _read(self, value: Any) -> Any:
+    def _read(self, value: Any, config: RunnableConfig) -> Any:
+        messages = self._messages(value)
+        if self.keep_images is None:
+            return messages
+        return offload_images(
+            to_messages(messages),
+            self.keep_images,
+            store=self.image_store,
+            config=config,
+        )
+
+    def _messages(self, value: Any) -> Any:
         if isinstance(value, PromptValue):
             return value.to_messages()
         if isinstance(value, dict):
@@ -85,18 +111,21 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
             return value[self.messages_key]
         return value
 
+    def _run(self, value: Any, config: RunnableConfig) -> PrepareResult:
+        return self.guard.prepare(
+            self._read(value, config),
+            tools=self.tools,
+            model=self.model,
+            now=call_time(self.guard),
+        )
+
     def _prepare(
         self,
         value: Any,
         run_manager: CallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> list[BaseMessage]:
-        result = self.guard.prepare(
-            self._read(value),
-            tools=self.tools,
-            model=self.model,
-            now=call_time(self.guard),
-        )
+        result = self._run(value, config)
         emit(
             result.report,
             source="runnable",
@@ -111,14 +140,7 @@ class GuardRunnable(Runnable[GuardInput, list[BaseMessage]]):
         run_manager: AsyncCallbackManagerForChainRun,
         config: RunnableConfig,
     ) -> list[BaseMessage]:
-        result = await run_in_executor(
-            config,
-            self.guard.prepare,
-            self._read(value),
-            tools=self.tools,
-            model=self.model,
-            now=call_time(self.guard),
-        )
+        result = await run_in_executor(config, self._run, value, config)
         await aemit(
             result.report,
             source="runnable",
@@ -146,6 +168,8 @@ def as_runnable(
     tools: Sequence[Any] | None = None,
     model: Any = None,
     messages_key: str = "messages",
+    keep_images: int | None = None,
+    image_store: BaseStore | None = None,
 ) -> GuardRunnable:
     """Wrap a guard as an LCEL step that goes between a prompt and a model.
 
@@ -154,9 +178,19 @@ def as_runnable(
         tools: Tools bound to the model, counted against the budget.
         model: The chat model (or name) whose context window applies.
         messages_key: The key holding the messages when the input is a dict.
+        keep_images: Images sent whole, the newest ones; older ones go as pointers
+            to ``image_store`` (see ``GuardRunnable``). None sends every image.
+        image_store: Where offloaded images go; None uses the running graph's.
 
     Returns:
         A runnable from messages (or a prompt value, or a dict) to the guarded
         ``list[BaseMessage]``; ``invoke``, ``ainvoke``, ``batch`` and ``stream`` work.
     """
-    return GuardRunnable(guard, tools=tools, model=model, messages_key=messages_key)
+    return GuardRunnable(
+        guard,
+        tools=tools,
+        model=model,
+        messages_key=messages_key,
+        keep_images=keep_images,
+        image_store=image_store,
+    )
