@@ -387,6 +387,70 @@ def families_section() -> str:
     )
 
 
+def _top(counts: dict[str, int], n: int = 3) -> str:
+    """The ``n`` largest counts, as ``name count``."""
+    return ", ".join(f"{key} {value:,}" for key, value in list(counts.items())[:n])
+
+
+def _bill(row: dict[str, Any]) -> str:
+    parts = row["bill_vs_none"]
+    return f"{row['billed_vs_none']:.3f}x = " + " + ".join(
+        f"{parts[p]:.3f}" for p in ("cached", "new", "rewritten", "re-sent")
+    )
+
+
+def loss_section() -> str:
+    """Where the guard loses content evidence on each family, and its bill's parts."""
+    doc = load("loss_analysis.json")
+    rows = []
+    for family, windows in doc["families"].items():
+        for window, found in windows.items():
+            guard, sticky = found["guard"], found["sticky_cut"]
+            distance = " / ".join(
+                str(guard["lost_by_distance"].get(b, 0)) for b in doc["distances"]
+            )
+            rows.append(
+                (
+                    family,
+                    k(int(window)),
+                    f"{guard['evidence_lost']:,} / {guard['evidence_seen']:,}",
+                    _top(guard["lost_by_pass"]),
+                    _top(guard["lost_by_tool"]),
+                    distance,
+                    _bill(guard),
+                    _bill(sticky),
+                    f"{guard['prefix_breaks']} / {sticky['prefix_breaks']}",
+                )
+            )
+    head = (
+        "family",
+        "window",
+        "guard lost / seen",
+        "lost by pass",
+        "lost from (holder)",
+        "calls back " + " / ".join(doc["distances"]),
+        "guard billed = cached + new + rewritten + re-sent",
+        "`sticky_cut` billed, same parts",
+        "prefix breaks guard / sticky",
+    )
+    return "\n\n".join(
+        [
+            "## Where the content goes: losses and bill by part",
+            "Each family at 16k and 32k replayed as in the per-family table, every "
+            "earlier identifier the guard's prompt no longer holds charged to the "
+            "newest message that held it: what the guard did to it (`trimmed`: not "
+            "sent; else the kind of cut it was sent with), whose it was (a tool's "
+            "result, a tool's call arguments, the assistant's text) and how many "
+            "calls back it was written. The bill, as a share of sending everything, "
+            "split into the cached prefix (at the cache rate), new messages, "
+            "messages the strategy rewrote, and unchanged ones re-sent behind a "
+            "change; a prefix break is a call whose prompt does not extend the last.",
+            command(doc),
+            table(head, rows),
+        ]
+    )
+
+
 def cache_section() -> str:
     """The default guard and one timed to the cache, with a cache lifetime."""
     doc = load("replay_cache.json")
@@ -758,6 +822,7 @@ def render() -> str:
         sweep_section(),
         halves_section(),
         families_section(),
+        loss_section(),
         cache_section(),
         recoverable_section(),
         counter_section(),
