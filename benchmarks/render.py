@@ -532,12 +532,13 @@ def recoverable_section() -> str:
         [
             "## Recoverable needles: pruned, archived, pointed to",
             "A needle is recoverable when its text is sent, or a sent marker "
-            '(`read_tool_result("<id>")`) or digest line names the tool call whose '
-            "archived result holds it (JSON: `needle_recoverable_pct`). "
+            '(`read_tool_result("<id>")`) or the digest names the tool call whose '
+            "archived result holds it, by its id or its key (`#12`, in a listed "
+            "call or the line of ranges) (JSON: `needle_recoverable_pct`). "
             "`guard+archive`: the guard as an adapter with a `ResultArchive` runs "
             "it (`archived_results=True`); `+digest`: with `digest=True, "
-            "digest_share=0.05, digest_call_chars=40`, so trimmed turns leave their "
-            "call ids too.",
+            "digest_share=0.01, digest_call_chars=40`, so trimmed turns leave their "
+            "keys too.",
             command(doc),
             table(head, rows),
         ]

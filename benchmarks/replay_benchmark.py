@@ -113,13 +113,13 @@ ARCHIVED = {
     "guard+archive+digest": {
         "archived_results": True,
         "digest": True,
-        "digest_share": 0.05,
+        "digest_share": 0.01,
         "digest_call_chars": 40,
     },
 }
 """The guard as an adapter with a ``ResultArchive`` runs it (``--recoverable``);
-with the digest small (5% of the budget, 40 characters a call), its lines are
-mostly pointers: the archive holds the outputs."""
+with the digest small (1% of the budget, 40 characters a call): its line of
+keys names every trimmed result, the archive holds the outputs."""
 
 
 def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:

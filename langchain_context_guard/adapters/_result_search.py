@@ -21,7 +21,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore, Item
 
 from ._namespace import check_prefix
-from ._results import ResultArchive, scope
+from ._results import ResultArchive, resolve_key, scope
 
 _LINE_CHARS = 300
 """Characters of one shown line; the rest is elided."""
@@ -45,7 +45,7 @@ def _items(
 ) -> Iterator[Item]:
     """The archived results searched: one, or all of this namespace's, oldest first."""
     if tool_call_id is not None:
-        item = store.get(namespace, tool_call_id)
+        item = store.get(namespace, resolve_key(store, namespace, tool_call_id))
         if item is not None:
             yield item
         return
@@ -177,7 +177,8 @@ def make_result_search(
         name=name,
         description="Search earlier tool results that the context guard shortened "
         "or removed from the conversation, by a Python regular expression matched "
-        "line by line. Give tool_call_id to search one result, or leave it out to "
+        "line by line. Give tool_call_id (or a key such as #12 from the context "
+        "note) to search one result, or leave it out to "
         "search them all; each match comes with `context` lines around it and its "
         "line number (read on from there with read_tool_result's offset).",
     )

@@ -20,10 +20,13 @@ lines or characters (``PAGE_CHARS`` at most a page); ``make_result_search``
 archive runs its guard with ``GuardPolicy(archived_results=True)``
 (``archiving``): the marker in a cut result then says how much was cut and names
 the key, e.g. ``full text: read_tool_result("call_abc")``, and the digest of
-trimmed turns (``digest=True``) names each call's id and the two tools. The
-marker is part of the text the guard counts (truncation fits it inside
-``max_tool_result_chars``), so budgets stay exact; without an archive the
-markers are as before.
+trimmed turns (``digest=True``) names each call's result by a short key and
+all of them in one line of ranges (``#1-#140``, ``engine._result_keys``): the
+archive numbers the results it saves the same way and keeps each key with its
+call id in a namespace of its own beside the results' (``KEYS``), so both tools
+take a key where they take a call id. The marker is part of the text the guard
+counts (truncation fits it inside ``max_tool_result_chars``), so budgets stay
+exact; without an archive the markers are as before.
 """
 
 from __future__ import annotations
@@ -34,14 +37,21 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore
 
-from ..engine import ConfigError, ContextGuard, text_of
+from ..engine import (
+    ConfigError,
+    ContextGuard,
+    parse_result_key,
+    result_key,
+    result_ordinals,
+    text_of,
+)
 from ._namespace import (
     check_prefix,
     configurable,
@@ -52,6 +62,9 @@ from ._namespace import (
 )
 
 NAMESPACE = ("context_guard", "tool_results")
+KEYS = "tool_result_keys"
+"""The label of the namespace that maps a conversation's result keys (``#12``,
+``engine._result_keys``) to tool call ids, beside ``NAMESPACE``."""
 _SEEN_MEMORY = 65_536
 PAGE_CHARS = 20_000
 """Characters of one page the ``read_tool_result`` tool returns, at most."""
@@ -73,6 +86,24 @@ def archiving(guard: ContextGuard, archive: ResultArchive | None) -> ContextGuar
 def result_namespace(thread_id: str, *, prefix: Sequence[str] = ()) -> tuple[str, ...]:
     """The store namespace of one thread's archived tool results."""
     return scoped(prefix, NAMESPACE[1:], thread_id)
+
+
+def keys_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
+    """Where the result keys of the conversation archived at ``namespace`` are."""
+    return (*namespace[:-2], KEYS, namespace[-1])
+
+
+def resolve_key(store: BaseStore, namespace: tuple[str, ...], key: str) -> str:
+    """The tool call id a result key (``#12``) stands for; other keys as given.
+
+    Read from the conversation's own key namespace; a value that is not a
+    call id is ignored.
+    """
+    if parse_result_key(key) is None:
+        return key
+    item = store.get(keys_namespace(namespace), key.strip())
+    call_id = item.value.get("tool_call_id") if item is not None else None
+    return call_id if isinstance(call_id, str) and call_id else key
 
 
 def scope(
@@ -163,27 +194,54 @@ class ResultArchive:
             )
             return 0
         written = 0
+        places = result_ordinals(before)
         for call_id, text in cut.items():
             if self.max_chars is not None:
                 text = text[: self.max_chars]
             digest = hashlib.sha256(text.encode()).hexdigest()
-            seen = (".".join(namespace), call_id, digest)
+            place = places.get(call_id)
+            key = "" if place is None else result_key(place)
+            seen = (".".join(namespace), call_id, f"{digest}{key}")
             with self._lock:
                 if seen in self._seen:
                     continue
             old = store.get(namespace, call_id)
             if old is None or old.value.get("sha256") != digest:
-                value = {"text": text, "sha256": digest, "chars": len(text)}
-                if self.ttl_minutes is None:
-                    store.put(namespace, call_id, value)
-                else:
-                    store.put(namespace, call_id, value, ttl=self.ttl_minutes)
+                self._put(
+                    store,
+                    namespace,
+                    call_id,
+                    {"text": text, "sha256": digest, "chars": len(text)},
+                )
                 written += 1
+            if key:
+                self._name(store, namespace, key, call_id)
             with self._lock:
                 self._seen[seen] = None
                 while len(self._seen) > _SEEN_MEMORY:
                     self._seen.popitem(last=False)
         return written
+
+    def _put(
+        self,
+        store: BaseStore,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+    ) -> None:
+        if self.ttl_minutes is None:
+            store.put(namespace, key, value)
+        else:
+            store.put(namespace, key, value, ttl=self.ttl_minutes)
+
+    def _name(
+        self, store: BaseStore, namespace: tuple[str, ...], key: str, call_id: str
+    ) -> None:
+        """Store ``key`` for ``call_id``, unless it already stands for it."""
+        where = keys_namespace(namespace)
+        old = store.get(where, key)
+        if old is None or old.value.get("tool_call_id") != call_id:
+            self._put(store, where, key, {"tool_call_id": call_id})
 
 
 def cut_results(
@@ -244,7 +302,7 @@ def _page(
     max_chars: int | None,
 ) -> str:
     """One page; with ``max_chars``, at most that many characters of text."""
-    item = store.get(namespace, tool_call_id)
+    item = store.get(namespace, resolve_key(store, namespace, tool_call_id))
     if item is None:
         return (
             f"No archived result for tool_call_id {tool_call_id!r} in this "
@@ -309,8 +367,8 @@ def make_result_reader(
         name=name,
         description="Read the full text of an earlier tool result that the context "
         "guard truncated, compressed or removed (its marker or the context note "
-        "names its tool_call_id). Give the "
-        "result's tool_call_id; page with offset and limit, in lines (default) or "
+        "names its tool_call_id or its key, such as #12). Give the result's "
+        "tool_call_id or key; page with offset and limit, in lines (default) or "
         "chars (a page holds at most 20,000 characters). search_tool_results finds "
         "lines by pattern.",
     )

@@ -69,8 +69,9 @@ _TERMS = {
         "notes incl.": "content evidence counting the guard's own notes too",
         "needles": "exact facts from early tool output asked back later: the "
         "share still sent when asked",
-        "recoverable": "those needles sent, or pointed to: a sent marker or digest "
-        "line names the tool call whose archived result holds them",
+        "recoverable": "those needles sent, or pointed to: a sent marker or the "
+        "digest names the tool call (by id or key, #12) whose archived result "
+        "holds them",
         "counter err": "median / p90 of the strategy's count against the provider's",
         "overhead ms": "the strategy's own time per call",
         "signed kept/dropped/rejected": "with --signed-thinking: calls that kept a "

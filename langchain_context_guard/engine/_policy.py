@@ -145,7 +145,9 @@ class GuardPolicy(BaseModel):
         False,
         description="The full text of cut tool results is archived (an adapter's "
         "ResultArchive sets this): their markers name the tool call id to read it "
-        "back with read_tool_result, counted in the budget like the rest.",
+        "back with read_tool_result, and the digest names each trimmed result by "
+        "its key (#12: its place among the history's tool results), counted in "
+        "the budget like the rest.",
     )
     compress_batch: int = Field(
         4,

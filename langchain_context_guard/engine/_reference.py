@@ -22,6 +22,7 @@ from langchain_core.messages import BaseMessage
 from ._errors import BudgetExceededError
 from ._input import to_messages
 from ._messages import NONE, first_diff
+from ._result_keys import result_ordinals
 from ._tool_policy import result_caps
 from .passes._bound_thinking import drop_stale_thinking, keep_final_thinking
 from .passes._compress import compress_floor, compress_old_tool_results, rules
@@ -308,4 +309,5 @@ def _digest(
         call_chars=setting.policy.digest_call_chars,
         sources=setting.policy.archived_results,
         originals={m.id: m for m in original if m.id},
+        ordinals=result_ordinals(original) if setting.policy.archived_results else None,
     )

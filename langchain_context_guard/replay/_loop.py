@@ -12,7 +12,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from ..engine import REPLY_OVERHEAD, TiktokenCounter
+from ..engine import REPLY_OVERHEAD, TiktokenCounter, result_key, result_ordinals
 from ._metrics import (
     COUNTERS,
     billed_input,
@@ -138,6 +138,9 @@ class _Call:
     """The message id of each needle's source, by its index."""
     call_ids: dict[int, str]
     """The tool call id of each needle's source, by its index."""
+    keys: dict[int, str]
+    """The result key of each needle's source (``result_key``), by its index:
+    the history only grows, so an archive would hold it under this key."""
 
 
 def _call_id(message: BaseMessage) -> str:
@@ -178,6 +181,7 @@ def _plan(
     calls = [k for k, m in enumerate(messages) if isinstance(m, AIMessage)]
     asked = ask_plan(messages, calls)
     times = call_times(name, messages, calls, clock.gaps)
+    places = result_ordinals(messages)
     cold = expired(times, clock.ttl)
     for n, k in enumerate(calls):
         reply = messages[k]
@@ -201,8 +205,13 @@ def _plan(
         needles = tuple(asked[n])
         sources = {q.source: messages[q.source].id for q in needles}
         call_ids = {q.source: _call_id(messages[q.source]) for q in needles}
+        keys = {
+            i: result_key(places[c]) if c in places else "" for i, c in call_ids.items()
+        }
         plan.append(
-            _Call(k, scale, earlier, needles, times[n], cold[n], sources, call_ids)
+            _Call(
+                k, scale, earlier, needles, times[n], cold[n], sources, call_ids, keys
+            )
         )
     return plan
 
@@ -313,7 +322,8 @@ def _score(
     for needle in call.needles:
         found = any(needle.answer in i.text for i in own)
         tally.needles_found += found
-        tally.needles_recoverable += found or call.call_ids[needle.source] in named
+        names = {call.call_ids[needle.source], call.keys[needle.source]} - {""}
+        tally.needles_recoverable += found or bool(names & named)
         asked = tally.needles_by_distance.setdefault(needle.distance, [0, 0])
         asked[0] += 1
         asked[1] += found

@@ -15,7 +15,14 @@ from typing import Any, cast
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from ..engine import TiktokenCounter, count_messages, marker, text_of
+from ..engine import (
+    TiktokenCounter,
+    count_messages,
+    keys_in_ranges,
+    marker,
+    result_key,
+    text_of,
+)
 
 CACHE_RATE = 0.1
 """Share of the list price billed for a cached prompt prefix."""
@@ -79,15 +86,18 @@ _NOTES = re.compile(
 
 _READ_BACK = re.compile(r'read_tool_result\("([^"\n]*)"\)')
 _DIGEST_CALL = re.compile(r"^- [^\n]*? \(([^()\s]+)\): ", re.MULTILINE)
-"""A call the digest lists with its id (``GuardPolicy.archived_results``)."""
+"""A call the digest lists with its id or key (``GuardPolicy.archived_results``)."""
+_DIGEST_KEYS = re.compile(r"^Keys of all their archived outputs[^:\n]*: (.*)$", re.M)
+"""The digest's line naming the keys of every dropped result."""
 
 
 def pointers(sent: Sequence[BaseMessage]) -> frozenset[str]:
-    """Tool call ids whose archived result a sent prompt points to.
+    """Tool call ids and result keys whose archived result a sent prompt names.
 
-    A truncation or compression marker's ``read_tool_result("<id>")``, or a
-    call the digest lists with its id: the adapter archives every result it
-    shortens or drops, so each such id reads a result back.
+    A truncation or compression marker's ``read_tool_result("<id>")``, a call
+    the digest lists with its id or key (``#12``), or a key in the digest's
+    line of ranges (``#1-#40``): the adapter archives every result it shortens
+    or drops, under its call id and its key, so each reads a result back.
     """
     out: set[str] = set()
     for message in sent:
@@ -97,6 +107,8 @@ def pointers(sent: Sequence[BaseMessage]) -> frozenset[str]:
         mark = marker(message)
         if mark is not None and mark.get("kind") == "digest":
             out.update(_DIGEST_CALL.findall(text))
+            for line in _DIGEST_KEYS.findall(text):
+                out.update(result_key(n) for n in keys_in_ranges(line))
     return frozenset(out)
 
 

@@ -19,6 +19,7 @@ from langchain_context_guard.adapters._results import (
     PAGE_CHARS,
     ResultArchive,
     cut_results,
+    keys_namespace,
     make_result_reader,
     read_result,
     result_namespace,
@@ -164,10 +165,12 @@ def check_answered_from_the_archive(
 ) -> None:
     wanted = next(line for line in big_output(1).split("\n") if line.startswith(WANTED))
     assert WANTED not in model.asked  # the first note was trimmed...
-    assert "- read_note (n0): 1" in model.asked  # ...its call named in the note
+    assert "- read_note (#1): 1" in model.asked  # ...its call named by its key
+    assert "Keys of all their archived outputs, oldest first: #1-#" in model.asked
     assert 'search_tool_results("<regex>")' in model.asked
     found = next(m for m in messages if getattr(m, "tool_call_id", "") == "find")
     assert found.content.startswith("[1 matching line(s) in 1 archived result(s)")
+    assert "--- n0 (" in found.content  # the key led to the call's result
     assert wanted in found.content
     answer = messages[-1]
     assert isinstance(answer, AIMessage) and answer.content == "compute(req, 7)"
@@ -190,3 +193,55 @@ def test_an_agent_answers_about_a_trimmed_result_from_the_archive_on_sqlite(
 ) -> None:
     model, messages = run_agent(sqlite_store)
     check_answered_from_the_archive(model, messages, sqlite_store)
+
+
+def _all_dropped(
+    thread: str, history: list[BaseMessage], archive: ResultArchive
+) -> None:
+    archive.save(history, history[:1], {"configurable": {"thread_id": thread}})
+
+
+def _notes(k: int, tag: str) -> list[BaseMessage]:
+    out: list[BaseMessage] = []
+    for n in range(k):
+        call = {"name": "read_note", "args": {"k": n}, "id": f"{tag}{n}"}
+        out += [
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(
+                f"note {n} of {tag}\nsecret {tag}-{n}", tool_call_id=f"{tag}{n}"
+            ),
+        ]
+    return out
+
+
+def check_keys(store: BaseStore) -> None:
+    """Keys read and search their own conversation's results, and move with it."""
+    archive = ResultArchive(store)
+    mine = [HumanMessage("Read.", id="h"), *_notes(4, "a")]
+    _all_dropped("t", mine, archive)
+    _all_dropped("u", [HumanMessage("Read."), *_notes(4, "b")], archive)
+    assert read_result(store, "t", "#2").endswith("note 1 of a\nsecret a-1")
+    assert read_result(store, "u", "#2").endswith("note 1 of b\nsecret b-1")
+    namespace = result_namespace("t")
+    found = search_archive(store, namespace, "secret", tool_call_id="#3")
+    assert "--- a2 (2 lines) ---" in found and "b-" not in found
+    assert "No archived result" in read_result(store, "t", "#9")
+    # a rewritten history numbers what is left; the key moves to its result
+    _all_dropped("t", [mine[0], *mine[3:], *_notes(1, "c")], archive)
+    assert read_result(store, "t", "#1").endswith("secret a-1")
+    assert read_result(store, "t", "#3").endswith("secret a-3")
+    assert read_result(store, "t", "#4").endswith("secret c-0")
+    assert read_result(store, "t", "a0").endswith("secret a-0")  # ids still read
+    # what the key namespace holds is checked before it is followed
+    store.put(keys_namespace(namespace), "#2", {"tool_call_id": ["a0"]})
+    assert "No archived result for tool_call_id '#2'" in read_result(store, "t", "#2")
+
+
+def test_keys_read_their_own_conversations_results_in_memory() -> None:
+    check_keys(InMemoryStore())
+
+
+def test_keys_read_their_own_conversations_results_on_sqlite(
+    sqlite_store: SqliteStore,
+) -> None:
+    check_keys(sqlite_store)

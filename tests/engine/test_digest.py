@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.messages import BaseMessage, HumanMessage, ToolMessage
 
 from langchain_context_guard import ContextGuard, GuardPolicy, TiktokenCounter
+from langchain_context_guard.engine import result_ordinals
 from langchain_context_guard.engine._messages import is_user, marker
 from langchain_context_guard.engine.passes._digest import (
     build_digest,
@@ -151,7 +152,7 @@ def test_with_archived_results_each_call_names_its_id_and_the_way_back() -> None
     plain = build_digest(_steps(3), max_tokens=2_000, count=count)
     assert digest is not None and plain is not None
     head = digest.text.splitlines()[0]
-    assert 'read_tool_result("<id>")' in head and "search_tool_results" in head
+    assert 'read_tool_result("<key>")' in head and "search_tool_results" in head
     assert "read_tool_result" not in plain.text
     for k in range(3):
         line = f"- bash (c{k}): grep -n parse_config src/pkg/mod_{k}.py"
@@ -170,8 +171,65 @@ def test_a_guard_with_archived_results_points_the_digest_at_the_archive() -> Non
     out = ContextGuard(policy).prepare(agent_history(60, result_chars=4_000))
     digests = [m for m in out.messages if is_digest(m)]
     assert len(digests) == 1
-    assert "search_tool_results" in digests[0].text
-    assert "- bash (c" in digests[0].text
+    text = digests[0].text
+    assert "search_tool_results" in text
+    sent = {m.tool_call_id for m in out.messages if isinstance(m, ToolMessage)}
+    gone = [k for k in range(60) if f"c{k}" not in sent]
+    assert gone == list(range(len(gone))) and len(gone) > 10
+    # each listed call by its result's key, every dropped result in one range
+    assert f"- bash (#{len(gone)}): cat f{len(gone) - 1}.py" in text
+    keys = f"Keys of all their archived outputs, oldest first: #1-#{len(gone)}"
+    assert keys in text.splitlines()
+    again = ContextGuard(policy).prepare(agent_history(60, result_chars=4_000))
+    assert [m.text for m in again.messages] == [m.text for m in out.messages]
+
+
+def test_with_keys_each_call_names_its_key_and_one_line_names_them_all() -> None:
+    steps: list[BaseMessage] = []
+    for k in range(40):  # a provider's long call ids
+        steps += [
+            ai(call(f"toolu_01Q4DfP5Sm6n5PNRBQod{k:04d}", command=f"cat mod_{k}.py")),
+            result(f"toolu_01Q4DfP5Sm6n5PNRBQod{k:04d}", "ok"),
+        ]
+    places = result_ordinals(steps)
+    digest = build_digest(
+        steps, max_tokens=300, count=count, sources=True, ordinals=places
+    )
+    assert digest is not None and count(digest) <= 300
+    lines = digest.text.splitlines()
+    assert "- bash (#40): cat mod_39.py" in lines
+    assert "toolu_" not in digest.text and "(#1)" not in digest.text  # not listed...
+    keys = "Keys of all their archived outputs, oldest first: #1-#40"
+    assert keys in lines  # ...yet named
+    with_ids = build_digest(steps, max_tokens=300, count=count, sources=True)
+    assert with_ids is not None and "(toolu_01Q4DfP5Sm6n5PNRBQod0039)" in with_ids.text
+    listed = sum(line.startswith("- bash (") for line in lines)
+    shorter = with_ids.text.splitlines()
+    assert listed > sum(line.startswith("- bash (") for line in shorter)
+
+
+def test_a_carried_digest_drops_its_keys_but_keeps_its_calls() -> None:
+    first = build_digest(
+        _steps(3),
+        max_tokens=2_000,
+        count=count,
+        sources=True,
+        ordinals=result_ordinals(_steps(3)),
+    )
+    assert first is not None and "- bash (#1): " in first.text
+    later = _steps(2, start=3)
+    second = build_digest(
+        [first, *later],
+        max_tokens=2_000,
+        count=count,
+        sources=True,
+        ordinals=result_ordinals(later),
+    )
+    assert second is not None
+    lines = second.text.splitlines()
+    assert "- bash: grep -n parse_config src/pkg/mod_0.py" in lines
+    assert "- bash (#1): grep -n parse_config src/pkg/mod_3.py" in lines
+    assert "Keys of all their archived outputs, oldest first: #1-#2" in lines
 
 
 def test_a_long_call_id_is_never_cut_only_the_arguments() -> None:

@@ -124,6 +124,20 @@ def test_oversized_latest_tool_result_is_truncated_when_dropping_is_not_enough()
     assert "characters truncated" in out[-1].content
 
 
+@pytest.mark.parametrize("archived", [False, True])
+def test_a_last_resort_cut_names_its_result_when_results_are_archived(archived):
+    history = [
+        SystemMessage("s"),
+        HumanMessage("task"),
+        ai(call("c1")),
+        result("c1", "data " * 8_000),
+    ]
+    policy = GuardPolicy(archived_results=archived)
+    out = _trim(history, 3_000, policy=policy)
+    assert _total(out) <= 3_000 and "characters truncated" in out[-1].content
+    assert ('full text: read_tool_result("c1")' in out[-1].content) is archived
+
+
 @pytest.mark.parametrize("limit", [1, 2, 5])
 def test_turn_limit_keeps_last_n_user_turns(limit):
     history = chat_history(8)

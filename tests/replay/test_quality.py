@@ -297,6 +297,27 @@ class _HeadlessWithDigest(Strategy):
         return Prompt([*history[:2], note])
 
 
+class _HeadlessWithKeys(Strategy):
+    """``_Headless`` plus a note naming the keys of the first ``named`` results.
+
+    Marked as a digest or not (a user's text naming keys points to nothing).
+    """
+
+    def __init__(self, named: int | None, marked: bool = True) -> None:
+        self.named, self.marked = named, marked
+        self.name = f"headless_keys_{named}_{marked}"
+
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        results = sum(isinstance(m, ToolMessage) for m in history)
+        last = results if self.named is None else min(self.named, results)
+        line = f"Keys of all their archived outputs, oldest first: #1-#{last}"
+        mark = {MARKER_KEY: {"kind": "digest"}} if self.marked else {}
+        note = HumanMessage(
+            "\n".join(["[Context note]", line]), id="digest", additional_kwargs=mark
+        )
+        return Prompt([*history[:2], note])
+
+
 def test_a_needle_is_recoverable_when_a_pointer_to_its_source_is_sent(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -309,6 +330,9 @@ def test_a_needle_is_recoverable_when_a_pointer_to_its_source_is_sent(
             _Headless(),
             _BlankedWithPointers(),
             _HeadlessWithDigest(),
+            _HeadlessWithKeys(None),
+            _HeadlessWithKeys(2),
+            _HeadlessWithKeys(None, marked=False),
         ]
 
     monkeypatch.setattr(_loop, "make_strategies", build)
@@ -318,6 +342,9 @@ def test_a_needle_is_recoverable_when_a_pointer_to_its_source_is_sent(
     for lost in ("blanked", "headless"):
         assert rows[lost]["needle_pct"] < 100.0
         assert rows[lost]["needle_recoverable_pct"] == rows[lost]["needle_pct"]
-    for pointing in ("blanked_pointing", "headless_digest"):
+    for pointing in ("blanked_pointing", "headless_digest", "headless_keys_None_True"):
         assert rows[pointing]["needle_pct"] < 100.0
         assert rows[pointing]["needle_recoverable_pct"] == 100.0
+    few, unmarked = rows["headless_keys_2_True"], rows["headless_keys_None_False"]
+    assert few["needle_pct"] < few["needle_recoverable_pct"] < 100.0
+    assert unmarked["needle_recoverable_pct"] == unmarked["needle_pct"]

@@ -26,12 +26,14 @@ def digest_step(
     call_chars: int,
     sources: bool = False,
     originals: Callable[[], dict[str, BaseMessage]],
+    ordinals: Callable[[], dict[str, int]] | None = None,
     prev: Step | None = None,
 ) -> Step:
     """``digest_trimmed`` after ``trim`` (none: its result unchanged).
 
     Grows ``prev`` while the cut stays put. ``originals``: the caller's
-    messages by id, built only when turns were dropped.
+    messages by id, and ``ordinals`` their results' places (archived results),
+    built only when turns were dropped.
     """
     source = trim.result
     if prev is not None and trim.grown:
@@ -49,6 +51,7 @@ def digest_step(
         call_chars=call_chars,
         sources=sources,
         originals=originals(),
+        ordinals=ordinals() if ordinals is not None else None,
     )
     if out is source:
         return Step("digest", source, source, NO_EDITS, 0, NONE, None)

@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
 from .._messages import NONE
+from .._result_keys import result_ordinals
 from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
 from ..passes._bound_thinking import joined_behind_words
 from ..passes._compress import squeezer
@@ -418,6 +419,9 @@ class Run:
                 call_chars=p.digest_call_chars,
                 sources=p.archived_results,
                 originals=lambda: {m.id: m for m in original if m.id},
+                ordinals=(lambda: result_ordinals(original))
+                if p.archived_results
+                else None,
                 prev=self._prev(),
             )
         )

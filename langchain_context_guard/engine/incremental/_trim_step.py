@@ -88,6 +88,7 @@ def trim_step(
         tool_caps=None if policy is None else result_caps(policy),
         cut_room=cut_room,
         cut_budget=cut_budget,
+        named=policy is not None and policy.archived_results,
     )
     if kept is source:
         return Step("trim", source, source, NO_EDITS, 0, NONE, state)

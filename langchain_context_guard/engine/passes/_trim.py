@@ -83,6 +83,7 @@ def cut_to_fit(
     tool_caps: Mapping[str, int | None] | None = None,
     cut_room: float | None = None,
     cut_budget: int | None = None,
+    named: bool = False,
 ) -> tuple[list[BaseMessage], Trimmed]:
     """The trim's fit: ``plan``'s cut for ``room``, what it keeps within ``budget``.
 
@@ -105,6 +106,7 @@ def cut_to_fit(
         window=window,
         squeeze=squeeze,
         tool_caps=tool_caps,
+        named=named,
     )
     kept, dropped, beyond = fit(cut, budget=budget)
     if dropped and cut_room is not None and cut_budget not in (None, budget):
@@ -128,6 +130,7 @@ def fit_cut(
     window: int = 0,
     squeeze: Squeeze | None = None,
     tool_caps: Mapping[str, int | None] | None = None,
+    named: bool = False,
 ) -> tuple[list[BaseMessage], int, bool]:
     """What the cut keeps, brought within ``budget``.
 
@@ -138,7 +141,8 @@ def fit_cut(
     first later grid point that fits; only when nothing is left to drop are the
     largest results truncated: never one kept whole (an excluded tool's, by
     marker or by a None in ``tool_caps``); when one of those is what does not
-    fit, the error names its tool.
+    fit, the error names its tool. ``named`` (archived results): the marker of
+    such a cut names the result's call id, as truncation's does.
     """
     squeezed = False
 
@@ -166,7 +170,7 @@ def fit_cut(
                 low = mid
     caps = tool_caps or {}
     if total > budget:
-        cut_down = _truncate_largest(kept, total, budget, cost, caps)
+        cut_down = _truncate_largest(kept, total, budget, cost, caps, named)
         if cut_down is not kept:
             kept, total = cut_down, measure(cut_down)
     if total > budget:
@@ -364,6 +368,7 @@ def trim_history(
         tool_caps=None if p is None else result_caps(p),
         cut_room=gauge.room(budget - digest) if digest else None,
         cut_budget=budget - digest,
+        named=named,
     )
     if kept is source and isinstance(messages, list):
         kept = messages
@@ -432,6 +437,7 @@ def _truncate_largest(
     budget: int,
     cost: Counter,
     caps: Mapping[str, int | None] | None = None,
+    named: bool = False,
 ) -> list[BaseMessage]:
     """Cut the largest remaining tool results until the history fits."""
     out = work
@@ -448,8 +454,11 @@ def _truncate_largest(
             break
         chars = max(int(len(text) * keep_tokens / tokens * 0.9) - 200, 200)
         size, lines = original_size(out[i], text)
+        message = out[i]
+        source = message.tool_call_id if isinstance(message, ToolMessage) else None
+        half = chars // 2 - 50
         cut = truncate_text(
-            text, chars, chars // 2 - 50, chars // 2 - 50, original=size
+            text, chars, half, half, source if named else None, original=size
         )
         new = with_marker(
             out[i],
