@@ -42,7 +42,7 @@ from typing import Any, Literal
 from langchain_core.messages import BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Item
 
 from ..engine import (
     ConfigError,
@@ -101,9 +101,14 @@ def resolve_key(store: BaseStore, namespace: tuple[str, ...], key: str) -> str:
     """
     if parse_result_key(key) is None:
         return key
-    item = store.get(keys_namespace(namespace), key.strip())
-    call_id = item.value.get("tool_call_id") if item is not None else None
+    call_id = _field(store.get(keys_namespace(namespace), key.strip()), "tool_call_id")
     return call_id if isinstance(call_id, str) and call_id else key
+
+
+def _field(item: Item | None, name: str) -> Any:
+    """``item.value[name]``; None when the item, or a dict value, is not there."""
+    value = item.value if item is not None else None
+    return value.get(name) if isinstance(value, dict) else None
 
 
 def scope(
@@ -206,7 +211,7 @@ class ResultArchive:
                 if seen in self._seen:
                     continue
             old = store.get(namespace, call_id)
-            if old is None or old.value.get("sha256") != digest:
+            if _field(old, "sha256") != digest:
                 self._put(
                     store,
                     namespace,
@@ -240,7 +245,7 @@ class ResultArchive:
         """Store ``key`` for ``call_id``, unless it already stands for it."""
         where = keys_namespace(namespace)
         old = store.get(where, key)
-        if old is None or old.value.get("tool_call_id") != call_id:
+        if _field(old, "tool_call_id") != call_id:
             self._put(store, where, key, {"tool_call_id": call_id})
 
 
