@@ -88,6 +88,22 @@ def check_images_offloaded_and_viewed(store: Any) -> None:
         store=store,
     )
     config: Any = {"configurable": {"thread_id": "t"}}
+    asked, keys = check_looked_back(agent, model, config)
+    for payload in (openai_payload, anthropic_payload):  # the builders take it
+        body = json.dumps(payload(asked)).replace('\\"', '"')
+        assert POINTER.findall(body) == keys
+
+    other = make_image_reader(store).invoke(
+        {"key": keys[0]}, config={"configurable": {"thread_id": "u"}}
+    )
+    assert other == f"No offloaded image {keys[0]!r} in this conversation."
+
+
+def check_looked_back(
+    agent: Any, model: LooksBack, config: Any
+) -> tuple[list[BaseMessage], list[str]]:
+    """Run ``agent`` on ``model``'s script: the newest image only is sent, the
+    state keeps every image, an old one is viewed back. The prompt and its keys."""
     agent.invoke({"messages": [("user", "Look at the screen.")]}, config)
     asked = model.received[SHOTS]
     assert _urls(asked) == [png(SHOTS - 1)]  # only the newest image is sent
@@ -99,14 +115,7 @@ def check_images_offloaded_and_viewed(store: Any) -> None:
     assert back.content[1] == {"type": "image_url", "image_url": {"url": png(0)}}
     assert state[-1].content == "Seen again."
     assert pairing_errors(model.received[-1]) == []
-    for payload in (openai_payload, anthropic_payload):  # the builders take it
-        body = json.dumps(payload(asked)).replace('\\"', '"')
-        assert POINTER.findall(body) == keys
-
-    other = make_image_reader(store).invoke(
-        {"key": keys[0]}, config={"configurable": {"thread_id": "u"}}
-    )
-    assert other == f"No offloaded image {keys[0]!r} in this conversation."
+    return asked, keys
 
 
 def _history() -> list[BaseMessage]:

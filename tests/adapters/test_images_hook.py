@@ -22,13 +22,12 @@ from langchain_context_guard import (
 from tests.adapters._support import make_guard
 from tests.adapters.test_images import (
     POINTER,
-    SHOTS,
     LooksBack,
     _urls,
+    check_looked_back,
     png,
     screenshot,
 )
-from tests.fakes import pairing_errors
 
 
 def _screens(n: int) -> list[BaseMessage]:
@@ -53,17 +52,7 @@ def test_a_react_agent_hook_sends_the_newest_image_and_views_an_old_one_back(
         checkpointer=InMemorySaver(),
         store=sqlite_store,
     )
-    config: Any = {"configurable": {"thread_id": "t"}}
-    agent.invoke({"messages": [("user", "Look at the screen.")]}, config)
-    asked = model.received[SHOTS]
-    assert _urls(asked) == [png(SHOTS - 1)]  # only the newest image is sent
-    assert len(POINTER.findall(str([m.content for m in asked]))) == SHOTS - 1
-    state = agent.get_state(config).values["messages"]
-    assert _urls(state[: 2 * SHOTS + 1]) == [png(k) for k in range(SHOTS)]  # kept
-    back = next(m for m in state if getattr(m, "tool_call_id", "") == "back")
-    assert back.content[1] == {"type": "image_url", "image_url": {"url": png(0)}}
-    assert state[-1].content == "Seen again."
-    assert pairing_errors(model.received[-1]) == []
+    check_looked_back(agent, model, {"configurable": {"thread_id": "t"}})
 
 
 def test_the_hook_archives_under_the_archives_prefix() -> None:
