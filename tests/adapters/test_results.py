@@ -91,7 +91,7 @@ def check_read_back(model: ReadBackModel, out: Any, store: BaseStore) -> None:
     ]
     assert seen and all(wanted not in text for text in seen)
     assert "characters truncated" in seen[0]
-    assert 'full text: read_tool_result("c0")' in seen[0]
+    assert 'full text: read_tool_result("#1")' in seen[0]  # c0's key
     last = model.received[-1]
     # ...and read it back from the archive
     back = next(m for m in out["messages"] if getattr(m, "tool_call_id", "") == "back")
