@@ -19,8 +19,8 @@ lines or characters (``PAGE_CHARS`` at most a page); ``make_result_search``
 (``_result_search``) one that searches them by pattern. An adapter with an
 archive runs its guard with ``GuardPolicy(archived_results=True)``
 (``archiving``): the marker in a cut result then says how much was cut and names
-the key, e.g. ``full text: read_tool_result("call_abc")``, and the digest of
-trimmed turns (``digest=True``) names each call's result by a short key and
+its short key, e.g. ``full text: read_tool_result("#12")``, and the digest of
+trimmed turns (``digest=True``) names each call's result by its key and
 all of them in one line of ranges (``#1-#140``, ``engine._result_keys``): the
 archive numbers the results it saves the same way and keeps each key with its
 call id in a namespace of its own beside the results' (``KEYS``), so both tools
@@ -72,7 +72,7 @@ logger = logging.getLogger("langchain_context_guard")
 
 
 def archiving(guard: ContextGuard, archive: ResultArchive | None) -> ContextGuard:
-    """The guard an adapter with ``archive`` runs: markers name the tool call id.
+    """The guard an adapter with ``archive`` runs: markers name the result's key.
 
     ``guard`` itself when there is no archive or its policy already says so;
     else a guard with the same policy (plus ``archived_results``) and counter.
