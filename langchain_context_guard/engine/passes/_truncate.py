@@ -21,7 +21,7 @@ from .._policy import GuardPolicy
 from .._result_keys import Naming, naming, pointer
 from .._tool_policy import result_caps, tool_name
 from ._paged_reads import paged_read
-from ._text import truncate_text
+from ._text import repointed, truncate_text
 
 
 def _cut_content(
@@ -261,6 +261,7 @@ def truncate_message(
     if dedupe_calls and isinstance(message, AIMessage) and _fenced(message):
         message = memo_rewrite(message, ("dedupe",), _drop_repeated_calls)
     is_tool = isinstance(message, ToolMessage)
+    message = repointed(message, name_source)
     if kept_whole(message):
         return message
     if not is_tool and (
