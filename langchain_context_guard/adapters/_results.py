@@ -19,8 +19,8 @@ lines or characters (``PAGE_CHARS`` at most a page); ``make_result_search``
 (``_result_search``) one that searches them by pattern. An adapter with an
 archive runs its guard with ``GuardPolicy(archived_results=True)``
 (``archiving``): the marker in a cut result then says how much was cut and names
-the key, e.g. ``full text: read_tool_result("call_abc")``, and the digest of
-trimmed turns (``digest=True``) names each call's result by a short key and
+its short key, e.g. ``full text: read_tool_result("#12")``, and the digest of
+trimmed turns (``digest=True``) names each call's result by its key and
 all of them in one line of ranges (``#1-#140``, ``engine._result_keys``): the
 archive numbers the results it saves the same way and keeps each key with its
 call id in a namespace of its own beside the results' (``KEYS``), so both tools
@@ -47,6 +47,7 @@ from langgraph.store.base import BaseStore, Item
 from ..engine import (
     ConfigError,
     ContextGuard,
+    marker,
     parse_result_key,
     result_key,
     result_ordinals,
@@ -65,6 +66,8 @@ NAMESPACE = ("context_guard", "tool_results")
 KEYS = "tool_result_keys"
 """The label of the namespace that maps a conversation's result keys (``#12``,
 ``engine._result_keys``) to tool call ids, beside ``NAMESPACE``."""
+_CUT = frozenset({"truncated", "compressed", "superseded"})
+"""Marker kinds of results the guard cut, their originals archived then."""
 _SEEN_MEMORY = 65_536
 PAGE_CHARS = 20_000
 """Characters of one page the ``read_tool_result`` tool returns, at most."""
@@ -72,7 +75,7 @@ logger = logging.getLogger("langchain_context_guard")
 
 
 def archiving(guard: ContextGuard, archive: ResultArchive | None) -> ContextGuard:
-    """The guard an adapter with ``archive`` runs: markers name the tool call id.
+    """The guard an adapter with ``archive`` runs: markers name the result's key.
 
     ``guard`` itself when there is no archive or its policy already says so;
     else a guard with the same policy (plus ``archived_results``) and counter.
@@ -178,7 +181,8 @@ class ResultArchive:
     ) -> int:
         """Archive the results ``after`` holds shorter than ``before``; count saved."""
         cut = cut_results(before, after)
-        if not cut:
+        marked = cut_before(before)
+        if not cut and not marked:
             return 0
         store = self.target()
         if store is None:
@@ -200,6 +204,8 @@ class ResultArchive:
             return 0
         written = 0
         places = result_ordinals(before)
+        for call_id in marked:  # cut in a history since rewritten: its key moved
+            self._name_once(store, namespace, places.get(call_id), call_id)
         for call_id, text in cut.items():
             if self.max_chars is not None:
                 text = text[: self.max_chars]
@@ -239,6 +245,24 @@ class ResultArchive:
         else:
             store.put(namespace, key, value, ttl=self.ttl_minutes)
 
+    def _name_once(
+        self,
+        store: BaseStore,
+        namespace: tuple[str, ...],
+        place: int | None,
+        call_id: str,
+    ) -> None:
+        """``_name`` once per key and call id (remembered), if it has a place."""
+        if place is None or store.get(namespace, call_id) is None:
+            return
+        seen = (".".join(namespace), call_id, result_key(place))
+        with self._lock:
+            if seen in self._seen:
+                return
+        self._name(store, namespace, result_key(place), call_id)
+        with self._lock:
+            self._seen[seen] = None
+
     def _name(
         self, store: BaseStore, namespace: tuple[str, ...], key: str, call_id: str
     ) -> None:
@@ -254,7 +278,8 @@ def cut_results(
 ) -> dict[str, str]:
     """Full text of each tool result that ``after`` holds shorter than ``before``.
 
-    A result ``after`` no longer holds at all (its turn trimmed) counts too.
+    A result ``after`` no longer holds at all (its turn trimmed) counts too;
+    one the guard cut before (``cut_before``) never: its original is archived.
     """
     sent = {
         m.tool_call_id: m
@@ -263,7 +288,7 @@ def cut_results(
     }
     out: dict[str, str] = {}
     for message in before:
-        if not isinstance(message, ToolMessage):
+        if not isinstance(message, ToolMessage) or _cut_by_guard(message):
             continue
         new = sent.get(message.tool_call_id)
         if new is message or (new is not None and new.content is message.content):
@@ -272,6 +297,20 @@ def cut_results(
         if len(text_of(new.content) if new is not None else "") < len(full):
             out[message.tool_call_id] = full
     return out
+
+
+def cut_before(before: Sequence[BaseMessage]) -> list[str]:
+    """Call ids of the results in ``before`` the guard already cut (persist mode)."""
+    return [
+        m.tool_call_id
+        for m in before
+        if isinstance(m, ToolMessage) and m.tool_call_id and _cut_by_guard(m)
+    ]
+
+
+def _cut_by_guard(message: BaseMessage) -> bool:
+    mark = marker(message)
+    return mark is not None and mark.get("kind") in _CUT
 
 
 def read_result(

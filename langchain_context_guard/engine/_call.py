@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, MutableMapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import cached_property
 from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage
@@ -13,6 +14,7 @@ from ._cache_clock import CacheClock, call_seconds
 from ._events import GuardEvent, GuardReport, step_events
 from ._notices import Notices
 from ._policy import GuardPolicy
+from ._result_keys import result_ordinals
 from ._window import WindowInfo
 from .incremental._first_run import CallCounts, count_new
 from .incremental._produced import produced_for, rewritten_record
@@ -125,7 +127,15 @@ class Call:
             produced=produced_for(self.sent, self.original, self.unknown)
             if key.policy.bound_thinking
             else None,
+            ordinals=self.ordinals,
         )
+
+    @cached_property
+    def ordinals(self) -> dict[str, int] | None:
+        """The history's result keys, when results are archived (read once)."""
+        if not self.key.policy.archived_results:
+            return None
+        return result_ordinals(self.original)
 
     def limits(self) -> Limits:
         """What a re-sent prompt must stay within (``_reuse``)."""

@@ -144,10 +144,10 @@ class GuardPolicy(BaseModel):
     archived_results: bool = Field(
         False,
         description="The full text of cut tool results is archived (an adapter's "
-        "ResultArchive sets this): their markers name the tool call id to read it "
-        "back with read_tool_result, and the digest names each trimmed result by "
-        "its key (#12: its place among the history's tool results), counted in "
-        "the budget like the rest.",
+        "ResultArchive sets this): their markers, and the digest for each trimmed "
+        "result, name its key (#12: its place among the history's tool results) "
+        "to read it back with read_tool_result, counted in the budget like the "
+        "rest.",
     )
     compress_batch: int = Field(
         4,

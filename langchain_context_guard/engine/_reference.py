@@ -22,7 +22,7 @@ from langchain_core.messages import BaseMessage
 from ._errors import BudgetExceededError
 from ._input import to_messages
 from ._messages import NONE, first_diff
-from ._result_keys import result_ordinals
+from ._result_keys import naming, result_ordinals
 from ._tool_policy import result_caps
 from .passes._bound_thinking import drop_stale_thinking, keep_final_thinking
 from .passes._compress import compress_floor, compress_old_tool_results, rules
@@ -107,7 +107,7 @@ def reference_prune(
         token_counter=count,
         max_message_chars=policy.max_chars_per_message,
         dedupe_calls=policy.dedupe_call_text,
-        name_source=policy.archived_results,
+        name_source=naming(policy.archived_results, setting.ordinals),
         tool_caps=result_caps(policy),
     )
     history = _compress(truncated, original, setting, opened)
@@ -207,6 +207,7 @@ def guard_setting(
         gauge=gauge,
         digest=digest_room(policy, budget),
         produced=guard._produced_prompt(original) if policy.bound_thinking else None,
+        ordinals=result_ordinals(original) if policy.archived_results else None,
     )
 
 
@@ -247,7 +248,7 @@ def _compress(
         head_lines=policy.compress_head_lines,
         tail_lines=policy.compress_tail_lines,
         batch=policy.compress_batch,
-        name_source=policy.archived_results,
+        name_source=naming(policy.archived_results, setting.ordinals),
         assistant=policy.compress_assistant_text,
         **rules(policy),
     )
@@ -288,6 +289,7 @@ def _trim(
         costs_from=truncated,
         digest=s.digest,
         hold=s.hold,
+        ordinals=s.ordinals,
     )
 
 
@@ -309,5 +311,5 @@ def _digest(
         call_chars=setting.policy.digest_call_chars,
         sources=setting.policy.archived_results,
         originals={m.id: m for m in original if m.id},
-        ordinals=result_ordinals(original) if setting.policy.archived_results else None,
+        ordinals=setting.ordinals,
     )

@@ -17,7 +17,7 @@ key to the result that now holds it.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
@@ -66,3 +66,27 @@ def keys_in_ranges(text: str) -> list[int]:
         last = int(match.group(2) or first)
         out += range(first, last + 1)
     return out
+
+
+Naming = bool | Mapping[str, int]
+"""How a marker names the result it cut: not at all (False), by its tool call
+id (True), or by its key where the mapping (``result_ordinals``) gives it a
+place, else by its call id."""
+
+
+def naming(archived: bool, ordinals: Mapping[str, int] | None) -> Naming:
+    """The ``Naming`` of a policy's markers: keys where ``ordinals`` are known."""
+    if not archived:
+        return False
+    return True if ordinals is None else ordinals
+
+
+def pointer(message: BaseMessage, names: Naming) -> str | None:
+    """What a marker in ``message`` names it by, if anything (``Naming``)."""
+    if not isinstance(message, ToolMessage) or names is False:
+        return None
+    call_id = message.tool_call_id or None
+    if isinstance(names, bool):
+        return call_id
+    place = names.get(message.tool_call_id)
+    return result_key(place) if place is not None else call_id

@@ -84,7 +84,15 @@ _NOTES = re.compile(
 """The marker text truncation and compression put inside a kept copy."""
 
 
-_READ_BACK = re.compile(r'read_tool_result\("([^"\n]*)"\)')
+_READ_BACK = re.compile(
+    r"(?:characters truncated; original [\d,]+ characters"
+    r"(?:; lines [\d,]+-[\d,]+ cut: [^\]\n;]*)?"
+    r"|compressed by context guard|lines omitted by context guard)"
+    r'; full text: read_tool_result\("([^"\n]*)"\)(?:\] \.\.\.| \.\.\.\]|\])'
+)
+"""The pointer of a truncation, compression or superseded-read marker."""
+_POINTING = frozenset({"truncated", "compressed", "superseded"})
+"""``MARKER_KEY`` kinds of messages whose marker may point to an archived result."""
 _DIGEST_CALL = re.compile(r"^- [^\n]*? \(([^()\s]+)\): ", re.MULTILINE)
 """A call the digest lists with its id or key (``GuardPolicy.archived_results``)."""
 _DIGEST_KEYS = re.compile(r"^Keys of all their archived outputs[^:\n]*: (.*)$", re.M)
@@ -94,18 +102,21 @@ _DIGEST_KEYS = re.compile(r"^Keys of all their archived outputs[^:\n]*: (.*)$", 
 def pointers(sent: Sequence[BaseMessage]) -> frozenset[str]:
     """Tool call ids and result keys whose archived result a sent prompt names.
 
-    A truncation or compression marker's ``read_tool_result("<id>")``, a call
-    the digest lists with its id or key (``#12``), or a key in the digest's
-    line of ranges (``#1-#40``): the adapter archives every result it shortens
-    or drops, under its call id and its key, so each reads a result back.
+    A truncation, compression or superseded read's marker naming its result
+    (``read_tool_result("#12")``, or its call id), a call the digest lists with
+    its id or key, or a key in the digest's line of ranges (``#1-#40``): the
+    adapter archives every result it shortens or drops, under its call id and
+    its key, so each reads a result back. Only in messages the library marked,
+    in its own marker's words: a pointer the model or a user wrote counts not.
     """
     out: set[str] = set()
     for message in sent:
-        text = text_of(message.content)
-        if "read_tool_result(" in text:
-            out.update(_READ_BACK.findall(text))
         mark = marker(message)
-        if mark is not None and mark.get("kind") == "digest":
+        kind = None if mark is None else mark.get("kind")
+        text = text_of(message.content) if kind is not None else ""
+        if kind in _POINTING and "read_tool_result(" in text:
+            out.update(_READ_BACK.findall(text))
+        if kind == "digest":
             out.update(_DIGEST_CALL.findall(text))
             for line in _DIGEST_KEYS.findall(text):
                 out.update(result_key(n) for n in keys_in_ranges(line))

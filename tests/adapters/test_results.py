@@ -91,7 +91,7 @@ def check_read_back(model: ReadBackModel, out: Any, store: BaseStore) -> None:
     ]
     assert seen and all(wanted not in text for text in seen)
     assert "characters truncated" in seen[0]
-    assert 'full text: read_tool_result("c0")' in seen[0]
+    assert 'full text: read_tool_result("#1")' in seen[0]  # c0's key
     last = model.received[-1]
     # ...and read it back from the archive
     back = next(m for m in out["messages"] if getattr(m, "tool_call_id", "") == "back")
@@ -153,3 +153,42 @@ def test_ttl_on_sqlite(sqlite_store: SqliteStore) -> None:
     config: Any = {"configurable": {"thread_id": "z"}}
     written = ResultArchive(sqlite_store, ttl_minutes=30).save(history, after, config)
     assert written == len(cut_results(history, after)) > 0
+
+
+def test_a_history_rewritten_keeps_each_marker_pointing_at_its_own_result() -> None:
+    """Persist mode: a cut result sent again in a shorter history is named by its
+    new place, the archive moves the key with it, and its original stays."""
+    from langchain_core.messages import HumanMessage
+
+    from langchain_context_guard import ContextGuard, GuardPolicy
+
+    def turn(k: int, text: str) -> list[BaseMessage]:
+        call = {"name": "read", "args": {}, "id": f"c{k}"}
+        return [
+            AIMessage("", tool_calls=[call], id=f"a{k}"),
+            ToolMessage(text, tool_call_id=f"c{k}", id=f"r{k}"),
+        ]
+
+    store, config = InMemoryStore(), {"configurable": {"thread_id": "t"}}
+    policy = GuardPolicy(
+        archived_results=True,
+        max_tool_result_chars=2_000,
+        truncate_head_chars=500,
+        truncate_tail_chars=500,
+    )
+    guard, archive = ContextGuard(policy), ResultArchive(store)
+    history = [HumanMessage("task", id="u"), *turn(0, "small"), *turn(1, "B" * 9_000)]
+    sent = guard.prepare(history).messages
+    assert archive.save(history, sent, config) == 1
+    assert 'read_tool_result("#2")' in str(sent[4].content)
+    # the hook persists what it sent, then c0's turn goes (a rewrite)
+    rewritten = [sent[0], *sent[3:], *turn(2, "C" * 9_000)]
+    again = guard.prepare(rewritten).messages
+    assert archive.save(rewritten, again, config) == 1  # only c2's original
+    texts = [str(m.content) for m in again if isinstance(m, ToolMessage)]
+    assert 'read_tool_result("#1")' in texts[0] and "#2" not in texts[0]
+    assert 'read_tool_result("#2")' in texts[1]
+    assert read_result(store, "t", "#1").endswith("B" * 50)  # c1's, whole
+    assert read_result(store, "t", "c1") == f"[lines 0-1 of 1]\n{'B' * 9_000}"
+    assert read_result(store, "t", "#2").endswith("C" * 50)
+    assert 'read_tool_result("#2")' in str(sent[4].content)  # the caller's, as is

@@ -101,7 +101,7 @@ def check_superseded_read_back(store: Any) -> None:
     first = next(m for m in asked if getattr(m, "tool_call_id", "") == "c0")
     mark = first.additional_kwargs[MARKER_KEY]
     assert mark["kind"] == "superseded" and mark["newer"] == "c1"
-    assert 'full text: read_tool_result("c0")' in str(first.content)
+    assert 'full text: read_tool_result("#1")' in str(first.content)  # c0's key
     assert "SECRET = 4001" not in "\n".join(str(m.content) for m in asked)
     messages = agent.get_state(config).values["messages"]
     back = next(m for m in messages if getattr(m, "tool_call_id", "") == "back")

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from langchain_core.messages import AIMessage, HumanMessage
+
+from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard.engine import (
     keys_in_ranges,
     parse_result_key,
@@ -33,3 +36,33 @@ def test_ranges_name_every_key_and_read_back() -> None:
     assert parse_result_key(" #12 ") == 12
     assert parse_result_key("call_12") is None
     assert parse_result_key("#x") is None
+
+
+def test_a_marker_names_its_results_key_in_each_history_it_is_sent_in() -> None:
+    """A key is a place in one history, never one a memo kept from another.
+
+    The same message, its history rewritten around it, is named by its place in
+    the history sent.
+    """
+    big = result("c2", "line\n" * 20_000)
+    grown = [
+        HumanMessage("task", id="u"),
+        ai(call("c1")),
+        result("c1", "ok"),
+        ai(call("c2")),
+        big,
+        AIMessage("done"),
+    ]
+    rewritten = [grown[0], *grown[3:]]  # c1's turn gone (a hook in persist mode)
+    policy = GuardPolicy(archived_results=True, max_tool_result_chars=5_000)
+    guard = ContextGuard(policy)
+    for history, place in ((grown, 2), (rewritten, 1), (grown, 2), (grown[:5], 2)):
+        sent = guard.prepare(history).messages
+        cut = next(m for m in sent if getattr(m, "tool_call_id", "") == "c2")
+        assert f'full text: read_tool_result("{result_key(place)}")' in cut.text
+        assert result_ordinals(history)["c2"] == place
+    assert big.content == "line\n" * 20_000  # the caller's message is untouched
+    plain = ContextGuard(policy.model_copy(update={"archived_results": False}))
+    sent = plain.prepare(grown).messages
+    cut = next(m for m in sent if getattr(m, "tool_call_id", "") == "c2")
+    assert "read_tool_result" not in cut.text  # no archive: no pointer

@@ -194,5 +194,5 @@ def test_an_archived_guard_points_back_to_the_superseded_read(archived: bool) ->
     sent = ContextGuard(policy).prepare(history).messages
     old = str(sent[3].content)
     assert _mark(sent[3])["kind"] == "superseded" and "c1" in old
-    assert ('full text: read_tool_result("c0")' in old) is archived
+    assert ('full text: read_tool_result("#1")' in old) is archived  # c0's key
     assert_paired(sent)

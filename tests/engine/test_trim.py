@@ -135,7 +135,8 @@ def test_a_last_resort_cut_names_its_result_when_results_are_archived(archived):
     policy = GuardPolicy(archived_results=archived)
     out = _trim(history, 3_000, policy=policy)
     assert _total(out) <= 3_000 and "characters truncated" in out[-1].content
-    assert ('full text: read_tool_result("c1")' in out[-1].content) is archived
+    assert ('full text: read_tool_result("#1")' in out[-1].content) is archived
+    assert "c1" not in out[-1].content  # its key (the first result), not its id
 
 
 @pytest.mark.parametrize("limit", [1, 2, 5])

@@ -1,6 +1,7 @@
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
 from langchain_context_guard import MARKER_KEY, TiktokenCounter, truncate_tool_results
+from langchain_context_guard.engine import result_key, result_ordinals
 from tests.engine._support import ai, call, result, snapshot
 
 
@@ -79,7 +80,7 @@ def test_same_history_gives_the_same_rewritten_object():
     assert truncate_tool_results(history)[1] is truncate_tool_results(history)[1]
 
 
-def test_archived_results_markers_name_the_call_and_fit_the_budget():
+def test_archived_results_markers_name_the_key_and_fit_the_budget():
     from langchain_context_guard import ContextGuard, GuardPolicy
     from langchain_context_guard.engine._messages import marker
     from tests.engine._support import agent_history
@@ -100,8 +101,10 @@ def test_archived_results_markers_name_the_call_and_fit_the_budget():
         named = [m for m in out.messages if "read_tool_result(" in m.text]
         if archived:
             assert named and len(named) == len(cut)
+            places = result_ordinals(history)
             for m in named:
-                assert f'read_tool_result("{m.tool_call_id}")' in m.text
+                key = result_key(places[m.tool_call_id])
+                assert f'read_tool_result("{key}")' in m.text
         else:
             assert not named
 

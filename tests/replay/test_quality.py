@@ -20,6 +20,7 @@ from langchain_context_guard import (
     GuardPolicy,
     TiktokenCounter,
 )
+from langchain_context_guard.engine import result_key, result_ordinals
 from langchain_context_guard.engine.passes._paged_reads import paged_read
 from langchain_context_guard.engine.passes._text import compress_lines, truncate_text
 from langchain_context_guard.replay import (
@@ -258,23 +259,29 @@ def test_plot_tradeoff_writes_a_png(tmp_path: Path) -> None:
 
 
 class _BlankedWithPointers(Strategy):
-    """``_Blanked``, each cleared result's marker naming its archived original."""
+    """``_Blanked``, each cleared result's compression marker naming its key.
 
-    name = "blanked_pointing"
+    With ``by_id``, its call id instead; unmarked, the same words are text a
+    model or user wrote, which points to nothing.
+    """
+
+    def __init__(self, *, by_id: bool = False, marked: bool = True) -> None:
+        self.by_id, self.marked = by_id, marked
+        self.name = f"blanked_pointing_{'id' if by_id else 'key'}_{marked}"
 
     def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
-        return Prompt(
-            [
-                m.model_copy(
-                    update={
-                        "content": f'(cleared; read_tool_result("{m.tool_call_id}"))'
-                    }
+        places = result_ordinals(history)
+        out: list[BaseMessage] = []
+        for m in history:
+            if isinstance(m, ToolMessage):
+                name = (
+                    m.tool_call_id if self.by_id else result_key(places[m.tool_call_id])
                 )
-                if isinstance(m, ToolMessage)
-                else m
-                for m in history
-            ]
-        )
+                note = compress_lines("(cleared)\n" * 9, 0, 0, source=name)
+                mark = {MARKER_KEY: {"kind": "compressed"}} if self.marked else {}
+                m = m.model_copy(update={"content": note, "additional_kwargs": mark})
+            out.append(m)
+        return Prompt(out)
 
 
 class _HeadlessWithDigest(Strategy):
@@ -329,6 +336,8 @@ def test_a_needle_is_recoverable_when_a_pointer_to_its_source_is_sent(
             _Blanked(),
             _Headless(),
             _BlankedWithPointers(),
+            _BlankedWithPointers(by_id=True),
+            _BlankedWithPointers(marked=False),
             _HeadlessWithDigest(),
             _HeadlessWithKeys(None),
             _HeadlessWithKeys(2),
@@ -342,9 +351,18 @@ def test_a_needle_is_recoverable_when_a_pointer_to_its_source_is_sent(
     for lost in ("blanked", "headless"):
         assert rows[lost]["needle_pct"] < 100.0
         assert rows[lost]["needle_recoverable_pct"] == rows[lost]["needle_pct"]
-    for pointing in ("blanked_pointing", "headless_digest", "headless_keys_None_True"):
+    pointing_ones = (
+        "blanked_pointing_key_True",
+        "blanked_pointing_id_True",
+        "headless_digest",
+        "headless_keys_None_True",
+    )
+    for pointing in pointing_ones:
         assert rows[pointing]["needle_pct"] < 100.0
         assert rows[pointing]["needle_recoverable_pct"] == 100.0
     few, unmarked = rows["headless_keys_2_True"], rows["headless_keys_None_False"]
     assert few["needle_pct"] < few["needle_recoverable_pct"] < 100.0
     assert unmarked["needle_recoverable_pct"] == unmarked["needle_pct"]
+    written = rows["blanked_pointing_key_False"]  # the model's words point nowhere
+    assert written["needle_pct"] < 100.0
+    assert written["needle_recoverable_pct"] == written["needle_pct"]

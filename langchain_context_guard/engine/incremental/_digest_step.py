@@ -7,7 +7,7 @@ dropped turns is built afresh (``passes._digest.digest_trimmed``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from langchain_core.messages import BaseMessage
 
@@ -26,7 +26,7 @@ def digest_step(
     call_chars: int,
     sources: bool = False,
     originals: Callable[[], dict[str, BaseMessage]],
-    ordinals: Callable[[], dict[str, int]] | None = None,
+    ordinals: Callable[[], Mapping[str, int]] | None = None,
     prev: Step | None = None,
 ) -> Step:
     """``digest_trimmed`` after ``trim`` (none: its result unchanged).

@@ -16,12 +16,13 @@ compress for all its runs (``rewriters``), their results by identity.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._policy import GuardPolicy
+from .._result_keys import result_ordinals
 from ..passes._compress import compressor
 from ..passes._truncate import truncator
 
@@ -34,8 +35,15 @@ Rewriters = tuple[Callable[[BaseMessage], BaseMessage | None], Rewrite]
 R = TypeVar("R")
 
 
-def rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
+def rewriters(
+    policy: GuardPolicy,
+    window: int,
+    count: Count,
+    ordinals: Mapping[str, int] | None = None,
+) -> Rewriters:
     """One message truncated, and compressed, as the passes do it for ``window``.
+
+    ``ordinals``: the history's result keys (``Setting.ordinals``).
 
     Counting through a call's ``CallCounts``, the same two for the whole call,
     each keeping its results by identity (most messages are rewritten by the
@@ -43,11 +51,11 @@ def rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
     memo's).
     """
     if not isinstance(count, CallCounts):
-        return _rewriters(policy, window, count)
-    key = (id(policy), window)
+        return _rewriters(policy, window, count, ordinals)
+    key = (id(policy), window, id(ordinals))
     got = count.rewriters.get(key)
     if got is None:
-        truncate, compress = _rewriters(policy, window, count)
+        truncate, compress = _rewriters(policy, window, count, ordinals)
         got = count.rewriters[key] = (_once(truncate), _once(compress))
     return got
 
@@ -72,9 +80,14 @@ def _once(rewrite: Callable[[BaseMessage], R]) -> Callable[[BaseMessage], R]:
     return once
 
 
-def _rewriters(policy: GuardPolicy, window: int, count: Count) -> Rewriters:
-    truncate = truncator(policy, policy.budget(window), count)
-    compress = compressor(policy, window)
+def _rewriters(
+    policy: GuardPolicy,
+    window: int,
+    count: Count,
+    ordinals: Mapping[str, int] | None,
+) -> Rewriters:
+    truncate = truncator(policy, policy.budget(window), count, ordinals)
+    compress = compressor(policy, window, ordinals)
     return truncate, compress
 
 
@@ -122,7 +135,8 @@ def first_rewrites(
     pairs: list[tuple[BaseMessage, BaseMessage]] | None = None,
 ) -> list[BaseMessage]:
     """The rewrites a first run of the passes over ``original`` counts."""
-    truncate, compress = rewriters(policy, window, count)
+    ordinals = result_ordinals(original) if policy.archived_results else None
+    truncate, compress = rewriters(policy, window, count, ordinals)
     assistant = policy.compress_assistant_text
     return rewrites(original, truncate, compress, assistant, pairs)
 
@@ -144,7 +158,7 @@ class CallCounts:
         self._messages: list[BaseMessage] = []
         self._counts: list[int] = []
         self._at: dict[int, int] = {}
-        self.rewriters: dict[tuple[int, int], Rewriters] = {}
+        self.rewriters: dict[tuple[int, int, int], Rewriters] = {}
         """This call's ``rewriters``, by policy identity and window."""
         if primed is not None:
             self.add(primed)

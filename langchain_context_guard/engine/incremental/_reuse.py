@@ -24,6 +24,7 @@ from .._events import (
 )
 from .._messages import is_user, label
 from .._policy import GuardPolicy
+from .._result_keys import result_ordinals
 from .._window import WindowInfo
 from ..passes._hygiene import opens_with_user, tidy_message
 from ..passes._provider_compaction import latest_compaction
@@ -80,7 +81,7 @@ def reuse_prompt(
     count = counter.count_message
     each: dict[EventKind, Each] = {
         "sanitize": clean_message,
-        "truncate": truncator(policy, budget, count),
+        "truncate": truncator(policy, budget, count, _ordinals(policy, original)),
         "hygiene": tidy_message,
     }
     passes = tuple((kind, each[kind]) for kind in APPENDED)
@@ -153,3 +154,10 @@ def reuse_prompt(
             shaped=None if appended.shaped is None else [*appended.shaped, *closing],
         ),
     )
+
+
+def _ordinals(
+    policy: GuardPolicy, original: list[BaseMessage]
+) -> dict[str, int] | None:
+    """The history's result keys, which archived results' markers name."""
+    return result_ordinals(original) if policy.archived_results else None

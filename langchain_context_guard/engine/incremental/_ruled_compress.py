@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, Edits
 from .._messages import NONE, label
+from .._result_keys import Naming
 from .._tool_policy import Written
 from ..passes._compress import due_results, with_callers
 from ..passes._supersede import supersede_message, superseded_reads
@@ -46,7 +47,7 @@ def ruled_compress_step(
     keep_whole: Collection[str],
     tool_keep: Mapping[str, int],
     supersede: Mapping[str, str | tuple[str, ...] | Written],
-    name_source: bool = False,
+    name_source: Naming = False,
     prev: Step | None = None,
 ) -> Step | None:
     """``compress_old_tool_results`` with per-tool rules (a no-op unless ``active``)."""

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
 from .._messages import NONE
-from .._result_keys import result_ordinals
+from .._result_keys import naming, result_ordinals
 from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
 from ..passes._bound_thinking import joined_behind_words
 from ..passes._compress import squeezer
@@ -87,7 +87,10 @@ class Run:
         """How many of ``source``'s first places ``_release`` may have emptied."""
         self._twins: dict[str, int] = {}  # synthetic results' tokens, by tool name
         p = setting.policy
-        self._truncator, self._compressor = rewriters(p, setting.window, setting.count)
+        self._truncator, self._compressor = rewriters(
+            p, setting.window, setting.count, setting.ordinals
+        )
+        self._named = naming(p.archived_results, setting.ordinals)
         self._keep_whole = whole_tools(p)
         self._tool_keep, self._supersede = tool_keeps(p), supersede_keys(p)
         self._newer: dict[int, str] | None = None  # superseded reads of ``_truncated``
@@ -288,7 +291,7 @@ class Run:
                 keep_whole=self._keep_whole,
                 tool_keep=self._tool_keep,
                 supersede=self._supersede,
-                name_source=p.archived_results,
+                name_source=self._named,
             )
         prev = self._prev()
         step = run(self.source, prev=prev) if prev is not None else None
@@ -299,9 +302,8 @@ class Run:
         assistant = self.setting.policy.compress_assistant_text
         count, compress, twins = self.setting.count, self._compressor, self._twins
         newer = self._superseded() if self._supersede else None
-        named = self.setting.policy.archived_results
         return message_costs(
-            messages, i, count, compress, assistant, twins, newer, named
+            messages, i, count, compress, assistant, twins, newer, self._named
         )
 
     def _superseded(self) -> dict[int, str]:
@@ -355,7 +357,7 @@ class Run:
             window=s.window,
             measure=self.measure,
             cost=lambda m: gauge.cost(s.count(m)),
-            squeeze=squeezer(p, s.window),
+            squeeze=squeezer(p, s.window, s.ordinals),
             count=s.count,
             source_tokens=self.body,
             cut_room=cut_room,
@@ -364,6 +366,7 @@ class Run:
             lead=0 if self._opened() else s.count(history_start(False)),
             memo=self.memo,
             policy=p,
+            named=self._named,
         )
         state = step.state
         # Kept: the protected messages (never emptied) and all after the cut.
@@ -419,7 +422,7 @@ class Run:
                 call_chars=p.digest_call_chars,
                 sources=p.archived_results,
                 originals=lambda: {m.id: m for m in original if m.id},
-                ordinals=(lambda: result_ordinals(original))
+                ordinals=(lambda: s.ordinals or result_ordinals(original))
                 if p.archived_results
                 else None,
                 prev=self._prev(),

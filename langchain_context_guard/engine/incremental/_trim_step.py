@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 from .._events import NO_EDITS, Edits
 from .._messages import NONE, first_diff, is_pinned, label
 from .._policy import GuardPolicy
+from .._result_keys import Naming
 from .._tool_policy import result_caps
 from ..passes._trim import Counter, Measure, Squeeze, Trimmed, cut_to_fit
 from ..passes._trim_plan import Sizes, plan_cut
@@ -48,13 +49,15 @@ def trim_step(
     lead: int = 0,
     memo: dict[str, Any] | None = None,
     policy: GuardPolicy | None = None,
+    named: Naming = False,
 ) -> Step:
     """The trim, in full: ``plan_cut``, then ``cut_to_fit`` (its docstring).
 
     ``lead``: tokens hygiene puts first (``plan_cut``). ``memo`` keeps the plan:
     it depends on the costs and kinds, not on the room, so a second try at
     another target (``_prune._nearer``) reuses it. ``policy``: whose excluded
-    tools' results are never cut to fit (``fit_cut``).
+    tools' results are never cut to fit (``fit_cut``). ``named``: what the
+    marker of a result cut to fit names (``_result_keys.Naming``).
     """
     args = (quantum, keep, batch, keep_first_user, turn_limit, codes, lead)
     held = memo.get("plan") if memo is not None and codes is not None else None
@@ -88,7 +91,7 @@ def trim_step(
         tool_caps=None if policy is None else result_caps(policy),
         cut_room=cut_room,
         cut_budget=cut_budget,
-        named=policy is not None and policy.archived_results,
+        named=named,
     )
     if kept is source:
         return Step("trim", source, source, NO_EDITS, 0, NONE, state)

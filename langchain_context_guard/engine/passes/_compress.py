@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import marker, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
+from .._result_keys import Naming, naming, pointer
 from .._tool_policy import Written, supersede_keys, tool_keeps, tool_name, whole_tools
 from ._supersede import SUPERSEDED, supersede_message, superseded_reads
 from ._text import compress_lines
@@ -29,7 +30,7 @@ def compress_old_tool_results(
     head_lines: int = 3,
     tail_lines: int = 2,
     batch: int = 8,
-    name_source: bool = False,
+    name_source: Naming = False,
     assistant: bool = False,
     keep_whole: Collection[str] = frozenset(),
     tool_keep: Mapping[str, int] | None = None,
@@ -44,15 +45,16 @@ def compress_old_tool_results(
     The boundary advances only in steps of ``batch`` results, so an old message
     is rewritten once per ``batch`` new results rather than on every call: each
     rewrite invalidates the provider's prompt cache from that message on.
-    ``name_source``: the marker names the result's tool call id, to read the full
-    text back (it is archived). ``keep_whole``: tool names whose results are
-    never compressed (``_tool_policy.whole_tools``); they still count in the
-    batches. ``tool_keep``: per tool name, its own count of newest results kept
-    whole (``_tool_policy.tool_keeps``). ``supersede``: per tool name, the
-    argument whose repeat supersedes an older result (``_supersede``); a
-    superseded result becomes a pointer and counts in no batch (the assistant
-    message that made its call is left as the batches leave it; with
-    ``name_source`` its pointer names its own call id too).
+    ``name_source``: the marker names the result's tool call id, or its key
+    (``_result_keys.Naming``), to read the full text back (it is archived).
+    ``keep_whole``: tool names whose results are never compressed
+    (``_tool_policy.whole_tools``); they still count in the batches.
+    ``tool_keep``: per tool name, its own count of newest results kept whole
+    (``_tool_policy.tool_keeps``). ``supersede``: per tool name, the argument
+    whose repeat supersedes an older result (``_supersede``); a superseded
+    result becomes a pointer and counts in no batch (the assistant message that
+    made its call is left as the batches leave it; with ``name_source`` its
+    pointer names its own key or call id too).
     """
     results = [i for i, m in enumerate(messages) if isinstance(m, ToolMessage)]
     newer = superseded_reads(messages, supersede or {}, keep_whole)
@@ -115,15 +117,19 @@ def compress_floor(policy: GuardPolicy, window: int) -> int:
 
 
 def compressor(
-    policy: GuardPolicy, window: int
+    policy: GuardPolicy, window: int, ordinals: Mapping[str, int] | None = None
 ) -> Callable[[BaseMessage], BaseMessage]:
-    """``compress_message`` with a policy's settings for a window."""
+    """``compress_message`` with a policy's settings for a window.
+
+    ``ordinals``: each result's place in the history (``result_ordinals``),
+    which archived results' markers name them by.
+    """
     return partial(
         compress_message,
         min_chars=compress_floor(policy, window),
         head_lines=policy.compress_head_lines,
         tail_lines=policy.compress_tail_lines,
-        name_source=policy.archived_results,
+        name_source=naming(policy.archived_results, ordinals),
         keep_whole=whole_tools(policy),
     )
 
@@ -138,7 +144,7 @@ def rules(policy: GuardPolicy) -> dict[str, Any]:
 
 
 def squeezer(
-    policy: GuardPolicy, window: int
+    policy: GuardPolicy, window: int, ordinals: Mapping[str, int] | None = None
 ) -> Callable[[list[BaseMessage]], list[BaseMessage]]:
     """What a cut squeezes its kept messages with: every old result compressed.
 
@@ -152,7 +158,7 @@ def squeezer(
         head_lines=policy.compress_head_lines,
         tail_lines=policy.compress_tail_lines,
         batch=1,
-        name_source=policy.archived_results,
+        name_source=naming(policy.archived_results, ordinals),
         assistant=policy.compress_assistant_text,
         **rules(policy),
     )
@@ -193,7 +199,7 @@ def compress_message(
     min_chars: int,
     head_lines: int,
     tail_lines: int,
-    name_source: bool = False,
+    name_source: Naming = False,
     keep_whole: Collection[str] = frozenset(),
 ) -> BaseMessage:
     """A tool result or assistant message as compression leaves it (memoised).
@@ -217,10 +223,11 @@ def compress_message(
         "kept_whole",
     }:
         return message
+    source = pointer(message, name_source)  # a key is a place in one history
     return memo_rewrite(
         message,
-        ("compress", min_chars, head_lines, tail_lines, name_source),
-        lambda m: _compress(m, min_chars, head_lines, tail_lines, name_source),
+        ("compress", min_chars, head_lines, tail_lines, source),
+        lambda m: _compress(m, min_chars, head_lines, tail_lines, source),
     )
 
 
@@ -229,18 +236,13 @@ def _compress(
     min_chars: int,
     head_lines: int,
     tail_lines: int,
-    name_source: bool = False,
+    source: str | None = None,
 ) -> BaseMessage:
     if isinstance(message, AIMessage):
         return _compress_assistant(message, min_chars)
     text = text_of(message.content)
     if len(text) <= min_chars or (not isinstance(message.content, str) and not text):
         return message
-    source = (
-        message.tool_call_id
-        if name_source and isinstance(message, ToolMessage)
-        else None
-    )
     chars, lines = original_size(message, text)
     short = compress_lines(
         text, head_lines, tail_lines, source=source, original=(chars, lines)

@@ -6,7 +6,7 @@ The reference pipeline (``engine._reference``) and its incremental twin
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
@@ -44,6 +44,10 @@ class Setting:
     produced: list[BaseMessage] | None = None
     """The prompt the history's replies were produced behind, as far as the guard
     knows (``incremental._produced``); None: the history as read."""
+    ordinals: Mapping[str, int] | None = None
+    """Each tool result's place in the history as read, by call id
+    (``result_ordinals``): the keys that archived results' markers and digest
+    name them by (``GuardPolicy.archived_results``); None: by call id."""
 
 
 def digest_room(policy: GuardPolicy, budget: int) -> int:

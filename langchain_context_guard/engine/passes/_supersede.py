@@ -8,7 +8,8 @@ pointer to the newer call (with the size it had). The compression pass makes the
 change, so it comes at pruning time only and never breaks a pair: the result
 keeps its tool call id. The newest read of a resource always stays. When the
 full text is archived (``GuardPolicy.archived_results``), the pointer also names
-the way back to the older read itself: ``read_tool_result("<its call id>")``.
+the way back to the older read itself: ``read_tool_result("#12")``, its key
+(``_result_keys``), or its call id where no key is known.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import kept_whole, marker, memo_rewrite, original_size, text_of
 from .._messages import with_marker as _with_marker
+from .._result_keys import Naming, pointer
 from .._tool_policy import Written, key_names, tool_name
 from ._text import where
 
@@ -132,30 +134,30 @@ def _value(value: object) -> str:
 
 
 def supersede_message(
-    message: BaseMessage, newer: str, *, name_source: bool = False
+    message: BaseMessage, newer: str, *, name_source: Naming = False
 ) -> BaseMessage:
     """``message`` as a pointer to the tool call ``newer`` (memoised).
 
-    ``name_source``: the pointer also names the message's own tool call id, to
-    read its full text back (it is archived). Unchanged when it is marked
-    already, or the pointer would not be shorter.
+    ``name_source``: the pointer also names the message's own tool call id, or
+    its key (``_result_keys.Naming``), to read its full text back (archived).
+    Unchanged when it is marked already, or the pointer would not be shorter.
     """
     mark = marker(message)
     if mark is not None and mark.get("kind") in {SUPERSEDED, "kept_whole"}:
         return message
+    source = pointer(message, name_source)  # a key is a place in one history
     return memo_rewrite(
         message,
-        (SUPERSEDED, newer, name_source),
-        lambda m: _pointer(m, newer, name_source),
+        (SUPERSEDED, newer, source),
+        lambda m: _pointer(m, newer, source),
     )
 
 
-def _pointer(message: BaseMessage, newer: str, name_source: bool) -> BaseMessage:
+def _pointer(message: BaseMessage, newer: str, source: str | None) -> BaseMessage:
     text = text_of(message.content)
     chars, lines = original_size(message, text)
     tool = message if isinstance(message, ToolMessage) else None
     name = tool.name if tool is not None and tool.name else None
-    source = tool.tool_call_id if tool is not None and name_source else None
     what = f"{name} result" if name else "tool result"
     short = (
         f"[superseded {what}: the same call was made again, or what it read was "

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import re
 
+from langchain_core.messages import BaseMessage, ToolMessage
+
+from .._messages import marker, memo_rewrite
+from .._result_keys import Naming, pointer
 from ._paged_reads import PagedRead
 
 _MARKER = re.compile(
@@ -100,6 +104,36 @@ def _recut(
 
 def _original(mark: re.Match[str]) -> int:
     return int(mark[1].replace(",", ""))
+
+
+_KEYED = re.compile(r'; full text: read_tool_result\("#\d+"\)')
+_POINTING = frozenset({"truncated", "compressed", "superseded"})
+
+
+def repointed(message: BaseMessage, names: Naming) -> BaseMessage:
+    """``message``, its marker naming its key in this history (memoised).
+
+    A marker written in a history rewritten since (a hook in persist mode)
+    names the result's place there; the archive has moved that key on.
+    """
+    mark = marker(message)
+    if (
+        isinstance(names, bool)
+        or not isinstance(message, ToolMessage)
+        or mark is None
+        or mark.get("kind") not in _POINTING
+        or not isinstance(message.content, str)
+        or 'read_tool_result("#' not in message.content
+    ):
+        return message
+    key = pointer(message, names)
+    return memo_rewrite(message, ("repoint", key), lambda m: _repoint(m, key))
+
+
+def _repoint(message: BaseMessage, key: str | None) -> BaseMessage:
+    text = str(message.content)
+    new = _KEYED.sub(lambda _: where(key), text)
+    return message if new == text else message.model_copy(update={"content": new})
 
 
 def where(source: str | None) -> str:

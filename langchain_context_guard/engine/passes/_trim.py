@@ -27,6 +27,7 @@ from .._errors import BudgetExceededError, ConfigError
 from .._messages import kept_whole, original_size, text_of, with_marker
 from .._pins import count_pinned
 from .._policy import GuardPolicy
+from .._result_keys import Naming, naming, pointer, result_ordinals
 from .._tool_policy import (
     last_tools,
     result_caps,
@@ -83,7 +84,7 @@ def cut_to_fit(
     tool_caps: Mapping[str, int | None] | None = None,
     cut_room: float | None = None,
     cut_budget: int | None = None,
-    named: bool = False,
+    named: Naming = False,
 ) -> tuple[list[BaseMessage], Trimmed]:
     """The trim's fit: ``plan``'s cut for ``room``, what it keeps within ``budget``.
 
@@ -130,7 +131,7 @@ def fit_cut(
     window: int = 0,
     squeeze: Squeeze | None = None,
     tool_caps: Mapping[str, int | None] | None = None,
-    named: bool = False,
+    named: Naming = False,
 ) -> tuple[list[BaseMessage], int, bool]:
     """What the cut keeps, brought within ``budget``.
 
@@ -142,7 +143,7 @@ def fit_cut(
     largest results truncated: never one kept whole (an excluded tool's, by
     marker or by a None in ``tool_caps``); when one of those is what does not
     fit, the error names its tool. ``named`` (archived results): the marker of
-    such a cut names the result's call id, as truncation's does.
+    such a cut names the result's key or call id, as truncation's does.
     """
     squeezed = False
 
@@ -299,12 +300,14 @@ def trim_history(
     costs_from: Sequence[BaseMessage] | None = None,
     digest: int = 0,
     hold: bool = True,
+    ordinals: Mapping[str, int] | None = None,
 ) -> tuple[list[BaseMessage], Trimmed]:
     """``trim_to_budget`` (its docstring), and what it decided.
 
     ``Trimmed.gone`` lists the indices of the messages it dropped, which
     ``prepare``'s digest notes the calls of. ``messages`` itself (when a list)
-    is returned when nothing was cut.
+    is returned when nothing was cut. ``ordinals``: archived results' keys
+    (``Setting.ordinals``; default: ``result_ordinals(messages)``).
     """
     p = policy
     keep_first_user, turn_limit, step, margin, window = _settings(
@@ -327,11 +330,13 @@ def trim_history(
         return gauge.planned(sum(map(count, msgs)) + added, 0)
 
     compress: Callable[[BaseMessage], BaseMessage] = _as_is
-    assistant, newer, named = False, None, False
+    assistant, newer = False, None
     if p is not None:  # the policy's compression
-        compress, assistant = compressor(p, window), p.compress_assistant_text
+        if p.archived_results and ordinals is None:
+            ordinals = result_ordinals(source)
+        compress, assistant = compressor(p, window, ordinals), p.compress_assistant_text
         newer = superseded_reads(weighed, supersede_keys(p), whole_tools(p))
-        named = p.archived_results
+    named = naming(p is not None and p.archived_results, ordinals)
     codes = kinds(source)
     if hold:  # drop_last calls and the question a reply answers
         codes = held_codes(source, codes, () if p is None else last_tools(p))
@@ -364,7 +369,7 @@ def trim_history(
         measure=total_of,
         cost=lambda m: gauge.cost(count(m)),
         window=window,
-        squeeze=None if p is None else squeezer(p, window),
+        squeeze=None if p is None else squeezer(p, window, ordinals),
         tool_caps=None if p is None else result_caps(p),
         cut_room=gauge.room(budget - digest) if digest else None,
         cut_budget=budget - digest,
@@ -437,7 +442,7 @@ def _truncate_largest(
     budget: int,
     cost: Counter,
     caps: Mapping[str, int | None] | None = None,
-    named: bool = False,
+    named: Naming = False,
 ) -> list[BaseMessage]:
     """Cut the largest remaining tool results until the history fits."""
     out = work
@@ -454,12 +459,9 @@ def _truncate_largest(
             break
         chars = max(int(len(text) * keep_tokens / tokens * 0.9) - 200, 200)
         size, lines = original_size(out[i], text)
-        message = out[i]
-        source = message.tool_call_id if isinstance(message, ToolMessage) else None
         half = chars // 2 - 50
-        cut = truncate_text(
-            text, chars, half, half, source if named else None, original=size
-        )
+        source = pointer(out[i], named)
+        cut = truncate_text(text, chars, half, half, source, original=size)
         new = with_marker(
             out[i],
             "truncated",

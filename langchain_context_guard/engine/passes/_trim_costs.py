@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
+from .._result_keys import Naming
 from ._compress import callers
 from ._hygiene import tidy_message
 from ._repair import call_name, stand_in_named
@@ -28,7 +29,7 @@ def message_costs(
     assistant: bool,
     twins: dict[str, int],
     newer: Mapping[int, str] | None = None,
-    name_source: bool = False,
+    name_source: Naming = False,
 ) -> Costs:
     """``_trim_sizes.Costs`` of ``messages[i]``: raw, for good, is a result, twin.
 
@@ -37,7 +38,7 @@ def message_costs(
     ``compress_assistant_text``): the two go together. Its twin is the
     synthetic result it is sent as while not in yet (by tool name, counted once
     into ``twins``). A superseded result (in ``newer``, ``_supersede``) costs
-    its pointer alone (naming its call id with ``name_source``, as
+    its pointer alone (naming its key or call id with ``name_source``, as
     ``supersede_message`` writes it), and counts in no compression batch: no
     result to the plan.
     """

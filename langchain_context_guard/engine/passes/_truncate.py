@@ -18,21 +18,16 @@ from .._messages import (
     with_marker,
 )
 from .._policy import GuardPolicy
+from .._result_keys import Naming, naming, pointer
 from .._tool_policy import result_caps, tool_name
 from ._paged_reads import paged_read
-from ._text import truncate_text
-
-
-def _source(message: BaseMessage, name: bool) -> str | None:
-    """The tool call id a marker names (``name``: the full text is archived)."""
-    return message.tool_call_id if name and isinstance(message, ToolMessage) else None
+from ._text import repointed, truncate_text
 
 
 def _cut_content(
-    message: BaseMessage, max_chars: int, head: int, tail: int, name: bool = False
+    message: BaseMessage, max_chars: int, head: int, tail: int, source: str | None
 ) -> BaseMessage:
     content = message.content
-    source = _source(message, name)
     if isinstance(content, str):
         if len(content) <= max_chars:
             return message
@@ -76,15 +71,17 @@ def _cut_content(
 
 
 def _cut(
-    message: BaseMessage, max_chars: int, head: int, tail: int, name: bool = False
+    message: BaseMessage, max_chars: int, head: int, tail: int, name: Naming = False
 ) -> BaseMessage:
     content = message.content
     if isinstance(content, str) and len(content) <= max_chars:
         return message  # nothing to cut: not kept in the memo
+    # The memo is keyed by what the marker names: a key is a place in one history.
+    source = pointer(message, name)
     return memo_rewrite(
         message,
-        ("truncate", max_chars, head, tail, name),
-        lambda m: _cut_content(m, max_chars, head, tail, name),
+        ("truncate", max_chars, head, tail, source),
+        lambda m: _cut_content(m, max_chars, head, tail, source),
     )
 
 
@@ -214,7 +211,7 @@ def truncate_tool_results(
     token_counter: Callable[[BaseMessage], int] | None = None,
     max_message_chars: int | None = None,
     dedupe_calls: bool = False,
-    name_source: bool = False,
+    name_source: Naming = False,
     tool_caps: Mapping[str, int | None] | None = None,
 ) -> list[BaseMessage]:
     """Cut tool results over ``max_chars`` characters to head + marker + tail.
@@ -224,8 +221,9 @@ def truncate_tool_results(
     proportions. ``max_message_chars`` applies the cut to every non-system
     message. ``dedupe_calls`` drops, from assistant messages, fenced code blocks
     that repeat one of their tool calls' arguments verbatim. ``name_source``:
-    the marker of a cut tool result names its tool call id, to read the full
-    text back (an adapter archives it; ``GuardPolicy.archived_results``).
+    the marker of a cut tool result names its tool call id, or its key where a
+    mapping of places is given (``_result_keys.Naming``), to read the full text
+    back (an adapter archives it; ``GuardPolicy.archived_results``).
     ``tool_caps``: per tool name, its results' cap instead of ``max_chars``;
     None: never cut (``_tool_policy.result_caps``).
     """
@@ -256,13 +254,14 @@ def truncate_message(
     token_counter: Callable[[BaseMessage], int] | None,
     max_message_chars: int | None,
     dedupe_calls: bool = False,
-    name_source: bool = False,
+    name_source: Naming = False,
     tool_caps: Mapping[str, int | None] | None = None,
 ) -> BaseMessage:
     """One message as ``truncate_tool_results`` leaves it."""
     if dedupe_calls and isinstance(message, AIMessage) and _fenced(message):
         message = memo_rewrite(message, ("dedupe",), _drop_repeated_calls)
     is_tool = isinstance(message, ToolMessage)
+    message = repointed(message, name_source)
     if kept_whole(message):
         return message
     if not is_tool and (
@@ -308,9 +307,16 @@ def _scaled(limit: int, max_chars: int, head: int, tail: int) -> tuple[int, int]
 
 
 def truncator(
-    policy: GuardPolicy, budget: int, count: Callable[[BaseMessage], int]
+    policy: GuardPolicy,
+    budget: int,
+    count: Callable[[BaseMessage], int],
+    ordinals: Mapping[str, int] | None = None,
 ) -> Callable[[BaseMessage], BaseMessage | None]:
-    """``truncate_message`` with a policy's settings for a budget."""
+    """``truncate_message`` with a policy's settings for a budget.
+
+    ``ordinals``: each result's place in the history (``result_ordinals``),
+    which archived results' markers name them by.
+    """
     return partial(
         truncate_message,
         max_chars=policy.max_tool_result_chars,
@@ -320,6 +326,6 @@ def truncator(
         token_counter=count,
         max_message_chars=policy.max_chars_per_message,
         dedupe_calls=policy.dedupe_call_text,
-        name_source=policy.archived_results,
+        name_source=naming(policy.archived_results, ordinals),
         tool_caps=result_caps(policy),
     )
