@@ -1,11 +1,12 @@
-"""Tests for engine._depth: the pruning depth from the cost model."""
+"""The pruning depth: the cost model (``incremental._cost_model``) and its floor."""
 
 from __future__ import annotations
 
 import math
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
+from langchain_context_guard import ContextGuard, GuardPolicy, TiktokenCounter
 from langchain_context_guard.engine._messages import assistant_count
 from langchain_context_guard.engine.incremental._cost_model import (
     MIN_PRUNE_SHARE,
@@ -13,6 +14,9 @@ from langchain_context_guard.engine.incremental._cost_model import (
     growth,
     prune_share,
 )
+from tests.engine._support import agent_history, lines
+
+COUNTER = TiktokenCounter()
 
 
 def _history(calls: int) -> list[BaseMessage]:
@@ -58,3 +62,30 @@ def test_a_prompt_near_the_budget_costs_more_when_the_history_grows_fast() -> No
     # Kept at 95% of the budget, the prompt is re-sent again within a call or two.
     assert cycle_cost(19_000, 1_500, 20_000) > cycle_cost(500, 1_500, 20_000)
     assert cycle_cost(19_000, 50, 20_000) < cycle_cost(500, 50, 20_000)
+
+
+def test_a_head_over_the_target_is_pruned_as_deep_as_it_allows() -> None:
+    """A system prompt over the share the cost model asks for: the floor it sets.
+
+    The cut goes down to the system prompt, the task and the newest turn, not
+    just under the budget: that would leave no room to grow, and every call
+    after it would prune again, re-sending the prompt at full price.
+    """
+    policy = GuardPolicy(context_window=16_000, reserve_tokens=2_000, prune_to=0.5)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    history = agent_history(60, result_chars=1_200)
+    history[0] = SystemMessage(lines(800, prefix="rule"), id="sys")
+    head = sum(map(COUNTER.count_message, history[:2]))
+    turn = sum(map(COUNTER.count_message, history[2:4]))
+    assert 0.5 * 14_000 < head < 0.6 * 14_000  # the target is out of reach
+    kept: list[int] = []
+    previous: list[BaseMessage] | None = None
+    for n in range(4, len(history) + 1, 2):
+        result = guard.prepare(history[:n])
+        assert result.report.tokens_after <= result.report.budget
+        if previous is not None and result.messages[: len(previous)] != previous:
+            kept.append(result.report.tokens_after)
+        previous = result.messages
+    assert kept
+    assert max(kept) <= head + 2 * turn + 200, (head, turn, kept)
+    assert len(kept) <= (len(history) - 2) // 2 * turn // (14_000 - head - 2 * turn) + 1

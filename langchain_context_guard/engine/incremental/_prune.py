@@ -71,12 +71,49 @@ def _prune(
     tries.append(replace(tries[-1], hold=False))
     for n, attempt in enumerate(tries, start=1):
         last = n == len(tries)
-        done = _run(original, scan, attempt, record, key, last, enabled, None, before)
+        if n == 1 and attempt.exact and enabled:
+            attempt, done = _deepest(original, scan, attempt, record, key, before)
+        else:
+            done = _run(
+                original, scan, attempt, record, key, last, enabled, None, before
+            )
         if done is not None:
             if not (attempt.exact and enabled):
                 return done
             return _nearer(original, scan, attempt, record, key, done)
     raise AssertionError("the last try raises")  # pragma: no cover
+
+
+def _deepest(
+    original: list[BaseMessage],
+    scan: Scan,
+    setting: Setting,
+    record: Record | None,
+    key: CallKey,
+    before: Sequence[Step] | None,
+) -> tuple[Setting, tuple[Run, Record | None] | None]:
+    """The pruning at the target, or as near below the budget as what must stay.
+
+    When the system prompt, the task and the newest turn alone are over the
+    cost model's target (a long system prompt, a large newest result), the cut
+    goes as deep as they allow: the share the model asked for is out of reach,
+    and the nearest share to it bills the least (``cycle_cost`` grows above
+    it). Pruning only to the budget instead would leave no room to grow, and
+    the next call would prune again, re-sending the prompt at full price.
+    None (with the setting) when not even the budget holds what must stay.
+    """
+    try:
+        return setting, _run(
+            original, scan, setting, record, key, True, True, None, before
+        )
+    except BudgetExceededError as error:
+        floor = min(error.tokens + setting.digest, key.budget)
+        if floor >= key.budget:
+            return setting, None
+        deepest = replace(setting, budget=floor)
+        return deepest, _run(
+            original, scan, deepest, record, key, False, True, None, before
+        )
 
 
 _COMPRESS = PASSES.index("compress")
