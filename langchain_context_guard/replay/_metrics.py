@@ -187,16 +187,23 @@ def tool_pairing_errors(messages: Sequence[BaseMessage]) -> list[str]:
     """What a provider would reject in a prompt's tool-call pairing (empty: none).
 
     Every tool call must be answered by the ToolMessages directly after its
-    AIMessage, and every ToolMessage must stand in such a group.
+    AIMessage, every ToolMessage must stand in such a group, and no two calls
+    may share an id (Anthropic: "`tool_use` ids must be unique").
     """
     errors: list[str] = []
+    called: set[str | None] = set()
     i = 0
     while i < len(messages):
         message = messages[i]
         if isinstance(message, ToolMessage):
             errors.append(f"message {i}: result {message.tool_call_id!r} has no call")
         elif isinstance(message, AIMessage) and message.tool_calls:
-            wanted = {c["id"] for c in message.tool_calls}
+            ids = [c["id"] for c in message.tool_calls]
+            for c in ids:
+                if c in called:
+                    errors.append(f"message {i}: call id {c!r} used again")
+                called.add(c)
+            wanted = set(ids)
             answered: set[str | None] = set()
             while i + 1 < len(messages) and isinstance(messages[i + 1], ToolMessage):
                 i += 1

@@ -91,16 +91,44 @@ def test_parallel_results_keep_their_order_and_synthetic_ones_follow():
     assert out[1] is history[1]
 
 
-def test_repeated_call_id_in_a_later_message_is_removed():
+def test_a_repeated_call_id_stays_with_the_newest_call():
+    """Ids must be unique in a request: the older call gives its id up.
+
+    The newest is the running step; the result before it answers the older
+    call, so the newest, with none after it, gets the synthetic one.
+    """
     history = [
-        ai(call("a")),
-        result("a"),
+        ai(call("a"), content="first", id="first"),
+        result("a", "old output", id="old"),
         ai(call("a"), call("b"), id="again"),
-        result("b"),
+        result("b", id="rb"),
     ]
     out = repair_tool_pairs(history)
+    first = next(m for m in out if m.id == "first")
     again = next(m for m in out if m.id == "again")
-    assert [c["id"] for c in again.tool_calls] == ["b"]
+    assert first.tool_calls == [] and first.content == "first"
+    assert [c["id"] for c in again.tool_calls] == ["a", "b"]
+    assert "old" not in [m.id for m in out]
+    answers = [(m.tool_call_id, m.status) for m in out if isinstance(m, ToolMessage)]
+    assert answers == [("b", "success"), ("a", "error")]
+    assert_paired(out)
+
+
+def test_the_newest_call_with_a_repeated_id_is_sent_with_its_own_result():
+    """A history that repeats an earlier step, ids and all (exports, replays)."""
+    history = [
+        HumanMessage("task", id="task"),
+        ai(call("a", name="Edit"), content="edit it", id="old"),
+        result("a", "edited (first time)", id="r-old"),
+        HumanMessage("again", id="u"),
+        ai(call("a", name="Edit"), content="edit it", id="new"),
+        result("a", "edited (second time)", id="r-new"),
+    ]
+    out = repair_tool_pairs(history)
+    assert [m.id for m in out][-2:] == ["new", "r-new"]
+    assert "r-old" not in [m.id for m in out]
+    assert not next(m for m in out if m.id == "old").tool_calls
+    assert repair_tool_pairs(out) is out  # idempotent
     assert_paired(out)
 
 

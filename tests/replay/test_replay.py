@@ -105,6 +105,9 @@ def test_pairing_checker_accepts_answered_calls() -> None:
         ),
         pytest.param([*HEAD, _call(1), _result(1), _result(1)], id="duplicate-result"),
         pytest.param([SystemMessage("s"), _result(7)], id="result-after-system"),
+        pytest.param(
+            [*HEAD, _call(1), _result(1), _call(1), _result(1)], id="repeated-call-id"
+        ),
     ],
 )
 def test_pairing_checker_catches_what_providers_reject(

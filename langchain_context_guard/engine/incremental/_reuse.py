@@ -152,6 +152,7 @@ def reuse_prompt(
             size=len(original),
             cold=stable.cold,
             shaped=None if appended.shaped is None else [*appended.shaped, *closing],
+            called=appended.called,
         ),
     )
 

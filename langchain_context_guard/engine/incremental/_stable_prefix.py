@@ -47,6 +47,16 @@ def pending_calls(messages: Sequence[BaseMessage]) -> frozenset[str]:
     return frozenset()
 
 
+def call_ids(messages: Sequence[BaseMessage]) -> frozenset[str]:
+    """The ids of the tool calls in ``messages``."""
+    return frozenset(
+        c["id"] or ""
+        for m in messages
+        if isinstance(m, AIMessage) and m.tool_calls
+        for c in m.tool_calls
+    )
+
+
 @dataclass(frozen=True)
 class Sent:
     """What the guard sent on its last call, and for which history."""
@@ -72,6 +82,9 @@ class Sent:
     shaped: list[BaseMessage] | None = None
     """``output`` as the passes left it before hygiene: the prompt the next reply
     is produced behind, in the passes' terms (``_produced``)."""
+    called: frozenset[str] = frozenset()
+    """The tool call ids ``output`` holds: a new call with one of them (ids must
+    be unique in a request) is not appended, the history is pruned afresh."""
 
     @classmethod
     def of(
@@ -87,13 +100,14 @@ class Sent:
         size: int | None = None,
         cold: bool = False,
         shaped: list[BaseMessage] | None = None,
+        called: frozenset[str] | None = None,
     ) -> Sent:
         """The record of one call.
 
-        ``intact`` and ``contents`` are found when not given; ``base`` defaults to
-        a fresh prune's. ``size``: the history is ``source[:size]`` (default:
-        all of it). ``cold``: the prune at ``base`` was timed by the cache.
-        ``shaped``: ``output`` before hygiene.
+        ``intact``, ``contents`` and ``called`` are found when not given; ``base``
+        defaults to a fresh prune's. ``size``: the history is ``source[:size]``
+        (default: all of it). ``cold``: the prune at ``base`` was timed by the
+        cache. ``shaped``: ``output`` before hygiene.
         """
         size = len(source) if size is None else size
         history = source if len(source) == size else source[:size]
@@ -103,8 +117,21 @@ class Sent:
             contents = recent_contents(history)
         at = size if base is None else base
         pending = pending_calls(output)
+        if called is None:
+            called = call_ids(output)
         return cls(
-            key, source, contents, output, body, pending, intact, at, size, cold, shaped
+            key,
+            source,
+            contents,
+            output,
+            body,
+            pending,
+            intact,
+            at,
+            size,
+            cold,
+            shaped,
+            called,
         )
 
     def tail(
@@ -168,6 +195,8 @@ class Appended:
     its last when a new assistant message was joined to it)."""
     shaped: list[BaseMessage] | None = None
     """The previous ``Sent.shaped`` plus the new messages before hygiene."""
+    called: frozenset[str] = frozenset()
+    """``Sent.called`` with the new calls' ids."""
 
 
 def append(
@@ -187,10 +216,11 @@ def append(
     shaped = None if sent.shaped is None else list(sent.shaped)
     body = sent.body
     pending = set(sent.pending)
+    called = set(sent.called)
     edits: dict[EventKind, list[str]] = {}
     removed: dict[EventKind, list[str]] = {}
     for i, message in enumerate(tail):
-        if not _continues(message, pending):
+        if not _continues(message, pending, called):
             return None
         new: BaseMessage | None = message
         for kind, each in passes:
@@ -222,7 +252,9 @@ def append(
     if unchanged and out[unchanged - 1] is not sent.output[unchanged - 1]:
         unchanged -= 1  # its last message was joined (one join at most there)
     closing = _open_calls(out, pending)
-    return Appended(out, body, edits, removed, closing, unchanged, shaped)
+    return Appended(
+        out, body, edits, removed, closing, unchanged, shaped, frozenset(called)
+    )
 
 
 def open_results(messages: Sequence[BaseMessage]) -> int:
@@ -240,11 +272,12 @@ def open_results(messages: Sequence[BaseMessage]) -> int:
     return n if n < len(messages) else 0
 
 
-def _continues(message: BaseMessage, pending: set[str]) -> bool:
+def _continues(message: BaseMessage, pending: set[str], called: set[str]) -> bool:
     """Whether ``message`` may follow, given the calls still ``pending``.
 
     Updates ``pending``: a result answers its call, an assistant message opens
-    its own.
+    its own; and ``called``, the ids sent. A call whose id was sent before
+    does not follow: the repair pass keeps the id with the newest call only.
     """
     if isinstance(message, SystemMessage):
         return False
@@ -255,8 +288,12 @@ def _continues(message: BaseMessage, pending: set[str]) -> bool:
         return True
     if pending:
         return False
-    if isinstance(message, AIMessage):
-        pending.update(c["id"] or "" for c in message.tool_calls)
+    if isinstance(message, AIMessage) and message.tool_calls:
+        ids = [c["id"] or "" for c in message.tool_calls]
+        if called.intersection(ids) or len(set(ids)) < len(ids):
+            return False
+        pending.update(ids)
+        called.update(ids)
     return True
 
 

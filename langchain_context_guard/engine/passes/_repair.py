@@ -62,9 +62,12 @@ def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Repair tool-call/tool-result pairing so a provider accepts the transcript.
 
     Moves a displaced result to just after its call, keeps the first of duplicate
-    results, drops results whose call is gone, drops a repeated call id from a later
-    assistant message, and adds a synthetic error result (``status="error"``, marked
-    as made by the guard) after a call that has none. Afterwards every tool call is
+    results, drops results whose call is gone, and adds a synthetic error result
+    (``status="error"``, marked as made by the guard) after a call that has none.
+    A call id that several assistant messages use (providers require each to be
+    unique) stays with the newest, answered by the first result after it: the
+    older calls with that id go, with their results, so the running step is sent
+    with its own output (``_newest_callers``). Afterwards every tool call is
     answered exactly once by the ToolMessages directly after it, and no ToolMessage
     stands anywhere else. ``invalid_tool_calls`` (which langchain-openai sends as
     tool calls) are dropped, with their results, as ``sanitize_messages`` does (a
@@ -96,6 +99,11 @@ class Pairing:
 
     def continues(self, more: Sequence[BaseMessage]) -> bool:
         """Whether ``more`` can be repaired against this alone."""
+        for m in more:
+            if isinstance(m, AIMessage) and any(
+                (c["id"] or "") in self.calls for c in m.tool_calls
+            ):
+                return False  # a repeated id: its older call must go
         if not (self.missing or self.orphans):
             return True
         for m in more:
@@ -130,6 +138,7 @@ def repair_part(  # noqa: C901
         m = messages[i]
         if isinstance(m, ToolMessage):
             first_result.setdefault(m.tool_call_id, i)
+    stale, answer = _newest_callers(messages, start)
     out: list[BaseMessage] = []
     changed: list[str] = []
     added: list[str] = []
@@ -158,7 +167,7 @@ def repair_part(  # noqa: C901
             out.append(message)
             last = i
             continue
-        new = _without_repeats(message, prior.calls, calls)
+        new = _without_repeats(message, prior.calls, calls, stale.get(i, frozenset()))
         if new is not message:
             changed.append(label(new, out_start + len(out)))
             delta += count(new) - count(message)
@@ -169,7 +178,7 @@ def repair_part(  # noqa: C901
         for call in new.tool_calls:
             call_id = call["id"] or ""
             calls.add(call_id)
-            j = first_result.get(call_id)
+            j = answer[call_id] if call_id in answer else first_result.get(call_id)
             if j is not None:
                 found.append(j)
             else:
@@ -229,12 +238,53 @@ _DROPPED = AIMessage("")
 """Stands for "drop this message" in ``_without_invalid``'s cache."""
 
 
+def _newest_callers(
+    messages: Sequence[BaseMessage], start: int
+) -> tuple[dict[int, frozenset[str]], dict[str, int | None]]:
+    """For call ids that several assistant messages use: who keeps them, and with what.
+
+    Returns, by message index, the ids an older caller gives up, and for each
+    such id the result that answers its newest caller: the first with that id
+    after it (None: none yet, a synthetic one is added). A result before it
+    answers an older call. Nothing for a history without repeated ids.
+    """
+    callers: dict[str, list[int]] = {}
+    for i in range(start, len(messages)):
+        m = messages[i]
+        if isinstance(m, AIMessage) and m.tool_calls:
+            for c in m.tool_calls:
+                found = callers.setdefault(c["id"] or "", [])
+                if not found or found[-1] != i:
+                    found.append(i)
+    stale: dict[int, set[str]] = {}
+    answer: dict[str, int | None] = {}
+    for call_id, at in callers.items():
+        if len(at) < 2:
+            continue
+        for i in at[:-1]:
+            stale.setdefault(i, set()).add(call_id)
+        newest = at[-1]
+        answer[call_id] = next(
+            (
+                j
+                for j in range(newest + 1, len(messages))
+                if isinstance(messages[j], ToolMessage)
+                and messages[j].tool_call_id == call_id  # type: ignore[attr-defined]
+            ),
+            None,
+        )
+    return {i: frozenset(ids) for i, ids in stale.items()}, answer
+
+
 def _without_repeats(
-    message: AIMessage, prior: frozenset[str], seen: set[str]
+    message: AIMessage,
+    prior: frozenset[str],
+    seen: set[str],
+    stale: frozenset[str] = frozenset(),
 ) -> AIMessage:
-    """Drop call ids already used earlier, or earlier in the same message."""
+    """Drop call ids used earlier, earlier in the same message, or by a newer one."""
     ids = [c["id"] or "" for c in message.tool_calls]
-    repeated = frozenset(i for i in ids if i in prior or i in seen)
+    repeated = frozenset(i for i in ids if i in prior or i in seen or i in stale)
     if not repeated and len(set(ids)) == len(ids):
         return message
 
