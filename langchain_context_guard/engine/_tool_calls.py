@@ -9,7 +9,7 @@ another reaches the provider unanswered, so the passes remove calls only here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage
@@ -164,3 +164,43 @@ def first_calls(message: AIMessage) -> AIMessage:
             "tool_calls": raw_kept,
         }
     return message.model_copy(update=update)
+
+
+def with_call_ids(message: AIMessage, renamed: Mapping[str, str]) -> AIMessage:
+    """A copy of an AIMessage whose calls ``renamed`` names carry the new ids.
+
+    In every form the call is kept: ``tool_calls``, Anthropic ``tool_use`` and
+    Responses ``function_call`` blocks (``call_id``), the raw
+    ``additional_kwargs["tool_calls"]``, and Gemini's signatures by call id.
+    """
+
+    def new(call_id: object) -> object:
+        return renamed.get(call_id, call_id) if isinstance(call_id, str) else call_id
+
+    kwargs = dict(message.additional_kwargs)
+    raw = kwargs.get("tool_calls")
+    if isinstance(raw, list):
+        kwargs["tool_calls"] = [
+            {**c, "id": new(c.get("id"))} if isinstance(c, dict) else c for c in raw
+        ]
+    signatures = kwargs.get(GEMINI_SIGNATURES)
+    if isinstance(signatures, dict):
+        kwargs[GEMINI_SIGNATURES] = {new(k): v for k, v in signatures.items()}
+    content: Any = message.content
+    if isinstance(content, list):
+        content = [_renamed_block(b, new) for b in content]
+    calls = [{**c, "id": new(c.get("id"))} for c in message.tool_calls]
+    return message.model_copy(
+        update={"tool_calls": calls, "additional_kwargs": kwargs, "content": content}
+    )
+
+
+def _renamed_block(block: Any, new: Callable[[object], object]) -> Any:
+    if not isinstance(block, dict):
+        return block
+    kind = block.get("type")
+    if kind in {"tool_use", "tool_call"} and "id" in block:
+        return {**block, "id": new(block["id"])}
+    if kind == "function_call" and "call_id" in block:
+        return {**block, "call_id": new(block["call_id"])}
+    return block

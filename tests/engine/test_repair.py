@@ -91,11 +91,11 @@ def test_parallel_results_keep_their_order_and_synthetic_ones_follow():
     assert out[1] is history[1]
 
 
-def test_a_repeated_call_id_stays_with_the_newest_call():
-    """Ids must be unique in a request: the older call gives its id up.
+def test_a_reused_call_id_is_renamed_from_its_second_use():
+    """Ids must be unique in a request: the later call is sent as ``a-2``.
 
-    The newest is the running step; the result before it answers the older
-    call, so the newest, with none after it, gets the synthetic one.
+    The result before it answers the earlier call; with none after it, the
+    renamed call gets the synthetic one. The earlier messages stay as they were.
     """
     history = [
         ai(call("a"), content="first", id="first"),
@@ -104,30 +104,35 @@ def test_a_repeated_call_id_stays_with_the_newest_call():
         result("b", id="rb"),
     ]
     out = repair_tool_pairs(history)
-    first = next(m for m in out if m.id == "first")
+    assert out[:2] == history[:2]
     again = next(m for m in out if m.id == "again")
-    assert first.tool_calls == [] and first.content == "first"
-    assert [c["id"] for c in again.tool_calls] == ["a", "b"]
-    assert "old" not in [m.id for m in out]
+    assert [c["id"] for c in again.tool_calls] == ["a-2", "b"]
     answers = [(m.tool_call_id, m.status) for m in out if isinstance(m, ToolMessage)]
-    assert answers == [("b", "success"), ("a", "error")]
+    assert answers == [("a", "success"), ("b", "success"), ("a-2", "error")]
     assert_paired(out)
 
 
-def test_the_newest_call_with_a_repeated_id_is_sent_with_its_own_result():
-    """A history that repeats an earlier step, ids and all (exports, replays)."""
-    history = [
-        HumanMessage("task", id="task"),
-        ai(call("a", name="Edit"), content="edit it", id="old"),
-        result("a", "edited (first time)", id="r-old"),
-        HumanMessage("again", id="u"),
-        ai(call("a", name="Edit"), content="edit it", id="new"),
-        result("a", "edited (second time)", id="r-new"),
-    ]
+def test_every_use_of_a_reused_id_is_sent_with_its_own_result():
+    """A history that repeats a step, ids and all (exports; servers that number
+    their calls per turn): each use is answered by the results after it."""
+    history = [HumanMessage("task", id="task")]
+    for n in range(3):
+        history += [
+            ai(call("call_0", name="Edit"), content=f"edit {n}", id=f"a{n}"),
+            result("call_0", f"edited ({n})", id=f"r{n}"),
+        ]
     out = repair_tool_pairs(history)
-    assert [m.id for m in out][-2:] == ["new", "r-new"]
-    assert "r-old" not in [m.id for m in out]
-    assert not next(m for m in out if m.id == "old").tool_calls
+    assert [m.id for m in out] == [m.id for m in history]
+    ids = [
+        (m.tool_calls[0]["id"], out[k + 1].tool_call_id)
+        for k, m in enumerate(out)
+        if m.type == "ai"
+    ]
+    assert ids == [
+        ("call_0", "call_0"),
+        ("call_0-2", "call_0-2"),
+        ("call_0-3", "call_0-3"),
+    ]
     assert repair_tool_pairs(out) is out  # idempotent
     assert_paired(out)
 

@@ -329,3 +329,21 @@ def test_the_same_history_twice_gets_the_same_prompt() -> None:
         again = guard.prepare(history)
         assert again.messages == first.messages
         assert again.report.reused >= len(first.messages) - 1
+
+
+def test_a_reused_call_id_is_appended_renamed_and_the_prefix_kept():
+    """A step that reuses an earlier call id (a server that numbers calls per
+    turn) is sent renamed behind the previous prompt, which stays as it was."""
+    guard = ContextGuard(POLICY)
+    history = [
+        *agent_history(4),
+        ai(call("c0"), id="again"),
+        result("c0", id="t-again"),
+    ]
+    previous = guard.prepare(history[:-2]).messages
+    sent = guard.prepare(history).messages
+    assert sent[: len(previous)] == previous  # the cache keeps hitting
+    calls = [c["id"] for m in sent if isinstance(m, AIMessage) for c in m.tool_calls]
+    assert calls == ["c0", "c1", "c2", "c3", "c0-2"]
+    assert sent[-1].tool_call_id == "c0-2" and sent[-1].id == "t-again"
+    assert sent == reference_prepare(guard, history)

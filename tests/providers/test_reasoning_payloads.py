@@ -18,6 +18,7 @@ import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_context_guard import ContextGuard, GuardPolicy
+from langchain_context_guard.engine._tool_calls import GEMINI_SIGNATURES
 from tests.engine._support import call, lines, result
 from tests.providers._support import (
     anthropic_payload,
@@ -143,8 +144,8 @@ def test_joining_assistant_messages_keeps_each_reasoning_item_before_its_item():
 # -- Gemini -----------------------------------------------------------------------
 
 
-def test_a_removed_call_leaves_no_raw_call_for_gemini():
-    """A repeated call id is removed; its raw ``function_call`` goes too."""
+def test_a_renamed_call_keeps_its_signature_for_gemini():
+    """A reused call id is sent renamed; Gemini's signature moves with it."""
     first = AIMessage("", tool_calls=[call("c1", cmd="ls")], id="a1")
     again = AIMessage(
         "Trying again.",
@@ -162,6 +163,8 @@ def test_a_removed_call_leaves_no_raw_call_for_gemini():
         again,
     ]
     sent = ContextGuard(GuardPolicy(context_window=16_000)).prepare(history).messages
+    renamed = next(m for m in sent if m.id == "a2")
+    assert renamed.additional_kwargs[GEMINI_SIGNATURES] == {"c1-2": "c2lnCg=="}
     payload = gemini_payload(sent)
     calls = [
         part
@@ -169,9 +172,15 @@ def test_a_removed_call_leaves_no_raw_call_for_gemini():
         for part in content.parts
         if part.function_call is not None
     ]
-    assert len(calls) == 1
-    assert "function_call" not in sent[-1].additional_kwargs
-    assert history[-1].additional_kwargs["function_call"]  # the caller's, unchanged
+    assert [part.thought_signature for part in calls] == [None, b"sig\n"]
+    answered = [
+        part.function_response
+        for content in payload["contents"]
+        for part in content.parts
+        if part.function_response is not None
+    ]
+    assert len(answered) == 2
+    assert history[-1].tool_calls[0]["id"] == "c1"  # the caller's, unchanged
 
 
 @pytest.mark.parametrize("name", ["mcp.read:file", "github:list_issues", "a.b-c_d"])

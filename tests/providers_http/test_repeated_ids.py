@@ -1,7 +1,7 @@
 """A history that repeats a step with its call ids (an export, a replayed
-checkpoint): Anthropic requires every ``tool_use`` id in a request to be unique
-(``_rules.anthropic_violation`` words its refusal), so the guard keeps each id
-with its newest call, and the running step is sent with its own result.
+checkpoint, a server that numbers its calls per turn): Anthropic requires every
+``tool_use`` id in a request to be unique (``_rules.anthropic_violation`` words
+its refusal), so the guard sends a reused id renamed, with its own result.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def test_the_guarded_steps_are_accepted_and_end_with_the_newest_result(
         sent = guard.prepare(history[:n]).messages
         model.invoke(sent)
     assert [e.verdict for e in server.exchanges] == ["ok", "ok", "ok"]
-    assert [m.id for m in sent][-2:] == ["edit-2", "r-2"]
-    older = next(m for m in sent if m.id == "edit-1")
-    assert isinstance(older, AIMessage) and older.tool_calls == []
-    assert "r-1" not in [m.id for m in sent]
+    assert [m.id for m in sent] == [m.id for m in history]
+    calls = [c["id"] for m in sent if isinstance(m, AIMessage) for c in m.tool_calls]
+    answers = [m.tool_call_id for m in sent if isinstance(m, ToolMessage)]
+    assert calls == answers == ["toolu_01Edit", "toolu_01Edit-2"]
+    assert history[4].tool_calls[0]["id"] == "toolu_01Edit"  # the caller's, unchanged

@@ -21,8 +21,9 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from .._events import EventKind
 from .._messages import label, marker, same_message
+from .._tool_calls import with_call_ids
 from ..passes._hygiene import join_turns, joinable
-from ..passes._repair import synthetic_result
+from ..passes._repair import repeat_id, synthetic_result
 from ..tokens._anchor import Gauge, Known
 from ..tokens._counters import content_key
 from ._extends import edited_in_place, extends_unchanged, recent_contents
@@ -84,7 +85,7 @@ class Sent:
     is produced behind, in the passes' terms (``_produced``)."""
     called: frozenset[str] = frozenset()
     """The tool call ids ``output`` holds: a new call with one of them (ids must
-    be unique in a request) is not appended, the history is pruned afresh."""
+    be unique in a request) is sent renamed (``_sent_as``)."""
 
     @classmethod
     def of(
@@ -219,7 +220,9 @@ def append(
     called = set(sent.called)
     edits: dict[EventKind, list[str]] = {}
     removed: dict[EventKind, list[str]] = {}
+    owner: dict[str, str] = {}
     for i, message in enumerate(tail):
+        message = _sent_as(message, called, owner)
         if not _continues(message, pending, called):
             return None
         new: BaseMessage | None = message
@@ -272,12 +275,39 @@ def open_results(messages: Sequence[BaseMessage]) -> int:
     return n if n < len(messages) else 0
 
 
+def _sent_as(
+    message: BaseMessage, called: set[str], owner: dict[str, str]
+) -> BaseMessage:
+    """``message`` with a call id the prompt holds sent as the repair pass names it.
+
+    Its n-th use is ``<id>-<n>`` (``repeat_id``; here n is the first not in the
+    prompt), and so are the results after it (``owner``: each renamed id's new
+    name, until another message calls it). The previous prompt stays as it was.
+    """
+    if isinstance(message, ToolMessage):
+        new = owner.get(message.tool_call_id)
+        if new is None:
+            return message
+        return message.model_copy(update={"tool_call_id": new})
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return message
+    renamed: dict[str, str] = {}
+    for call_id in dict.fromkeys(c["id"] or "" for c in message.tool_calls):
+        owner.pop(call_id, None)
+        if call_id in called:
+            n = 2
+            while repeat_id(call_id, n, ()) in called:
+                n += 1
+            renamed[call_id] = owner[call_id] = repeat_id(call_id, n, ())
+    return with_call_ids(message, renamed) if renamed else message
+
+
 def _continues(message: BaseMessage, pending: set[str], called: set[str]) -> bool:
     """Whether ``message`` may follow, given the calls still ``pending``.
 
     Updates ``pending``: a result answers its call, an assistant message opens
     its own; and ``called``, the ids sent. A call whose id was sent before
-    does not follow: the repair pass keeps the id with the newest call only.
+    (``_sent_as`` renames one) does not follow.
     """
     if isinstance(message, SystemMessage):
         return False

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import cast
@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import Edits
 from .._messages import MARKER_KEY, is_empty, label, memo_rewrite
-from .._tool_calls import without_tool_calls
+from .._tool_calls import with_call_ids, without_tool_calls
 from ._sanitize import with_invalid_call_notes
 
 SYNTHETIC_RESULT = (
@@ -64,10 +64,10 @@ def repair_tool_pairs(messages: Sequence[BaseMessage]) -> list[BaseMessage]:
     Moves a displaced result to just after its call, keeps the first of duplicate
     results, drops results whose call is gone, and adds a synthetic error result
     (``status="error"``, marked as made by the guard) after a call that has none.
-    A call id that several assistant messages use (providers require each to be
-    unique) stays with the newest, answered by the first result after it: the
-    older calls with that id go, with their results, so the running step is sent
-    with its own output (``_newest_callers``). Afterwards every tool call is
+    A call id that an earlier assistant message used (providers require each to
+    be unique) is renamed in the later one, and in the results after it, to
+    ``<id>-<n>`` for its n-th use (``repeat_id``), so every step is sent with its
+    own output and the earlier messages stay as they were. Afterwards every tool call is
     answered exactly once by the ToolMessages directly after it, and no ToolMessage
     stands anywhere else. ``invalid_tool_calls`` (which langchain-openai sends as
     tool calls) are dropped, with their results, as ``sanitize_messages`` does (a
@@ -133,14 +133,14 @@ def repair_part(  # noqa: C901
     its token change by ``count``, and the pairing state after it.
     """
     prior = before or Pairing()
+    out: list[BaseMessage] = []
+    changed: list[str] = []
+    messages, renamed_at = _renamed_repeats(messages, start)
     first_result: dict[str, int] = {}
     for i in range(start, len(messages)):
         m = messages[i]
         if isinstance(m, ToolMessage):
             first_result.setdefault(m.tool_call_id, i)
-    stale, answer = _newest_callers(messages, start)
-    out: list[BaseMessage] = []
-    changed: list[str] = []
     added: list[str] = []
     delta = 0
     calls: set[str] = set()
@@ -167,8 +167,8 @@ def repair_part(  # noqa: C901
             out.append(message)
             last = i
             continue
-        new = _without_repeats(message, prior.calls, calls, stale.get(i, frozenset()))
-        if new is not message:
+        new = _without_repeats(message, prior.calls, calls)
+        if new is not message or i in renamed_at:
             changed.append(label(new, out_start + len(out)))
             delta += count(new) - count(message)
         out.append(new)
@@ -178,7 +178,7 @@ def repair_part(  # noqa: C901
         for call in new.tool_calls:
             call_id = call["id"] or ""
             calls.add(call_id)
-            j = answer[call_id] if call_id in answer else first_result.get(call_id)
+            j = first_result.get(call_id)
             if j is not None:
                 found.append(j)
             else:
@@ -186,7 +186,7 @@ def repair_part(  # noqa: C901
                 lacking.append(synthetic_result(call_id, call["name"]))
         # Results keep the order they had; synthetic ones follow, in call order.
         for j in sorted(found):
-            if j != last + 1:
+            if j != last + 1 or j in renamed_at:
                 changed.append(label(messages[j], out_start + len(out)))
             out.append(messages[j])
             emitted.add(j)
@@ -238,53 +238,81 @@ _DROPPED = AIMessage("")
 """Stands for "drop this message" in ``_without_invalid``'s cache."""
 
 
-def _newest_callers(
-    messages: Sequence[BaseMessage], start: int
-) -> tuple[dict[int, frozenset[str]], dict[str, int | None]]:
-    """For call ids that several assistant messages use: who keeps them, and with what.
+def repeat_id(call_id: str, n: int, taken: Collection[str]) -> str:
+    """The id the ``n``-th use of ``call_id`` is sent with: ``<id>-<n>``, not taken."""
+    new = f"{call_id}-{n}"
+    while new in taken:
+        new += "-"
+    return new
 
-    Returns, by message index, the ids an older caller gives up, and for each
-    such id the result that answers its newest caller: the first with that id
-    after it (None: none yet, a synthetic one is added). A result before it
-    answers an older call. Nothing for a history without repeated ids.
+
+def _renamed_repeats(
+    messages: Sequence[BaseMessage], start: int
+) -> tuple[Sequence[BaseMessage], frozenset[int]]:
+    """``messages`` with each reused call id renamed from its second use on.
+
+    The n-th assistant message calling an id sends it as ``repeat_id``, and so
+    do the results with that id after it, up to the next message calling it (a
+    result before it answers the earlier call). Returns the messages (``messages``
+    itself when no id is reused) and the indices renamed.
     """
-    callers: dict[str, list[int]] = {}
+    uses: dict[str, int] = {}
+    reused = False
     for i in range(start, len(messages)):
         m = messages[i]
         if isinstance(m, AIMessage) and m.tool_calls:
-            for c in m.tool_calls:
-                found = callers.setdefault(c["id"] or "", [])
-                if not found or found[-1] != i:
-                    found.append(i)
-    stale: dict[int, set[str]] = {}
-    answer: dict[str, int | None] = {}
-    for call_id, at in callers.items():
-        if len(at) < 2:
+            for call_id in {c["id"] or "" for c in m.tool_calls}:
+                uses[call_id] = uses.get(call_id, 0) + 1
+                reused = reused or uses[call_id] > 1
+    if not reused:
+        return messages, frozenset()
+    taken = set(uses)
+    seen: dict[str, int] = {}
+    owner: dict[str, str] = {}
+    out = list(messages)
+    at: set[int] = set()
+    for i in range(start, len(messages)):
+        m = messages[i]
+        if isinstance(m, ToolMessage) and m.tool_call_id in owner:
+            out[i] = _result_as(m, owner[m.tool_call_id])
+            at.add(i)
+        if not isinstance(m, AIMessage) or not m.tool_calls:
             continue
-        for i in at[:-1]:
-            stale.setdefault(i, set()).add(call_id)
-        newest = at[-1]
-        answer[call_id] = next(
-            (
-                j
-                for j in range(newest + 1, len(messages))
-                if isinstance(messages[j], ToolMessage)
-                and messages[j].tool_call_id == call_id  # type: ignore[attr-defined]
-            ),
-            None,
-        )
-    return {i: frozenset(ids) for i, ids in stale.items()}, answer
+        renamed: dict[str, str] = {}
+        for call_id in dict.fromkeys(c["id"] or "" for c in m.tool_calls):
+            seen[call_id] = seen.get(call_id, 0) + 1
+            owner.pop(call_id, None)
+            if seen[call_id] > 1:
+                renamed[call_id] = owner[call_id] = repeat_id(
+                    call_id, seen[call_id], taken
+                )
+                taken.add(renamed[call_id])
+        if renamed:
+            out[i] = _calls_as(m, renamed)
+            at.add(i)
+    return out, frozenset(at)
+
+
+def _result_as(message: ToolMessage, call_id: str) -> BaseMessage:
+    def build(m: BaseMessage) -> BaseMessage:
+        return m.model_copy(update={"tool_call_id": call_id})
+
+    return memo_rewrite(message, ("repeat", call_id), build)
+
+
+def _calls_as(message: AIMessage, renamed: dict[str, str]) -> BaseMessage:
+    def build(m: BaseMessage) -> BaseMessage:
+        return with_call_ids(cast(AIMessage, m), renamed)
+
+    return memo_rewrite(message, ("repeat", tuple(sorted(renamed.items()))), build)
 
 
 def _without_repeats(
-    message: AIMessage,
-    prior: frozenset[str],
-    seen: set[str],
-    stale: frozenset[str] = frozenset(),
+    message: AIMessage, prior: frozenset[str], seen: set[str]
 ) -> AIMessage:
-    """Drop call ids used earlier, earlier in the same message, or by a newer one."""
+    """Drop call ids already used earlier, or earlier in the same message."""
     ids = [c["id"] or "" for c in message.tool_calls]
-    repeated = frozenset(i for i in ids if i in prior or i in seen or i in stale)
+    repeated = frozenset(i for i in ids if i in prior or i in seen)
     if not repeated and len(set(ids)) == len(ids):
         return message
 
