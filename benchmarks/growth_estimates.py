@@ -1,12 +1,12 @@
 """How well three estimates of a history's growth per call predict the next cycle.
 
-The cost model (``engine._depth``) prunes to a share of the budget that depends on
-``g``, the tokens the prompt grows by per model call until the next pruning. At
-every call of the shared transcripts where the history as sent is over the
-budget (where a pruning can happen), the actual ``g`` of the coming cycle (the
-next ``(1 - prune_to)`` of the budget of messages, over the assistant messages
-among them, each message as the prompt holds it: through the truncation pass) is
-compared with three estimates from the history so far:
+The cost model (``engine.incremental._cost_model``) prunes to a share of the budget
+that depends on ``g``, the tokens the prompt grows by per model call until the next
+pruning. At every call of the shared transcripts where the history as sent is over
+the budget (where a pruning can happen), the actual ``g`` of the coming cycle (the
+next ``(1 - prune_to)`` of the budget of messages, over the assistant messages among
+them, each message as the prompt holds it: through the truncation pass) is compared
+with three estimates from the history so far:
 
 * ``as written``: the history's own tokens over its assistant messages;
 * ``as sent``: the same through the truncation pass (the default);

@@ -82,6 +82,14 @@ def by_distance(row: dict[str, Any]) -> str:
 def replay_section() -> str:
     """The replay comparison: every strategy at every window."""
     doc = load("replay.json")
+    none = {
+        r["window"]: _unpruned(r) for r in doc["results"] if r["strategy"] == "none"
+    }
+    alike = [
+        r
+        for r in doc["results"]
+        if r["strategy"] != "none" and _unpruned(r) == none.get(r["window"])
+    ]
     rows = [
         (
             k(r["window"]),
@@ -97,7 +105,9 @@ def replay_section() -> str:
             f"{r['task_missing']:,}",
         )
         for r in doc["results"]
+        if r not in alike
     ]
+    same = ", ".join(f"{name(r['strategy'])} at {k(r['window'])}" for r in alike)
     counters = "; ".join(
         f"{c['counter']} {c['median_error_pct']}% / {c['p90_error_pct']}%"
         for c in doc["counters"]
@@ -124,11 +134,24 @@ def replay_section() -> str:
             f"{doc['output_rate']:g}x the input price.",
             command(doc),
             table(head, rows),
-            "Token counters against the provider's `prompt_tokens` "
+            (f"Sent as `none` sends (not in the table): {same}. " if same else "")
+            + "Token counters against the provider's `prompt_tokens` "
             f"(median / p90 error): {counters}. Summaries per run (mean, most): "
             f"{_summaries(doc)}.",
         ]
     )
+
+
+def _unpruned(row: dict[str, Any]) -> tuple[object, ...]:
+    """What tells a strategy's replay row from sending everything."""
+    keys = (
+        "content_evidence_pct",
+        "needle_pct",
+        "billed_vs_none",
+        "with_output_vs_none",
+    )
+    keys += ("over_budget", "bad_pairing", "task_missing", "needles_lost_cut")
+    return tuple(row[key] for key in (*keys, "needles_lost_dropped"))
 
 
 def _summaries(doc: dict[str, Any]) -> str:
