@@ -48,14 +48,35 @@ def pending_calls(messages: Sequence[BaseMessage]) -> frozenset[str]:
     return frozenset()
 
 
-def call_ids(messages: Sequence[BaseMessage]) -> frozenset[str]:
-    """The ids of the tool calls in ``messages``."""
-    return frozenset(
-        c["id"] or ""
-        for m in messages
-        if isinstance(m, AIMessage) and m.tool_calls
-        for c in m.tool_calls
-    )
+@dataclass(frozen=True, slots=True)
+class CallIds:
+    """The tool call ids a prompt holds: its pruning's, and those appended since.
+
+    Appending adds to the small second set only, so a warm call costs what it
+    appends, not the size of the prompt.
+    """
+
+    pruned: frozenset[str] = frozenset()
+    appended: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, messages: Sequence[BaseMessage]) -> CallIds:
+        """The ids of the tool calls in ``messages``."""
+        return cls(
+            frozenset(
+                c["id"] or ""
+                for m in messages
+                if isinstance(m, AIMessage) and m.tool_calls
+                for c in m.tool_calls
+            )
+        )
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self.appended or call_id in self.pruned
+
+    def plus(self, ids: frozenset[str]) -> CallIds:
+        """These ids and ``ids``."""
+        return CallIds(self.pruned, self.appended | ids) if ids else self
 
 
 @dataclass(frozen=True)
@@ -83,7 +104,7 @@ class Sent:
     shaped: list[BaseMessage] | None = None
     """``output`` as the passes left it before hygiene: the prompt the next reply
     is produced behind, in the passes' terms (``_produced``)."""
-    called: frozenset[str] = frozenset()
+    called: CallIds = CallIds()
     """The tool call ids ``output`` holds: a new call with one of them (ids must
     be unique in a request) is sent renamed (``_sent_as``)."""
 
@@ -101,7 +122,7 @@ class Sent:
         size: int | None = None,
         cold: bool = False,
         shaped: list[BaseMessage] | None = None,
-        called: frozenset[str] | None = None,
+        called: CallIds | None = None,
     ) -> Sent:
         """The record of one call.
 
@@ -119,7 +140,7 @@ class Sent:
         at = size if base is None else base
         pending = pending_calls(output)
         if called is None:
-            called = call_ids(output)
+            called = CallIds.of(output)
         return cls(
             key,
             source,
@@ -196,7 +217,7 @@ class Appended:
     its last when a new assistant message was joined to it)."""
     shaped: list[BaseMessage] | None = None
     """The previous ``Sent.shaped`` plus the new messages before hygiene."""
-    called: frozenset[str] = frozenset()
+    called: CallIds = CallIds()
     """``Sent.called`` with the new calls' ids."""
 
 
@@ -217,7 +238,7 @@ def append(
     shaped = None if sent.shaped is None else list(sent.shaped)
     body = sent.body
     pending = set(sent.pending)
-    called = set(sent.called)
+    called = _Seen(sent.called)
     edits: dict[EventKind, list[str]] = {}
     removed: dict[EventKind, list[str]] = {}
     owner: dict[str, str] = {}
@@ -255,9 +276,7 @@ def append(
     if unchanged and out[unchanged - 1] is not sent.output[unchanged - 1]:
         unchanged -= 1  # its last message was joined (one join at most there)
     closing = _open_calls(out, pending)
-    return Appended(
-        out, body, edits, removed, closing, unchanged, shaped, frozenset(called)
-    )
+    return Appended(out, body, edits, removed, closing, unchanged, shaped, called.ids())
 
 
 def open_results(messages: Sequence[BaseMessage]) -> int:
@@ -275,9 +294,23 @@ def open_results(messages: Sequence[BaseMessage]) -> int:
     return n if n < len(messages) else 0
 
 
-def _sent_as(
-    message: BaseMessage, called: set[str], owner: dict[str, str]
-) -> BaseMessage:
+class _Seen:
+    """The ids of a prompt being appended to: ``Sent.called`` and the new ones."""
+
+    def __init__(self, called: CallIds) -> None:
+        self.called, self.new = called, set[str]()
+
+    def __contains__(self, call_id: object) -> bool:
+        return call_id in self.new or call_id in self.called
+
+    def add(self, ids: Sequence[str]) -> None:
+        self.new.update(ids)
+
+    def ids(self) -> CallIds:
+        return self.called.plus(frozenset(self.new))
+
+
+def _sent_as(message: BaseMessage, called: _Seen, owner: dict[str, str]) -> BaseMessage:
     """``message`` with a call id the prompt holds sent as the repair pass names it.
 
     Its n-th use is ``<id>-<n>`` (``repeat_id``; here n is the first not in the
@@ -302,7 +335,7 @@ def _sent_as(
     return with_call_ids(message, renamed) if renamed else message
 
 
-def _continues(message: BaseMessage, pending: set[str], called: set[str]) -> bool:
+def _continues(message: BaseMessage, pending: set[str], called: _Seen) -> bool:
     """Whether ``message`` may follow, given the calls still ``pending``.
 
     Updates ``pending``: a result answers its call, an assistant message opens
@@ -320,10 +353,10 @@ def _continues(message: BaseMessage, pending: set[str], called: set[str]) -> boo
         return False
     if isinstance(message, AIMessage) and message.tool_calls:
         ids = [c["id"] or "" for c in message.tool_calls]
-        if called.intersection(ids) or len(set(ids)) < len(ids):
+        if any(i in called for i in ids) or len(set(ids)) < len(ids):
             return False
         pending.update(ids)
-        called.update(ids)
+        called.add(ids)
     return True
 
 
