@@ -256,17 +256,17 @@ def _renamed_repeats(
     result before it answers the earlier call). Returns the messages (``messages``
     itself when no id is reused) and the indices renamed.
     """
-    uses: dict[str, int] = {}
+    taken: set[str] = set()
     reused = False
     for i in range(start, len(messages)):
         m = messages[i]
         if isinstance(m, AIMessage) and m.tool_calls:
-            for call_id in {c["id"] or "" for c in m.tool_calls}:
-                uses[call_id] = uses.get(call_id, 0) + 1
-                reused = reused or uses[call_id] > 1
+            for c in m.tool_calls:
+                call_id = c["id"] or ""
+                reused = reused or call_id in taken  # (or twice in one message)
+                taken.add(call_id)
     if not reused:
         return messages, frozenset()
-    taken = set(uses)
     seen: dict[str, int] = {}
     owner: dict[str, str] = {}
     out = list(messages)
