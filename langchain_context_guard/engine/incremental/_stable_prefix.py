@@ -12,6 +12,7 @@ prunings are far apart. On the replay of the shared trajectories this bills
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -21,9 +22,8 @@ from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolM
 
 from .._events import EventKind
 from .._messages import label, marker, same_message
-from .._tool_calls import with_call_ids
 from ..passes._hygiene import join_turns, joinable
-from ..passes._repair import repeat_id, synthetic_result
+from ..passes._repair import calls_as, repeat_id, result_as, synthetic_result
 from ..tokens._anchor import Gauge, Known
 from ..tokens._counters import content_key
 from ._extends import edited_in_place, extends_unchanged, recent_contents
@@ -319,20 +319,18 @@ def _sent_as(message: BaseMessage, called: _Seen, owner: dict[str, str]) -> Base
     """
     if isinstance(message, ToolMessage):
         new = owner.get(message.tool_call_id)
-        if new is None:
-            return message
-        return message.model_copy(update={"tool_call_id": new})
+        return message if new is None else result_as(message, new)
     if not isinstance(message, AIMessage) or not message.tool_calls:
         return message
     renamed: dict[str, str] = {}
     for call_id in dict.fromkeys(c["id"] or "" for c in message.tool_calls):
         owner.pop(call_id, None)
         if call_id in called:
-            n = 2
-            while repeat_id(call_id, n, ()) in called:
-                n += 1
+            n = next(
+                n for n in itertools.count(2) if repeat_id(call_id, n, ()) not in called
+            )
             renamed[call_id] = owner[call_id] = repeat_id(call_id, n, ())
-    return with_call_ids(message, renamed) if renamed else message
+    return calls_as(message, renamed) if renamed else message
 
 
 def _continues(message: BaseMessage, pending: set[str], called: _Seen) -> bool:

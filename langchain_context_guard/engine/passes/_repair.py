@@ -98,20 +98,18 @@ class Pairing:
     """The history ends with a call still waiting for its result."""
 
     def continues(self, more: Sequence[BaseMessage]) -> bool:
-        """Whether ``more`` can be repaired against this alone."""
+        """Whether ``more`` can be repaired against this alone.
+
+        Not when it reuses an id called before (its calls are renamed counting
+        every use) or answers a missing call or calls an orphan's id.
+        """
         for m in more:
-            if isinstance(m, AIMessage) and any(
-                (c["id"] or "") in self.calls for c in m.tool_calls
-            ):
-                return False  # a repeated id: its older call must go
-        if not (self.missing or self.orphans):
-            return True
-        for m in more:
-            if isinstance(m, ToolMessage) and m.tool_call_id in self.missing:
-                return False
-            if isinstance(m, AIMessage) and any(
-                (c["id"] or "") in self.orphans for c in m.tool_calls
-            ):
+            if isinstance(m, AIMessage):
+                for c in m.tool_calls:
+                    call_id = c["id"] or ""
+                    if call_id in self.calls or call_id in self.orphans:
+                        return False
+            elif isinstance(m, ToolMessage) and m.tool_call_id in self.missing:
                 return False
         return True
 
@@ -274,7 +272,7 @@ def _renamed_repeats(
     for i in range(start, len(messages)):
         m = messages[i]
         if isinstance(m, ToolMessage) and m.tool_call_id in owner:
-            out[i] = _result_as(m, owner[m.tool_call_id])
+            out[i] = result_as(m, owner[m.tool_call_id])
             at.add(i)
         if not isinstance(m, AIMessage) or not m.tool_calls:
             continue
@@ -288,19 +286,23 @@ def _renamed_repeats(
                 )
                 taken.add(renamed[call_id])
         if renamed:
-            out[i] = _calls_as(m, renamed)
+            out[i] = calls_as(m, renamed)
             at.add(i)
     return out, frozenset(at)
 
 
-def _result_as(message: ToolMessage, call_id: str) -> BaseMessage:
+def result_as(message: ToolMessage, call_id: str) -> BaseMessage:
+    """``message`` answering ``call_id`` (memoised)."""
+
     def build(m: BaseMessage) -> BaseMessage:
         return m.model_copy(update={"tool_call_id": call_id})
 
     return memo_rewrite(message, ("repeat", call_id), build)
 
 
-def _calls_as(message: AIMessage, renamed: dict[str, str]) -> BaseMessage:
+def calls_as(message: AIMessage, renamed: dict[str, str]) -> BaseMessage:
+    """``message`` with its calls ``renamed`` (``with_call_ids``, memoised)."""
+
     def build(m: BaseMessage) -> BaseMessage:
         return with_call_ids(cast(AIMessage, m), renamed)
 
