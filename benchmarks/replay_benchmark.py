@@ -20,9 +20,10 @@ With ``--cache`` it bills with a five-minute provider cache (``cache_ttl``):
 the transcripts' own call times, then seeded synthetic pauses (``CACHE_GAPS``),
 the default guard against one timed to the cache (``cache_ttl_seconds=300``),
 and writes ``replay_cache.json``.
-With ``--recoverable`` it replays the default guard and the guard as an adapter
-with a ``ResultArchive`` runs it (``archived_results``, with and without the
-digest) at 16k and 32k on the SWE trajectories and on the multitool transcripts
+With ``--recoverable`` it replays the default guard, the guard with markers that
+name archived results (``archived_results``) and the guard as an adapter with a
+``ResultArchive`` runs it (``GuardPolicy.with_archive``) at 16k and 32k on the
+SWE trajectories and on the multitool transcripts
 (``shared/data/multitool``, when present), and writes ``replay_recoverable.json``:
 a needle is recoverable when its text is sent, or a sent marker or digest points
 to its archived source.
@@ -51,6 +52,7 @@ from typing import Any
 
 os.environ.setdefault("CONTEXT_GUARD_OFFLINE", "1")
 
+from langchain_context_guard.engine import ARCHIVE_DEFAULTS
 from langchain_context_guard.replay import (
     WINDOWS,
     GapModel,
@@ -109,17 +111,13 @@ CACHE_GAPS = ("real", "pauses:0.05:10m", "pauses:0.2:10m")
 pause before 5% and 20% of the calls (seeded by each transcript's name)."""
 TIMED = {"cache_ttl_seconds=300": {"cache_ttl_seconds": CACHE_TTL}}
 ARCHIVED = {
-    "guard+archive": {"archived_results": True},
-    "guard+archive+digest": {
-        "archived_results": True,
-        "digest": True,
-        "digest_share": 0.01,
-        "digest_call_chars": 40,
-    },
+    "archived_results": {"archived_results": True},
+    "guard+archive": {"archived_results": True, **ARCHIVE_DEFAULTS},
 }
-"""The guard as an adapter with a ``ResultArchive`` runs it (``--recoverable``);
-with the digest small (1% of the budget, 40 characters a call): its line of
-keys names every trimmed result, the archive holds the outputs."""
+"""The guard with markers that name archived results only, and as an adapter
+with a ``ResultArchive`` runs it (``GuardPolicy.with_archive``: a small digest
+names every trimmed result by key, pruning keeps 0.6 of the budget, results
+under 1,000 characters stay whole) (``--recoverable``)."""
 
 
 def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:

@@ -17,10 +17,11 @@ newly cut result.
 ``make_result_reader`` gives the agent a ``read_tool_result`` tool, paged by
 lines or characters (``PAGE_CHARS`` at most a page); ``make_result_search``
 (``_result_search``) one that searches them by pattern. An adapter with an
-archive runs its guard with ``GuardPolicy(archived_results=True)``
-(``archiving``): the marker in a cut result then says how much was cut and names
+archive runs its guard with its policy ``with_archive()`` (``archiving``:
+``archived_results=True`` and the ``ARCHIVE_DEFAULTS`` the policy leaves
+unset): the marker in a cut result then says how much was cut and names
 its short key, e.g. ``full text: read_tool_result("#12")``, and the digest of
-trimmed turns (``digest=True``) names each call's result by its key and
+trimmed turns (on there by default) names each call's result by its key and
 all of them in one line of ranges (``#1-#140``, ``engine._result_keys``): the
 archive numbers the results it saves the same way and keeps each key with its
 call id in a namespace of its own beside the results' (``KEYS``), so both tools
@@ -78,11 +79,12 @@ def archiving(guard: ContextGuard, archive: ResultArchive | None) -> ContextGuar
     """The guard an adapter with ``archive`` runs: markers name the result's key.
 
     ``guard`` itself when there is no archive or its policy already says so;
-    else a guard with the same policy (plus ``archived_results``) and counter.
+    else a guard with its policy ``with_archive`` (``archived_results`` and the
+    ``ARCHIVE_DEFAULTS`` it does not set) and the same counter.
     """
     if archive is None or guard.policy.archived_results:
         return guard
-    policy = guard.policy.model_copy(update={"archived_results": True})
+    policy = guard.policy.with_archive()
     return ContextGuard(policy, token_counter=guard.counter, model=guard.model)
 
 

@@ -49,7 +49,7 @@ from ._overflow import OverflowInfo, classify_overflow, silent_overflow
 from ._overflow import scaled_limit as scaled_limit
 from ._pins import find_message as find_message
 from ._pins import pin, pin_update, unpin
-from ._policy import GuardPolicy
+from ._policy import ARCHIVE_DEFAULTS, GuardPolicy
 from ._quoting import DELIMITER as DELIMITER
 from ._quoting import escape_delimiters as escape_delimiters
 from ._quoting import normalize as normalize
@@ -89,6 +89,7 @@ from .tokens._counters import (
 from .tokens._usage import usage_by_category
 
 __all__ = [
+    "ARCHIVE_DEFAULTS",
     "MARKER_KEY",
     "BudgetExceededError",
     "CallableCounter",

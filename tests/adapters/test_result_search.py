@@ -142,14 +142,17 @@ class FollowsTheMarkers(ScriptedChatModel):
         return AIMessage("", tool_calls=[call], id="ask")
 
 
-def run_agent(store: BaseStore) -> tuple[FollowsTheMarkers, list[BaseMessage]]:
+def run_agent(
+    store: BaseStore, **settings: Any
+) -> tuple[FollowsTheMarkers, list[BaseMessage]]:
+    """The agent with the archive's defaults (a small digest) or ``settings``."""
     model = FollowsTheMarkers(profile={"max_input_tokens": WINDOW})
     agent = create_agent(
         model,
         [read_note, make_result_reader(), make_result_search()],
         system_prompt=SYSTEM,
         middleware=[
-            ContextGuardMiddleware(make_guard(digest=True), archive=ResultArchive())
+            ContextGuardMiddleware(make_guard(**settings), archive=ResultArchive())
         ],
         checkpointer=InMemorySaver(),
         store=store,
@@ -161,16 +164,25 @@ def run_agent(store: BaseStore) -> tuple[FollowsTheMarkers, list[BaseMessage]]:
 
 
 def check_answered_from_the_archive(
-    model: FollowsTheMarkers, messages: list[BaseMessage], store: BaseStore
+    model: FollowsTheMarkers,
+    messages: list[BaseMessage],
+    store: BaseStore,
+    *,
+    listed: bool = False,
 ) -> None:
+    """The question answered by a search of the archive; ``listed``: by the key
+    the digest lists the first call with, else across the conversation's results."""
     wanted = next(line for line in big_output(1).split("\n") if line.startswith(WANTED))
     assert WANTED not in model.asked  # the first note was trimmed...
-    assert "- read_note (#1): 1" in model.asked  # ...its call named by its key
+    # ...its call named by its key, or (a small digest) its key in the line of ranges
+    assert ("- read_note (#1): 1" in model.asked) == listed
     assert "Keys of all their archived outputs, oldest first: #1-#" in model.asked
     assert 'search_tool_results("<regex>")' in model.asked
     found = next(m for m in messages if getattr(m, "tool_call_id", "") == "find")
-    assert found.content.startswith("[1 matching line(s) in 1 archived result(s)")
-    assert "--- n0 (" in found.content  # the key led to the call's result
+    head = str(found.content).split("\n", 1)[0]
+    assert head.startswith("[1 matching line(s) in ")  # one result, or all of them
+    assert ("in 1 archived result(s)" in head) == listed
+    assert "--- n0 (" in found.content  # the search found the call's result
     assert wanted in found.content
     answer = messages[-1]
     assert isinstance(answer, AIMessage) and answer.content == "compute(req, 7)"
@@ -186,6 +198,15 @@ def test_an_agent_answers_about_a_trimmed_result_from_the_archive_in_memory() ->
     store = InMemoryStore()
     model, messages = run_agent(store)
     check_answered_from_the_archive(model, messages, store)
+
+
+def test_an_agent_follows_the_key_a_larger_digest_lists() -> None:
+    store = InMemoryStore()
+    model, messages = run_agent(store, digest_share=0.15)
+    check_answered_from_the_archive(model, messages, store, listed=True)
+    ask = messages[-3]
+    assert isinstance(ask, AIMessage)
+    assert ask.tool_calls[0]["args"]["tool_call_id"] == "#1"  # the key it listed
 
 
 def test_an_agent_answers_about_a_trimmed_result_from_the_archive_on_sqlite(

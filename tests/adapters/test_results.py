@@ -22,6 +22,7 @@ from langchain_context_guard.adapters._results import (
     read_result,
     result_namespace,
 )
+from langchain_context_guard.engine import ARCHIVE_DEFAULTS
 from tests.adapters._support import (
     SYSTEM,
     WINDOW,
@@ -192,3 +193,16 @@ def test_a_history_rewritten_keeps_each_marker_pointing_at_its_own_result() -> N
     assert read_result(store, "t", "c1") == f"[lines 0-1 of 1]\n{'B' * 9_000}"
     assert read_result(store, "t", "#2").endswith("C" * 50)
     assert 'read_tool_result("#2")' in str(sent[4].content)  # the caller's, as is
+
+
+def test_an_archive_prunes_deeper_with_a_small_digest_unless_told_otherwise() -> None:
+    plain = make_guard()
+    guard = ContextGuardMiddleware(plain, archive=ResultArchive()).guard
+    assert guard.policy == plain.policy.with_archive()
+    for name, value in ARCHIVE_DEFAULTS.items():
+        assert getattr(guard.policy, name) == value != getattr(plain.policy, name)
+    assert guard.policy.archived_results and guard.counter is plain.counter
+    # what the application sets wins over the archive's defaults
+    own = make_guard(prune_to=0.8, digest=False).policy.with_archive()
+    assert (own.prune_to, own.digest, own.digest_share) == (0.8, False, 0.01)
+    assert own.with_archive() == own  # already archiving: as it is
