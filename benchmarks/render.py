@@ -340,11 +340,14 @@ FAMILY_ROWS = (
     "summarization",
 )
 POLICY_FAMILY = {
-    "Read by range": "claude-code",
-    "editor by range": "openhands",
-    "TodoWrite keep_recent=1": "claude-code",
+    "Read by range": ("claude-code",),
+    "editor by range": ("openhands",),
+    "compress_call_args": ("claude-code", "openhands"),
 }
-"""Each per-tool policy of ``--families``, against the family whose tools it names."""
+"""Policies of ``--families`` against the defaults, on the families whose tools
+they change (``TodoWrite keep_recent=1``, in the JSON, is in docs/configuration.md;
+``compress_call_args`` leaves SWE-agent 0.x as it is: no call there has two
+arguments and a long one)."""
 
 
 def _cells(row: dict[str, Any]) -> str:
@@ -368,8 +371,8 @@ def families_section() -> str:
             for strategy in FAMILY_ROWS:
                 cells = [_cells(found[p][(window, strategy)]) for p in found]
                 rows.append((f"{family} ({sizes})", k(window), name(strategy), *cells))
-            for setting, owner in POLICY_FAMILY.items():
-                if owner == family:
+            for setting, owners in POLICY_FAMILY.items():
+                if family in owners:
                     deltas = [
                         _delta(found[h][(window, setting)], found[h][(window, "guard")])
                         for h in ("first", "last")
@@ -399,10 +402,11 @@ def families_section() -> str:
             '(`trim_messages` with `start_on="human"` as LangGraph\'s docs use it, '
             "`trim_messages_any` without `start_on`; `summarization` is LangChain's "
             "`SummarizationMiddleware`). Per-tool "
-            "policies against the defaults on the family whose tools they name "
+            "policies against the defaults on the families whose tools they change "
             '(points, points, billed): `Read by range` is `supersede_key=["file_path", '
             '"offset", "limit"]`, `editor by range` `["path", "command", '
-            '"view_range"]` for `str_replace_editor`.',
+            '"view_range"]` for `str_replace_editor`, `compress_call_args` the '
+            "setting (an old call's long text arguments compressed with its result).",
             command(doc),
             table(head, rows),
             table(change_head, changes),
@@ -563,11 +567,12 @@ def recoverable_section() -> str:
             "guard as an adapter with a `ResultArchive` runs it "
             "(`GuardPolicy.with_archive()`: a digest of 1% of the budget names "
             "trimmed results by key, pruning keeps 0.6 of the budget, results "
-            "under 1,000 characters stay whole).",
+            "under 1,000 characters stay whole). Targets at 16k (recoverable >= "
+            "99%, needles sent >= the guard's, content >= 96.5%, billed <= 0.70x): "
+            + "; ".join(checks)
+            + ".",
             command(doc),
             table(head, rows),
-            "Targets at 16k (recoverable >= 99%, needles sent >= the guard's, "
-            "content >= 96.5%, billed <= 0.70x): " + "; ".join(checks) + ".",
         ]
     )
 

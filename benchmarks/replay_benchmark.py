@@ -235,6 +235,7 @@ FAMILY_POLICIES: dict[str, dict[str, Any]] = {
         }
     },
     "TodoWrite keep_recent=1": {"tool_policies": {"TodoWrite": {"keep_recent": 1}}},
+    "compress_call_args": {"compress_call_args": True},
 }
 """Guard settings replayed per family beside the defaults (``--families``)."""
 

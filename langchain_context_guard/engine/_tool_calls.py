@@ -9,6 +9,7 @@ another reaches the provider unanswered, so the passes remove calls only here.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any
 
@@ -204,3 +205,48 @@ def _renamed_block(block: Any, new: Callable[[object], object]) -> Any:
     if kind == "function_call" and "call_id" in block:
         return {**block, "call_id": new(block["call_id"])}
     return block
+
+
+def with_call_args(message: AIMessage, args: Mapping[str, dict[str, Any]]) -> AIMessage:
+    """A copy of an AIMessage whose calls with an id in ``args`` carry those args.
+
+    In every form the call is kept: ``tool_calls``, Anthropic ``tool_use`` blocks
+    (``input``), Responses ``function_call`` blocks and the raw
+    ``additional_kwargs["tool_calls"]`` (``arguments``, JSON text).
+    """
+
+    def given(call_id: object) -> dict[str, Any] | None:
+        return args.get(call_id) if isinstance(call_id, str) else None
+
+    kwargs = dict(message.additional_kwargs)
+    raw = kwargs.get("tool_calls")
+    if isinstance(raw, list):
+        kwargs["tool_calls"] = [_raw_with_args(c, given(_raw_call_id(c))) for c in raw]
+    content: Any = message.content
+    if isinstance(content, list):
+        content = [_block_with_args(b, given(_block_call_id(b))) for b in content]
+    calls = [
+        {**c, "args": new} if (new := given(c.get("id"))) is not None else c
+        for c in message.tool_calls
+    ]
+    return message.model_copy(
+        update={"tool_calls": calls, "additional_kwargs": kwargs, "content": content}
+    )
+
+
+def _raw_with_args(call: Any, args: dict[str, Any] | None) -> Any:
+    function = call.get("function") if isinstance(call, dict) else None
+    if args is None or not isinstance(function, dict):
+        return call
+    return {**call, "function": {**function, "arguments": json.dumps(args)}}
+
+
+def _block_with_args(block: Any, args: dict[str, Any] | None) -> Any:
+    if args is None:
+        return block
+    kind = block.get("type")
+    if kind == "tool_use":
+        return {**block, "input": args}
+    if kind == "tool_call":
+        return {**block, "args": args}
+    return {**block, "arguments": json.dumps(args)}  # a function_call block

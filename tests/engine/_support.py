@@ -189,16 +189,15 @@ def transcripts(  # noqa: C901
                 i: draw(st.sampled_from(["bash", "bash", "write"])) if names else "bash"
                 for i in ids
             }
+            args = {i: {"cmd": draw(st.sampled_from([i, i, *again]))} for i in ids}
+            for i in ids:  # a write's payload: a file's text, long or short
+                if tools[i] == "write":
+                    args[i]["content"] = _text(serial, draw(st.sampled_from([5, 900])))
             out.append(
                 AIMessage(
                     blocks,
                     tool_calls=[
-                        {
-                            "id": i,
-                            "name": tools[i],
-                            "args": {"cmd": draw(st.sampled_from([i, i, *again]))},
-                        }
-                        for i in ids
+                        {"id": i, "name": tools[i], "args": args[i]} for i in ids
                     ],
                     id=f"a{turn}-{step}",
                     **kwargs,

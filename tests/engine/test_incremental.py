@@ -54,6 +54,7 @@ SETTINGS = settings(
 POLICIES = st.builds(
     GuardPolicy,
     **POLICY_KNOBS,
+    compress_call_args=st.booleans(),
 )
 COUNTER = TiktokenCounter()
 

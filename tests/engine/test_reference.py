@@ -52,6 +52,7 @@ POLICIES = st.builds(
     GuardPolicy,
     **POLICY_KNOBS,
     compress_assistant_text=st.booleans(),
+    compress_call_args=st.booleans(),
     digest=st.booleans(),
     archived_results=st.booleans(),
     max_chars_per_message=st.sampled_from([None, 3_000]),

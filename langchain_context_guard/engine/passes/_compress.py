@@ -17,9 +17,11 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from .._messages import marker, memo_rewrite, original_size, text_of, with_marker
 from .._policy import GuardPolicy
 from .._result_keys import Naming, naming, pointer
+from .._tool_calls import GEMINI_SIGNATURES, with_call_args
 from .._tool_policy import Written, supersede_keys, tool_keeps, tool_name, whole_tools
 from ._supersede import SUPERSEDED, supersede_message, superseded_reads
 from ._text import compress_lines
+from ._thinking import has_reasoning
 
 
 def compress_old_tool_results(
@@ -35,6 +37,7 @@ def compress_old_tool_results(
     keep_whole: Collection[str] = frozenset(),
     tool_keep: Mapping[str, int] | None = None,
     supersede: Mapping[str, str | tuple[str, ...] | Written] | None = None,
+    call_args: bool = False,
 ) -> list[BaseMessage]:
     """Shrink tool results older than the newest ``keep_recent`` to a few lines.
 
@@ -70,7 +73,13 @@ def compress_old_tool_results(
             new = supersede_message(out[i], newer[i], name_source=name_source)
         else:
             new = compress_message(
-                out[i], min_chars, head_lines, tail_lines, name_source, keep_whole
+                out[i],
+                min_chars,
+                head_lines,
+                tail_lines,
+                name_source,
+                keep_whole,
+                call_args,
             )
         if new is not out[i]:
             out[i] = new
@@ -131,6 +140,7 @@ def compressor(
         tail_lines=policy.compress_tail_lines,
         name_source=naming(policy.archived_results, ordinals),
         keep_whole=whole_tools(policy),
+        call_args=policy.compress_call_args,
     )
 
 
@@ -140,6 +150,7 @@ def rules(policy: GuardPolicy) -> dict[str, Any]:
         "keep_whole": whole_tools(policy),
         "tool_keep": tool_keeps(policy),
         "supersede": supersede_keys(policy),
+        "call_args": policy.compress_call_args,
     }
 
 
@@ -201,16 +212,19 @@ def compress_message(
     tail_lines: int,
     name_source: Naming = False,
     keep_whole: Collection[str] = frozenset(),
+    call_args: bool = False,
 ) -> BaseMessage:
     """A tool result or assistant message as compression leaves it (memoised).
 
-    An assistant message keeps its tool calls; marked messages (``kept_whole``
+    An assistant message keeps its tool calls (with ``call_args``, their long
+    text arguments shrunk: ``_short_args``); marked messages (``kept_whole``
     too) stay as they are,
     the guard's joined assistant turns too (``merged``): each part was weighed
     alone in the call that joined them, so a prompt prepared again stays as it is.
     """
     content = message.content
-    if isinstance(content, str) and len(content) <= min_chars:
+    calls = call_args and isinstance(message, AIMessage) and bool(message.tool_calls)
+    if isinstance(content, str) and len(content) <= min_chars and not calls:
         return message  # too short to compress: not kept in the memo
     if keep_whole and tool_name(message) in keep_whole:
         return message
@@ -226,8 +240,8 @@ def compress_message(
     source = pointer(message, name_source)  # a key is a place in one history
     return memo_rewrite(
         message,
-        ("compress", min_chars, head_lines, tail_lines, source),
-        lambda m: _compress(m, min_chars, head_lines, tail_lines, source),
+        ("compress", min_chars, head_lines, tail_lines, source, calls),
+        lambda m: _compress(m, min_chars, head_lines, tail_lines, source, calls),
     )
 
 
@@ -237,9 +251,11 @@ def _compress(
     head_lines: int,
     tail_lines: int,
     source: str | None = None,
+    call_args: bool = False,
 ) -> BaseMessage:
     if isinstance(message, AIMessage):
-        return _compress_assistant(message, min_chars)
+        call_lines = (head_lines, tail_lines) if call_args else None
+        return _compress_assistant(message, min_chars, call_lines)
     text = text_of(message.content)
     if len(text) <= min_chars or (not isinstance(message.content, str) and not text):
         return message
@@ -252,11 +268,15 @@ def _compress(
     return with_marker(message, "compressed", content=short, original_chars=chars)
 
 
-def _compress_assistant(message: AIMessage, min_chars: int) -> BaseMessage:
+def _compress_assistant(
+    message: AIMessage, min_chars: int, call_lines: tuple[int, int] | None = None
+) -> BaseMessage:
     """Its text to its first line and a marker; tool calls and other blocks stay.
 
     Content blocks other than text (tool use, images) keep their place; one
     holding reasoning leaves the message as the provider sent it (signatures).
+    ``call_lines``: its calls' long text arguments are cut to these head and
+    tail lines too (``_short_args``).
     """
     content = message.content
     texts: list[str | None] = [content] if isinstance(content, str) else []
@@ -265,15 +285,19 @@ def _compress_assistant(message: AIMessage, min_chars: int) -> BaseMessage:
         if kinds & {"thinking", "redacted_thinking", "reasoning"}:
             return message
         texts = [_block_text(b) for b in content]
+    args = _short_args(message, min_chars, call_lines) if call_lines else {}
+    if args:
+        message = with_call_args(message, args)
+        content = message.content
     text = "\n".join(t for t in texts if t is not None)
-    if len(text) <= min_chars:
-        return message
     chars, lines = original_size(message, text)
     short = compress_lines(
         text, 1, 0, what="assistant message", original=(chars, lines)
     )
-    if len(short) >= len(text):
-        return message
+    if len(text) <= min_chars or len(short) >= len(text):
+        if not args:
+            return message
+        return with_marker(message, "compressed", original_chars=chars)
     if isinstance(content, str):
         new: Any = short
     else:
@@ -285,6 +309,45 @@ def _compress_assistant(message: AIMessage, min_chars: int) -> BaseMessage:
                 new.append({"type": "text", "text": short})
                 placed = True
     return with_marker(message, "compressed", content=new, original_chars=chars)
+
+
+_SIGNED_KWARGS = frozenset({GEMINI_SIGNATURES, "function_call"})
+"""``additional_kwargs`` whose calls are left whole: Gemini's signatures by call
+id, and a legacy ``function_call`` (one call, kept beside ``tool_calls``)."""
+
+
+def _short_args(
+    message: AIMessage, min_chars: int, lines: tuple[int, int]
+) -> dict[str, dict[str, Any]]:
+    """Per call id, the call's arguments with each long text one shrunk.
+
+    A text over ``min_chars`` keeps its first and last ``lines`` around a
+    marker, as a result does. A call's only argument (a shell command, a query)
+    is the call itself and stays; so does every call of a message that carries
+    reasoning or signatures (the provider checks them) or a legacy
+    ``function_call``. Calls left as they are are not in the map.
+    """
+    kwargs = message.additional_kwargs
+    if (
+        has_reasoning(message)
+        or GEMINI_SIGNATURES in kwargs
+        or "function_call" in kwargs
+    ):
+        return {}
+    out: dict[str, dict[str, Any]] = {}
+    for call in message.tool_calls:
+        given, call_id = call["args"], call.get("id")
+        if not call_id or len(given) < 2:
+            continue
+        args = dict(given)
+        for name, value in given.items():
+            if isinstance(value, str) and len(value) > min_chars:
+                short = compress_lines(value, *lines, what=f"tool call argument {name}")
+                if len(short) < len(value):
+                    args[name] = short
+        if args != given:
+            out[call_id] = args
+    return out
 
 
 def _block_text(block: Any) -> str | None:
