@@ -62,6 +62,7 @@ POLICIES = {
         }
     },
     "mcp-cap": {"tool_policies": {"mcp__*": ToolPolicy(max_result_chars=1_000)}},
+    "call-args": {"compress_call_args": True},
     "exclude-edits": {"exclude_tools": ("Edit", "str_replace_editor")},
 }
 
