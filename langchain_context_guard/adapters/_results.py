@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore, Item
@@ -48,6 +48,7 @@ from langgraph.store.base import BaseStore, Item
 from ..engine import (
     ConfigError,
     ContextGuard,
+    args_key,
     marker,
     parse_result_key,
     result_key,
@@ -282,13 +283,15 @@ def cut_results(
 
     A result ``after`` no longer holds at all (its turn trimmed) counts too;
     one the guard cut before (``cut_before``) never: its original is archived.
+    Each call argument ``after`` sends shorter (``compress_call_args``) counts
+    under its own key (``args_key``: ``<call id>:<name>``).
     """
     sent = {
         m.tool_call_id: m
         for m in after
         if isinstance(m, ToolMessage) and m.tool_call_id
     }
-    out: dict[str, str] = {}
+    out = _cut_args(before, after)
     for message in before:
         if not isinstance(message, ToolMessage) or _cut_by_guard(message):
             continue
@@ -298,6 +301,35 @@ def cut_results(
         full = text_of(message.content)
         if len(text_of(new.content) if new is not None else "") < len(full):
             out[message.tool_call_id] = full
+    return out
+
+
+def _cut_args(
+    before: Sequence[BaseMessage], after: Sequence[BaseMessage]
+) -> dict[str, str]:
+    """Full text of each call argument ``after`` sends shorter, by ``args_key``."""
+    sent = {
+        c["id"]: c["args"]
+        for m in after
+        if isinstance(m, AIMessage) and marker(m) is not None
+        for c in m.tool_calls
+        if c.get("id")
+    }
+    out: dict[str, str] = {}
+    if not sent:
+        return out
+    for message in before:
+        if not isinstance(message, AIMessage) or marker(message) is not None:
+            continue
+        for call in message.tool_calls:
+            now = sent.get(call.get("id") or "")
+            if now is None or now is call["args"]:
+                continue
+            for name, value in call["args"].items():
+                new = now.get(name)
+                if isinstance(value, str) and isinstance(new, str):
+                    if len(new) < len(value):
+                        out[args_key(str(call["id"]), name)] = value
     return out
 
 

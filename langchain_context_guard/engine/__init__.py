@@ -68,6 +68,7 @@ from .incremental._handover import checked_records as checked_records
 from .incremental._handover import keep_records as keep_records
 from .incremental._handover import needed_records as needed_records
 from .incremental._handover import read_record as read_record
+from .passes._compress import args_key as args_key
 from .passes._compress import compress_old_tool_results
 from .passes._hygiene import enforce_provider_hygiene
 from .passes._images import offload_old_images

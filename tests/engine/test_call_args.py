@@ -7,13 +7,16 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.store.memory import InMemoryStore
 
 from langchain_context_guard import (
     ContextGuard,
     GuardPolicy,
+    ResultArchive,
     compress_old_tool_results,
     reference_prepare,
 )
+from langchain_context_guard.adapters import read_result
 from langchain_context_guard.engine._tool_calls import GEMINI_SIGNATURES
 from tests.engine._support import snapshot
 from tests.providers._support import (
@@ -137,3 +140,25 @@ def test_the_guard_sends_what_the_reference_does_and_the_providers_accept_it(sta
     args = [json.loads(c["function"]["arguments"]) for c in calls]
     assert any("lines omitted" in a["content"] for a in args)
     assert args[-1]["content"] == text
+
+
+def test_with_an_archive_a_cut_argument_names_its_key_and_reads_back() -> None:
+    policy = GuardPolicy(
+        context_window=16_000, compress_call_args=True, stable_prefix=False
+    ).with_archive()
+    history = _history(40, _file(60))
+    sent = ContextGuard(policy).prepare(history).messages
+    cut = next(
+        m
+        for m in sent
+        if isinstance(m, AIMessage) and "lines omitted" in str(m.tool_calls[0]["args"])
+    )
+    call_id = cut.tool_calls[0]["id"]
+    pointer = f'full text: read_tool_result("{call_id}:content")'
+    assert all(pointer in form["content"] for form in _args(cut))
+    store = InMemoryStore()
+    config: Any = {"configurable": {"thread_id": "t1"}}
+    assert ResultArchive(store).save(history, sent, config) >= 1
+    page = read_result(store, "t1", f"{call_id}:content", limit=10**6, unit="chars")
+    assert page.split("\n", 1)[1] == _file(60)
+    assert read_result(store, "t2", f"{call_id}:content").startswith("No archived")

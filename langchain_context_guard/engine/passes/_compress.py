@@ -238,6 +238,8 @@ def compress_message(
     }:
         return message
     source = pointer(message, name_source)  # a key is a place in one history
+    if calls and name_source is not False:
+        source = ARGS_SOURCE  # each cut argument names its own archive key
     return memo_rewrite(
         message,
         ("compress", min_chars, head_lines, tail_lines, source, calls),
@@ -255,7 +257,8 @@ def _compress(
 ) -> BaseMessage:
     if isinstance(message, AIMessage):
         call_lines = (head_lines, tail_lines) if call_args else None
-        return _compress_assistant(message, min_chars, call_lines)
+        archived = source == ARGS_SOURCE
+        return _compress_assistant(message, min_chars, call_lines, archived)
     text = text_of(message.content)
     if len(text) <= min_chars or (not isinstance(message.content, str) and not text):
         return message
@@ -269,14 +272,17 @@ def _compress(
 
 
 def _compress_assistant(
-    message: AIMessage, min_chars: int, call_lines: tuple[int, int] | None = None
+    message: AIMessage,
+    min_chars: int,
+    call_lines: tuple[int, int] | None = None,
+    archived: bool = False,
 ) -> BaseMessage:
     """Its text to its first line and a marker; tool calls and other blocks stay.
 
     Content blocks other than text (tool use, images) keep their place; one
     holding reasoning leaves the message as the provider sent it (signatures).
     ``call_lines``: its calls' long text arguments are cut to these head and
-    tail lines too (``_short_args``).
+    tail lines too (``_short_args``; ``archived``: each names its key).
     """
     content = message.content
     texts: list[str | None] = [content] if isinstance(content, str) else []
@@ -285,7 +291,7 @@ def _compress_assistant(
         if kinds & {"thinking", "redacted_thinking", "reasoning"}:
             return message
         texts = [_block_text(b) for b in content]
-    args = _short_args(message, min_chars, call_lines) if call_lines else {}
+    args = _short_args(message, min_chars, call_lines, archived) if call_lines else {}
     if args:
         message = with_call_args(message, args)
         content = message.content
@@ -311,27 +317,34 @@ def _compress_assistant(
     return with_marker(message, "compressed", content=new, original_chars=chars)
 
 
+ARGS_SOURCE = "\0args"
+"""The memo's ``source`` of an assistant message whose cut arguments are archived."""
+
+
+def args_key(call_id: str, name: str) -> str:
+    """The archive key of one argument of a call: ``<call id>:<name>``."""
+    return f"{call_id}:{name}"
+
+
 _SIGNED_KWARGS = frozenset({GEMINI_SIGNATURES, "function_call"})
 """``additional_kwargs`` whose calls are left whole: Gemini's signatures by call
 id, and a legacy ``function_call`` (one call, kept beside ``tool_calls``)."""
 
 
 def _short_args(
-    message: AIMessage, min_chars: int, lines: tuple[int, int]
+    message: AIMessage, min_chars: int, lines: tuple[int, int], archived: bool = False
 ) -> dict[str, dict[str, Any]]:
     """Per call id, the call's arguments with each long text one shrunk.
 
     A text over ``min_chars`` keeps its first and last ``lines`` around a
-    marker, as a result does. A call's only argument (a shell command, a query)
-    is the call itself and stays; so does every call of a message that carries
-    reasoning or signatures (the provider checks them) or a legacy
-    ``function_call``. Calls left as they are are not in the map.
+    marker, as a result does; ``archived``: the marker names the key its full
+    text is archived under (``args_key``). A call's only argument (a shell
+    command, a query) is the call itself and stays; so does every call of a
+    message that carries reasoning or signatures (the provider checks them) or a
+    legacy ``function_call``. Calls left as they are are not in the map.
     """
-    kwargs = message.additional_kwargs
-    if (
-        has_reasoning(message)
-        or GEMINI_SIGNATURES in kwargs
-        or "function_call" in kwargs
+    if has_reasoning(message) or not _SIGNED_KWARGS.isdisjoint(
+        message.additional_kwargs
     ):
         return {}
     out: dict[str, dict[str, Any]] = {}
@@ -342,7 +355,12 @@ def _short_args(
         args = dict(given)
         for name, value in given.items():
             if isinstance(value, str) and len(value) > min_chars:
-                short = compress_lines(value, *lines, what=f"tool call argument {name}")
+                short = compress_lines(
+                    value,
+                    *lines,
+                    source=args_key(call_id, name) if archived else None,
+                    what=f"tool call argument {name}",
+                )
                 if len(short) < len(value):
                     args[name] = short
         if args != given:
