@@ -79,10 +79,10 @@ class GuardPolicy(BaseModel):
         "(the newest, and those waiting for their batch), and together they must "
         "fit in what a pruning keeps (prune_to = 0.7 of the budget): 0.7 / 7. A "
         "larger result crowds older turns out and brings the next pruning, which "
-        "re-bills the prompt, forward. Replay at 16k: 97.99% content evidence at "
-        "0.70x billed; 0.2: 96.65% at 0.73x; 0.5: 96.68% at 0.74x; 0.05: 97.56% "
-        "at 0.66x with 5 needle points fewer. 32k: 0.860x against 0.866x for 0.2 "
-        "and 0.5, same evidence; 128k: unchanged.",
+        "re-bills the prompt, forward. Replay at 16k: 98.49% content evidence at "
+        "0.71x billed; 0.2: 98.09% at 0.74x; 0.05: 97.56% at 0.67x with 5 needle "
+        "points fewer. 32k: 0.860x against 0.866x for 0.2, about the same "
+        "evidence; 128k: unchanged.",
     )
     dedupe_call_text: bool = Field(
         True,
@@ -138,8 +138,8 @@ class GuardPolicy(BaseModel):
         "message that made its call (its tool calls stay whole): the commands an "
         "agent ran hold most names it reuses, its prose most of its tokens, so "
         "old turns are kept as commands before whole turns are dropped. Replay: "
-        "97.99% / 99.92% content evidence at 0.70x / 0.86x billed (16k / 32k); "
-        "off: 96.60% / 99.74% at 0.71x / 0.88x.",
+        "98.49% / 99.92% content evidence at 0.71x / 0.86x billed (16k / 32k); "
+        "off: 97.01% / 99.74% at 0.71x / 0.88x.",
     )
     compress_call_args: bool = Field(
         False,
@@ -235,10 +235,10 @@ class GuardPolicy(BaseModel):
         "cap binds on 22 of 56 prunings) and about 0.77 at 32k, where the cap "
         "always binds. When what must stay (system prompt, task, newest turn) is "
         "over the share, the pruning keeps just that. Replay, 16k / 32k content "
-        "evidence and billed: 0.7 97.99% / 99.92% at 0.70x / 0.86x; 0.9 97.88% / "
-        "99.92% at 0.70x / 0.87x; 0.6 97.65% / 99.92% at 0.68x / 0.85x. Not "
-        "lowered for the 32k bill: a cap "
-        "fitted to these files would show on others.",
+        "evidence and billed: 0.7 98.49% / 99.92% at 0.71x / 0.86x; 0.6 98.15% / "
+        "99.92% at 0.69x / 0.85x. Not lowered for the bill: a cap fitted to "
+        "these files would show on others (with an archive, what a pruning cuts "
+        "is read back, and ARCHIVE_DEFAULTS lowers it to 0.6).",
     )
     digest: bool = Field(
         False,
@@ -246,8 +246,8 @@ class GuardPolicy(BaseModel):
         "and the files and names they mentioned (no model call). Off by default: "
         "a list of names without their content is not content the agent can use, "
         "and the room it takes (digest_share of the budget) holds real turns "
-        "instead. Replay at 16k: without it 97.99% content evidence at 0.70x "
-        "billed, with it 97.80% at 0.71x (the note's own names excluded).",
+        "instead. Replay at 16k: without it 98.49% content evidence at 0.71x "
+        "billed, with it 98.20% at 0.72x (the note's own names excluded).",
     )
     digest_share: float = Field(
         0.15,
