@@ -1,7 +1,13 @@
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_context_guard import MARKER_KEY, repair_tool_pairs
+from langchain_context_guard import (
+    MARKER_KEY,
+    ContextGuard,
+    GuardPolicy,
+    repair_tool_pairs,
+)
+from langchain_context_guard.engine.passes._repair import repair_part
 from langchain_context_guard.engine.passes._sanitize import INVALID_CALL_NOTE
 from tests.engine._support import (
     ai,
@@ -208,3 +214,25 @@ def test_an_assistant_message_with_only_invalid_calls_becomes_its_note():
     out = repair_tool_pairs(history)
     assert [m.content for m in out] == ["q", NOTE, "answer"]
     assert history[1].invalid_tool_calls  # the input is untouched
+
+
+def test_the_token_change_of_a_repair_counts_the_renamed_ids() -> None:
+    """A counter that counts call ids (as a user's may) sees the renamed ones."""
+    history = [HumanMessage("task", id="task")]
+    for n in range(40):  # the same step repeated, ids and all
+        history += [
+            ai(call("call_0", name="Edit"), content=f"edit {n}", id=f"a{n}"),
+            result("call_0", f"edited ({n})", id=f"r{n}"),
+        ]
+
+    def count(message: BaseMessage) -> int:
+        return len(repr(message))  # ids included
+
+    out, _, delta, _ = repair_part(history, count=count)
+    assert sum(map(count, out)) == sum(map(count, history)) + delta
+    for stable in (False, True):  # pruned afresh, or appended to the last prompt
+        policy = GuardPolicy(context_window=128_000, stable_prefix=stable)
+        guard = ContextGuard(policy, token_counter=lambda ms: sum(map(count, ms)))
+        for n in range(3, len(history) + 1, 2):
+            prepared = guard.prepare(history[:n])
+            assert prepared.report.tokens_after == guard.count_tokens(prepared.messages)

@@ -133,14 +133,16 @@ def repair_part(  # noqa: C901
     prior = before or Pairing()
     out: list[BaseMessage] = []
     changed: list[str] = []
+    given = messages
     messages, renamed_at = _renamed_repeats(messages, start)
+    # a renamed id is part of the message: its count changes with it
+    delta = sum(count(messages[i]) - count(given[i]) for i in renamed_at)
     first_result: dict[str, int] = {}
     for i in range(start, len(messages)):
         m = messages[i]
         if isinstance(m, ToolMessage):
             first_result.setdefault(m.tool_call_id, i)
     added: list[str] = []
-    delta = 0
     calls: set[str] = set()
     missing: set[str] = set()
     emitted: set[int] = set()
