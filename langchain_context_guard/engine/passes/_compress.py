@@ -297,10 +297,12 @@ def _compress_assistant(
         content = message.content
     text = "\n".join(t for t in texts if t is not None)
     chars, lines = original_size(message, text)
-    short = compress_lines(
-        text, 1, 0, what="assistant message", original=(chars, lines)
-    )
-    if len(text) <= min_chars or len(short) >= len(text):
+    short = text
+    if len(text) > min_chars:
+        short = compress_lines(
+            text, 1, 0, what="assistant message", original=(chars, lines)
+        )
+    if len(short) >= len(text):  # the text stays; cut calls alone get the marker
         if not args:
             return message
         return with_marker(message, "compressed", original_chars=chars)
