@@ -238,12 +238,13 @@ def compress_message(
     }:
         return message
     source = pointer(message, name_source)  # a key is a place in one history
-    if calls and name_source is not False:
-        source = ARGS_SOURCE  # each cut argument names its own archive key
+    archived = calls and name_source is not False  # cut arguments name their keys
     return memo_rewrite(
         message,
-        ("compress", min_chars, head_lines, tail_lines, source, calls),
-        lambda m: _compress(m, min_chars, head_lines, tail_lines, source, calls),
+        ("compress", min_chars, head_lines, tail_lines, source, calls, archived),
+        lambda m: _compress(
+            m, min_chars, head_lines, tail_lines, source, calls, archived
+        ),
     )
 
 
@@ -254,10 +255,10 @@ def _compress(
     tail_lines: int,
     source: str | None = None,
     call_args: bool = False,
+    archived: bool = False,
 ) -> BaseMessage:
     if isinstance(message, AIMessage):
         call_lines = (head_lines, tail_lines) if call_args else None
-        archived = source == ARGS_SOURCE
         return _compress_assistant(message, min_chars, call_lines, archived)
     text = text_of(message.content)
     if len(text) <= min_chars or (not isinstance(message.content, str) and not text):
@@ -296,6 +297,8 @@ def _compress_assistant(
         message = with_call_args(message, args)
         content = message.content
     text = "\n".join(t for t in texts if t is not None)
+    if len(text) <= min_chars and not args:
+        return message
     chars, lines = original_size(message, text)
     short = text
     if len(text) > min_chars:
@@ -317,10 +320,6 @@ def _compress_assistant(
                 new.append({"type": "text", "text": short})
                 placed = True
     return with_marker(message, "compressed", content=new, original_chars=chars)
-
-
-ARGS_SOURCE = "\0args"
-"""The memo's ``source`` of an assistant message whose cut arguments are archived."""
 
 
 def args_key(call_id: str, name: str) -> str:
