@@ -40,21 +40,21 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.store.base import BaseStore, Item
 
 from ..engine import (
+    TURN,
     ConfigError,
     ContextGuard,
-    args_key,
-    marker,
     parse_result_key,
     result_key,
     result_ordinals,
-    text_of,
+    turn_key,
 )
+from ._cut import cut_before, cut_results
 from ._namespace import (
     check_prefix,
     configurable,
@@ -68,8 +68,6 @@ NAMESPACE = ("context_guard", "tool_results")
 KEYS = "tool_result_keys"
 """The label of the namespace that maps a conversation's result keys (``#12``,
 ``engine._result_keys``) to tool call ids, beside ``NAMESPACE``."""
-_CUT = frozenset({"truncated", "compressed", "superseded"})
-"""Marker kinds of results the guard cut, their originals archived then."""
 _SEEN_MEMORY = 65_536
 PAGE_CHARS = 20_000
 """Characters of one page the ``read_tool_result`` tool returns, at most."""
@@ -102,13 +100,24 @@ def keys_namespace(namespace: tuple[str, ...]) -> tuple[str, ...]:
 def resolve_key(store: BaseStore, namespace: tuple[str, ...], key: str) -> str:
     """The tool call id a result key (``#12``) stands for; other keys as given.
 
+    A turn's key (``#12@turn``) stands for the ``turn_key`` of that call id.
     Read from the conversation's own key namespace; a value that is not a
     call id is ignored.
     """
-    if parse_result_key(key) is None:
+    base = key.strip()
+    turn = base.endswith(TURN)
+    base = base.removesuffix(TURN)
+    if parse_result_key(base) is None:
         return key
-    call_id = _field(store.get(keys_namespace(namespace), key.strip()), "tool_call_id")
-    return call_id if isinstance(call_id, str) and call_id else key
+    call_id = _field(store.get(keys_namespace(namespace), base), "tool_call_id")
+    if not isinstance(call_id, str) or not call_id:
+        return key
+    return turn_key(call_id) if turn else call_id
+
+
+def _call_of(key: str) -> str:
+    """The tool call id an archived item's key belongs to (a turn's: its call)."""
+    return key.removesuffix(TURN)
 
 
 def _field(item: Item | None, name: str) -> Any:
@@ -207,29 +216,29 @@ class ResultArchive:
             return 0
         written = 0
         places = result_ordinals(before)
-        for call_id in marked:  # cut in a history since rewritten: its key moved
-            self._name_once(store, namespace, places.get(call_id), call_id)
-        for call_id, text in cut.items():
+        for item in marked:  # cut in a history since rewritten: its key moved
+            self._name_once(store, namespace, places.get(_call_of(item)), item)
+        for item, text in cut.items():
             if self.max_chars is not None:
                 text = text[: self.max_chars]
             digest = hashlib.sha256(text.encode()).hexdigest()
-            place = places.get(call_id)
+            place = places.get(_call_of(item))
             key = "" if place is None else result_key(place)
-            seen = (".".join(namespace), call_id, f"{digest}{key}")
+            seen = (".".join(namespace), item, f"{digest}{key}")
             with self._lock:
                 if seen in self._seen:
                     continue
-            old = store.get(namespace, call_id)
+            old = store.get(namespace, item)
             if _field(old, "sha256") != digest:
                 self._put(
                     store,
                     namespace,
-                    call_id,
+                    item,
                     {"text": text, "sha256": digest, "chars": len(text)},
                 )
                 written += 1
             if key:
-                self._name(store, namespace, key, call_id)
+                self._name(store, namespace, key, _call_of(item))
             with self._lock:
                 self._seen[seen] = None
                 while len(self._seen) > _SEEN_MEMORY:
@@ -253,16 +262,16 @@ class ResultArchive:
         store: BaseStore,
         namespace: tuple[str, ...],
         place: int | None,
-        call_id: str,
+        item: str,
     ) -> None:
-        """``_name`` once per key and call id (remembered), if it has a place."""
-        if place is None or store.get(namespace, call_id) is None:
+        """``_name`` once per key and item (remembered), if both are there."""
+        if place is None or store.get(namespace, item) is None:
             return
-        seen = (".".join(namespace), call_id, result_key(place))
+        seen = (".".join(namespace), item, result_key(place))
         with self._lock:
             if seen in self._seen:
                 return
-        self._name(store, namespace, result_key(place), call_id)
+        self._name(store, namespace, result_key(place), _call_of(item))
         with self._lock:
             self._seen[seen] = None
 
@@ -274,77 +283,6 @@ class ResultArchive:
         old = store.get(where, key)
         if _field(old, "tool_call_id") != call_id:
             self._put(store, where, key, {"tool_call_id": call_id})
-
-
-def cut_results(
-    before: Sequence[BaseMessage], after: Sequence[BaseMessage]
-) -> dict[str, str]:
-    """Full text of each tool result that ``after`` holds shorter than ``before``.
-
-    A result ``after`` no longer holds at all (its turn trimmed) counts too;
-    one the guard cut before (``cut_before``) never: its original is archived.
-    Each call argument ``after`` sends shorter (``compress_call_args``) counts
-    under its own key (``args_key``: ``<call id>:<name>``).
-    """
-    sent = {
-        m.tool_call_id: m
-        for m in after
-        if isinstance(m, ToolMessage) and m.tool_call_id
-    }
-    out = _cut_args(before, after)
-    for message in before:
-        if not isinstance(message, ToolMessage) or _cut_by_guard(message):
-            continue
-        new = sent.get(message.tool_call_id)
-        if new is message or (new is not None and new.content is message.content):
-            continue
-        full = text_of(message.content)
-        if len(text_of(new.content) if new is not None else "") < len(full):
-            out[message.tool_call_id] = full
-    return out
-
-
-def _cut_args(
-    before: Sequence[BaseMessage], after: Sequence[BaseMessage]
-) -> dict[str, str]:
-    """Full text of each call argument ``after`` sends shorter, by ``args_key``."""
-    sent = {
-        c["id"]: c["args"]
-        for m in after
-        if isinstance(m, AIMessage) and marker(m) is not None
-        for c in m.tool_calls
-        if c.get("id")
-    }
-    out: dict[str, str] = {}
-    if not sent:
-        return out
-    for message in before:
-        if not isinstance(message, AIMessage) or marker(message) is not None:
-            continue
-        for call in message.tool_calls:
-            now = sent.get(call.get("id") or "")
-            if now is None or now is call["args"]:
-                continue
-            for name, value in call["args"].items():
-                new = now.get(name)
-                if isinstance(value, str) and isinstance(new, str):
-                    if len(new) < len(value):
-                        out[args_key(str(call["id"]), name)] = value
-    return out
-
-
-def cut_before(before: Sequence[BaseMessage]) -> list[str]:
-    """Call ids of the results in ``before`` the guard already cut (persist mode)."""
-    return [
-        m.tool_call_id
-        for m in before
-        if isinstance(m, ToolMessage) and m.tool_call_id and _cut_by_guard(m)
-    ]
-
-
-def _cut_by_guard(message: BaseMessage) -> bool:
-    mark = marker(message)
-    return mark is not None and mark.get("kind") in _CUT
 
 
 def read_result(
@@ -384,7 +322,8 @@ def _page(
     if item is None:
         return (
             f"No archived result for tool_call_id {tool_call_id!r} in this "
-            "conversation (only results the context guard shortened are archived)."
+            "conversation (only what the context guard shortened or removed is "
+            "archived)."
         )
     text = str(item.value.get("text", ""))
     offset, limit = max(offset, 0), max(limit, 1)
@@ -446,7 +385,8 @@ def make_result_reader(
         description="Read the full text of an earlier tool result that the context "
         "guard truncated, compressed or removed (its marker or the context note "
         "names its tool_call_id or its key, such as #12). Give the result's "
-        "tool_call_id or key; page with offset and limit, in lines (default) or "
-        "chars (a page holds at most 20,000 characters). search_tool_results finds "
-        "lines by pattern.",
+        "tool_call_id or key; add @turn (#12@turn) for the assistant turn that "
+        "made the call, its words and calls in full. Page with offset and limit, "
+        "in lines (default) or chars (a page holds at most 20,000 characters). "
+        "search_tool_results finds lines by pattern.",
     )

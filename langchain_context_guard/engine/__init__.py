@@ -55,10 +55,12 @@ from ._quoting import escape_delimiters as escape_delimiters
 from ._quoting import normalize as normalize
 from ._quoting import quote as quote
 from ._reference import reference_prepare, reference_prune
+from ._result_keys import TURN as TURN
 from ._result_keys import keys_in_ranges as keys_in_ranges
 from ._result_keys import parse_result_key as parse_result_key
 from ._result_keys import result_key as result_key
 from ._result_keys import result_ordinals as result_ordinals
+from ._result_keys import turn_key as turn_key
 from ._settings import load_settings as load_settings
 from ._tool_policy import ToolPolicy
 from ._window import WindowInfo

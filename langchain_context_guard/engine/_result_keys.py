@@ -19,9 +19,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 _KEY = re.compile(r"#(\d+)")
+TURN = "@turn"
+"""What a key ends with to name the assistant turn that made a call: its words
+and its calls in full (``turn_key``), archived when the guard cuts its text or
+trims the turn."""
 _RANGE = re.compile(r"#(\d+)(?:-#(\d+))?")
 
 
@@ -81,12 +85,30 @@ def naming(archived: bool, ordinals: Mapping[str, int] | None) -> Naming:
     return True if ordinals is None else ordinals
 
 
+def turn_key(ref: str) -> str:
+    """The key of the assistant turn that made a call (``#12@turn``, ``c1@turn``).
+
+    ``ref`` is the call's result key or its id.
+    """
+    return f"{ref}{TURN}"
+
+
 def pointer(message: BaseMessage, names: Naming) -> str | None:
-    """What a marker in ``message`` names it by, if anything (``Naming``)."""
-    if not isinstance(message, ToolMessage) or names is False:
+    """What a marker in ``message`` names it by, if anything (``Naming``).
+
+    An assistant message is named by the ``turn_key`` of its first call.
+    """
+    if names is False:
         return None
-    call_id = message.tool_call_id or None
-    if isinstance(names, bool):
-        return call_id
-    place = names.get(message.tool_call_id)
-    return result_key(place) if place is not None else call_id
+    if isinstance(message, ToolMessage):
+        return _name(message.tool_call_id, names)
+    if isinstance(message, AIMessage) and message.tool_calls:
+        ref = _name(message.tool_calls[0].get("id") or "", names)
+        return turn_key(ref) if ref else None
+    return None
+
+
+def _name(call_id: str, names: Naming) -> str | None:
+    """A call's key where ``names`` gives it a place, else its id (if any)."""
+    place = names.get(call_id) if not isinstance(names, bool) else None
+    return result_key(place) if place is not None else call_id or None

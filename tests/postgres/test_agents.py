@@ -9,9 +9,10 @@ from langchain_core.messages import SystemMessage
 from langgraph.prebuilt import create_react_agent
 
 from langchain_context_guard import ContextGuard, GuardPolicy
+from langchain_context_guard.adapters._cut import cut_results
 from langchain_context_guard.adapters._langgraph import pre_model_hook
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
-from langchain_context_guard.adapters._results import ResultArchive, cut_results
+from langchain_context_guard.adapters._results import ResultArchive
 from langchain_context_guard.compaction import (
     Compactor,
     archive_namespace,
@@ -30,6 +31,7 @@ from tests.adapters._support import make_guard as adapter_guard
 from tests.adapters.test_result_search import check_answered_from_the_archive
 from tests.adapters.test_result_search import run_agent as run_search_agent
 from tests.adapters.test_results import check_read_back, run_agent
+from tests.adapters.test_turn_archive import check_turn_read_back, run_turn_agent
 from tests.compaction._support import (
     Agent,
     ScriptedSummarizer,
@@ -151,3 +153,8 @@ def test_agent_answers_about_a_trimmed_result_from_postgres_store(pg_url: str) -
     with postgres(pg_url) as (_saver, store):
         model, messages = run_search_agent(store)
         check_answered_from_the_archive(model, messages, store)
+
+
+def test_agent_reads_back_a_trimmed_turn_from_postgres_store(pg_url: str) -> None:
+    with postgres(pg_url) as (_saver, store):
+        check_turn_read_back(run_turn_agent(store))

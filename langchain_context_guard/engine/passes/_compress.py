@@ -259,7 +259,7 @@ def _compress(
 ) -> BaseMessage:
     if isinstance(message, AIMessage):
         call_lines = (head_lines, tail_lines) if call_args else None
-        return _compress_assistant(message, min_chars, call_lines, archived)
+        return _compress_assistant(message, min_chars, call_lines, archived, source)
     text = text_of(message.content)
     if len(text) <= min_chars or (not isinstance(message.content, str) and not text):
         return message
@@ -277,6 +277,7 @@ def _compress_assistant(
     min_chars: int,
     call_lines: tuple[int, int] | None = None,
     archived: bool = False,
+    source: str | None = None,
 ) -> BaseMessage:
     """Its text to its first line and a marker; tool calls and other blocks stay.
 
@@ -284,6 +285,7 @@ def _compress_assistant(
     holding reasoning leaves the message as the provider sent it (signatures).
     ``call_lines``: its calls' long text arguments are cut to these head and
     tail lines too (``_short_args``; ``archived``: each names its key).
+    ``source``: the marker of its cut text names this key (``turn_key``).
     """
     content = message.content
     texts: list[str | None] = [content] if isinstance(content, str) else []
@@ -303,7 +305,12 @@ def _compress_assistant(
     short = text
     if len(text) > min_chars:
         short = compress_lines(
-            text, 1, 0, what="assistant message", original=(chars, lines)
+            text,
+            1,
+            0,
+            source=source,
+            what="assistant message",
+            original=(chars, lines),
         )
     if len(short) >= len(text):  # the text stays; cut calls alone get the marker
         if not args:

@@ -39,6 +39,7 @@ _ARCHIVED_HEAD = (
     "[Context note: {n} earlier messages were removed to fit the context window. "
     "What they did, for reference (their outputs are archived: "
     'read_tool_result("<key>") reads the output of the call marked (<key>), '
+    'read_tool_result("<key>@turn") the assistant turn that made the call, '
     'search_tool_results("<regex>") searches them all):]'
 )
 _KEYS = "Keys of all their archived outputs, oldest first: {ranges}"

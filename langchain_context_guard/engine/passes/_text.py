@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
-from langchain_core.messages import BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from .._messages import marker, memo_rewrite
+from .._messages import marker, memo_rewrite, text_of
 from .._result_keys import Naming, pointer
 from ._paged_reads import PagedRead
 
@@ -106,7 +107,7 @@ def _original(mark: re.Match[str]) -> int:
     return int(mark[1].replace(",", ""))
 
 
-_KEYED = re.compile(r'; full text: read_tool_result\("#\d+"\)')
+_KEYED = re.compile(r'; full text: read_tool_result\("#\d+(?:@turn)?"\)')
 _POINTING = frozenset({"truncated", "compressed", "superseded"})
 
 
@@ -114,16 +115,16 @@ def repointed(message: BaseMessage, names: Naming) -> BaseMessage:
     """``message``, its marker naming its key in this history (memoised).
 
     A marker written in a history rewritten since (a hook in persist mode)
-    names the result's place there; the archive has moved that key on.
+    names the result's place there, or its turn's (``turn_key``); the archive
+    has moved that key on.
     """
     mark = marker(message)
     if (
         isinstance(names, bool)
-        or not isinstance(message, ToolMessage)
+        or not isinstance(message, (ToolMessage, AIMessage))
         or mark is None
         or mark.get("kind") not in _POINTING
-        or not isinstance(message.content, str)
-        or 'read_tool_result("#' not in message.content
+        or 'read_tool_result("#' not in text_of(message.content)
     ):
         return message
     key = pointer(message, names)
@@ -131,9 +132,20 @@ def repointed(message: BaseMessage, names: Naming) -> BaseMessage:
 
 
 def _repoint(message: BaseMessage, key: str | None) -> BaseMessage:
-    text = str(message.content)
-    new = _KEYED.sub(lambda _: where(key), text)
-    return message if new == text else message.model_copy(update={"content": new})
+    def sub(text: str) -> str:
+        return _KEYED.sub(lambda _: where(key), text)
+
+    content = message.content
+    if isinstance(content, str):
+        new: Any = sub(content)
+    else:
+        new = [
+            {**b, "text": sub(str(b.get("text", "")))}
+            if isinstance(b, dict) and b.get("type") == "text"
+            else b
+            for b in content
+        ]
+    return message if new == content else message.model_copy(update={"content": new})
 
 
 def where(source: str | None) -> str:
