@@ -436,8 +436,8 @@ pruning keeps at most 0.6 of the budget, not 0.7: what it cuts is read back for
 one tool call, so a deeper cut that re-sends the prompt less often costs less.
 Results under 1,000 characters stay whole, not 500: a marker with its pointer
 leaves little to save on a short one. Replay at 16k (BENCHMARKS.md, recoverable
-needles): on the 42 bash transcripts 0.69x billed against 0.71x, needles sent
-83.1% against 80.6%, content evidence 97.9% against 98.3%, on each half too.
+needles): on the 42 bash transcripts 0.69x billed against 0.71x (on each half
+less), needles sent 83.2% against 81.3%, content evidence 97.9% against 98.5%.
 """
 
 
