@@ -67,7 +67,7 @@ def _cut_args(
     if not sent:
         return out
     for message in before:
-        if not isinstance(message, AIMessage) or marker(message) is not None:
+        if not isinstance(message, AIMessage) or _cut_by_guard(message):
             continue
         for call in message.tool_calls:
             now = sent.get(call.get("id") or "")
@@ -84,24 +84,18 @@ def _cut_args(
 def _cut_turns(
     before: Sequence[BaseMessage], after: Sequence[BaseMessage]
 ) -> dict[str, str]:
-    """Each assistant turn with calls ``after`` sends with its text cut, or not at all.
+    """Each assistant turn ``after`` sends with its text cut, or not at all.
 
     Its words and its calls in full (``turn_text``), under the ``turn_key`` of
-    each of its call ids. A turn the guard cut before never: it is archived.
+    each of its ``_turn_refs``. A turn the guard cut before never: it is archived.
     """
-    sent = {
-        c["id"]: m
-        for m in after
-        if isinstance(m, AIMessage)
-        for c in m.tool_calls
-        if c.get("id")
-    }
+    sent = {ref: m for m in after if isinstance(m, AIMessage) for ref in _turn_refs(m)}
     out: dict[str, str] = {}
     for message in before:
         if not isinstance(message, AIMessage) or _cut_by_guard(message):
             continue
-        ids = [str(c["id"]) for c in message.tool_calls if c.get("id")]
-        new = sent.get(ids[0]) if ids else message
+        refs = _turn_refs(message)
+        new = sent.get(refs[0]) if refs else message
         if new is message:
             continue
         if new is not None and not (
@@ -110,8 +104,15 @@ def _cut_turns(
         ):
             continue
         text = turn_text(message)
-        out.update({turn_key(call_id): text for call_id in ids})
+        if text:
+            out.update({turn_key(ref): text for ref in refs})
     return out
+
+
+def _turn_refs(message: AIMessage) -> list[str]:
+    """What a turn is archived under: its call ids, else its own id (if any)."""
+    ids = [str(c["id"]) for c in message.tool_calls if c.get("id")]
+    return ids or ([message.id] if message.id else [])
 
 
 def turn_text(message: AIMessage) -> str:
@@ -128,7 +129,8 @@ def turn_text(message: AIMessage) -> str:
 def cut_before(before: Sequence[BaseMessage]) -> list[str]:
     """What in ``before`` the guard already cut (persist mode), by archive key.
 
-    A result by its call id, an assistant turn by its first call's turn key.
+    A result by its call id, an assistant turn by its first ``_turn_refs``'
+    turn key.
     """
     out: list[str] = []
     for m in before:
@@ -136,8 +138,8 @@ def cut_before(before: Sequence[BaseMessage]) -> list[str]:
             continue
         if isinstance(m, ToolMessage) and m.tool_call_id:
             out.append(m.tool_call_id)
-        elif isinstance(m, AIMessage) and m.tool_calls and m.tool_calls[0].get("id"):
-            out.append(turn_key(str(m.tool_calls[0]["id"])))
+        elif isinstance(m, AIMessage) and _turn_refs(m):
+            out.append(turn_key(_turn_refs(m)[0]))
     return out
 
 

@@ -96,16 +96,20 @@ def turn_key(ref: str) -> str:
 def pointer(message: BaseMessage, names: Naming) -> str | None:
     """What a marker in ``message`` names it by, if anything (``Naming``).
 
-    An assistant message is named by the ``turn_key`` of its first call.
+    An assistant message is named by the ``turn_key`` of its first call, or
+    of its own id when it made none.
     """
     if names is False:
         return None
     if isinstance(message, ToolMessage):
         return _name(message.tool_call_id, names)
-    if isinstance(message, AIMessage) and message.tool_calls:
+    if not isinstance(message, AIMessage):
+        return None
+    if message.tool_calls:
         ref = _name(message.tool_calls[0].get("id") or "", names)
-        return turn_key(ref) if ref else None
-    return None
+    else:
+        ref = message.id
+    return turn_key(ref) if ref else None
 
 
 def _name(call_id: str, names: Naming) -> str | None:

@@ -114,6 +114,22 @@ def test_a_trimmed_turn_is_archived_under_each_of_its_calls_keys() -> None:
     assert 'read_tool_result("<key>@turn")' in note
 
 
+def test_an_answer_that_made_no_call_is_named_by_its_own_id() -> None:
+    answer = AIMessage(_words(99), id="answer-1")  # an interactive turn's reply
+    history = [HumanMessage("Plan it.", id="ask"), answer, *_history(12)]
+    sent = _guard().prepare(history).messages
+    assert sent[1].id == "answer-1"  # compressed with the first result
+    assert 'full text: read_tool_result("answer-1@turn")' in str(sent[1].content)
+    store = InMemoryStore()
+    ResultArchive(store).save(history, sent, CONFIG)
+    page = read_result(store, "t1", "answer-1@turn", limit=1_000)
+    assert page.split("\n", 1)[1] == _words(99)
+    nameless = [history[0], answer.model_copy(update={"id": None}), *history[2:]]
+    again = _guard().prepare(nameless).messages
+    assert "@turn" not in str(again[1].content)  # nothing to name it by
+    assert not [k for k in cut_results(nameless, again) if not k.startswith("call_")]
+
+
 def test_a_rewritten_history_repoints_a_turn_marker_in_every_content_form() -> None:
     """Persist mode: a cut turn sent again after its first turns went is named
     by its new place, and the archive moves the key with it."""
