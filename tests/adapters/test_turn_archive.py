@@ -16,10 +16,12 @@ from langgraph.store.sqlite import SqliteStore
 from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard.adapters._cut import cut_results, turn_text
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
+from langchain_context_guard.adapters._result_search import search_archive
 from langchain_context_guard.adapters._results import (
     ResultArchive,
     make_result_reader,
     read_result,
+    result_namespace,
 )
 from langchain_context_guard.engine import marker, result_ordinals
 from langchain_context_guard.engine.passes._truncate import truncate_tool_results
@@ -112,6 +114,22 @@ def test_a_trimmed_turn_is_archived_under_each_of_its_calls_keys() -> None:
         assert page.split("\n", 1)[1] == turn_text(_ai(history[1]))
     note = next(str(m.content) for m in sent if "Context note" in str(m.content))
     assert 'read_tool_result("<key>@turn")' in note
+
+
+def test_the_search_finds_a_trimmed_turn_s_words_by_pattern() -> None:
+    history = _history(30)
+    sent = _guard().prepare(history).messages
+    store = InMemoryStore()
+    ResultArchive(store).save(history, sent, CONFIG)
+    found = search_archive(store, result_namespace("t1"), r"module_0_17\b")
+    assert "--- call_0_0@turn (" in found and "Plan 0.17: check module_0_17" in found
+    one = search_archive(
+        store, result_namespace("t1"), "module_0_17", tool_call_id="#1@turn"
+    )
+    assert "Plan 0.17" in one
+    assert "module_0_17" not in search_archive(
+        store, result_namespace("t2"), "module_0_17"
+    )
 
 
 def test_an_answer_that_made_no_call_is_named_by_its_own_id() -> None:
