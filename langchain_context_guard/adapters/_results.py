@@ -221,13 +221,15 @@ class ResultArchive:
         for item, text in cut.items():
             if self.max_chars is not None:
                 text = text[: self.max_chars]
-            digest = hashlib.sha256(text.encode()).hexdigest()
             place = places.get(_call_of(item))
             key = "" if place is None else result_key(place)
-            seen = (".".join(namespace), item, f"{digest}{key}")
+            # in this process, the text's own hash (cached on a result's text)
+            # tells a text seen before: the digest is for the store's copy
+            seen = (".".join(namespace), item, f"{len(text)}:{hash(text)}{key}")
             with self._lock:
                 if seen in self._seen:
                     continue
+            digest = hashlib.sha256(text.encode()).hexdigest()
             old = store.get(namespace, item)
             if _field(old, "sha256") != digest:
                 self._put(
