@@ -94,7 +94,8 @@ def test_a_turn_whose_words_are_cut_names_its_key_and_reads_back() -> None:
 def test_the_caller_s_messages_and_the_default_guard_are_unchanged() -> None:
     history = _history(12)
     before = [m.model_copy(deep=True) for m in history]
-    sent = ContextGuard(GuardPolicy(context_window=16_000)).prepare(history).messages
+    policy = GuardPolicy(context_window=16_000, stable_prefix=False)
+    sent = ContextGuard(policy).prepare(history).messages
     assert history == before
     cut = [m for m in sent if isinstance(m, AIMessage) and marker(m) is not None]
     assert cut and all("older assistant message" in str(m.content) for m in cut)
