@@ -138,8 +138,8 @@ def cut_before(before: Sequence[BaseMessage]) -> list[str]:
             continue
         if isinstance(m, ToolMessage) and m.tool_call_id:
             out.append(m.tool_call_id)
-        elif isinstance(m, AIMessage) and _turn_refs(m):
-            out.append(turn_key(_turn_refs(m)[0]))
+        elif isinstance(m, AIMessage) and (refs := _turn_refs(m)):
+            out.append(turn_key(refs[0]))
     return out
 
 

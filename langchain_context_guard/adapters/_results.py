@@ -104,9 +104,8 @@ def resolve_key(store: BaseStore, namespace: tuple[str, ...], key: str) -> str:
     Read from the conversation's own key namespace; a value that is not a
     call id is ignored.
     """
-    base = key.strip()
-    turn = base.endswith(TURN)
-    base = base.removesuffix(TURN)
+    turn = key.strip().endswith(TURN)
+    base = _call_of(key.strip())
     if parse_result_key(base) is None:
         return key
     call_id = _field(store.get(keys_namespace(namespace), base), "tool_call_id")

@@ -8,7 +8,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import marker, memo_rewrite, text_of
-from .._result_keys import Naming, pointer
+from .._result_keys import TURN, Naming, pointer
 from ._paged_reads import PagedRead
 
 _MARKER = re.compile(
@@ -107,7 +107,7 @@ def _original(mark: re.Match[str]) -> int:
     return int(mark[1].replace(",", ""))
 
 
-_KEYED = re.compile(r'; full text: read_tool_result\("#\d+(?:@turn)?"\)')
+_KEYED = re.compile(rf'; full text: read_tool_result\("#\d+(?:{re.escape(TURN)})?"\)')
 _POINTING = frozenset({"truncated", "compressed", "superseded"})
 
 
