@@ -236,21 +236,28 @@ def targets_section() -> str:
 
 
 def sweep_section() -> str:
-    """One setting changed at a time, against the default."""
+    """One setting changed at a time, against the default: a row each, both windows."""
     doc = load("replay_sweep.json")
+    found: dict[str, dict[int, dict[str, Any]]] = {}
+    for r in doc["usage_feedback"]:
+        if r["strategy"] in doc["variants"]:
+            found.setdefault(r["strategy"], {})[r["window"]] = r
+    windows = sorted({w for cells in found.values() for w in cells})
     rows = [
         (
-            k(r["window"]),
-            f"`{r['strategy']}`",
-            f"{r['content_evidence_pct']:.2f}%",
-            f"{r['needle_pct']:.1f}%",
-            f"{r['with_output_vs_none']:.3f}x",
-            over(r),
+            f"`{strategy}`",
+            *(
+                f"{r['content_evidence_pct']:.2f}% / {r['needle_pct']:.1f}% / "
+                f"{r['with_output_vs_none']:.3f}x / {over(r)}"
+                for r in (cells[w] for w in windows)
+            ),
         )
-        for r in doc["usage_feedback"]
-        if r["strategy"] in doc["variants"]
+        for strategy, cells in found.items()
     ]
-    head = ("window", "setting", "content evidence", "needle share", "billed", "over")
+    head = (
+        "setting",
+        *(f"{k(w)}: content evidence / needle share / billed / over" for w in windows),
+    )
     return "\n\n".join(
         [
             "## Settings sweep",
@@ -343,6 +350,8 @@ POLICY_FAMILY = {
     "Read by range": ("claude-code",),
     "editor by range": ("openhands",),
     "compress_call_args": ("claude-code", "openhands"),
+    "digest note": ("claude-code", "openhands", "swe-agent-0"),
+    "digest turns": ("claude-code", "openhands", "swe-agent-0"),
 }
 """Policies of ``--families`` against the defaults, on the families whose tools
 they change (``TodoWrite keep_recent=1``, in the JSON, is in docs/configuration.md;
@@ -406,7 +415,11 @@ def families_section() -> str:
             '(points, points, billed): `Read by range` is `supersede_key=["file_path", '
             '"offset", "limit"]`, `editor by range` `["path", "command", '
             '"view_range"]` for `str_replace_editor`, `compress_call_args` the '
-            "setting (an old call's long text arguments compressed with its result).",
+            "setting (an old call's long text arguments compressed with its "
+            "result), `digest note` `digest=True` (a user-role note of the trimmed "
+            'turns\' calls) and `digest turns` `digest=True, digest_form="turns"` '
+            "(the newest trimmed turns kept as their calls, each result a one-line "
+            "placeholder).",
             command(doc),
             table(head, rows),
             table(change_head, changes),

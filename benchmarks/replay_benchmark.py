@@ -77,6 +77,7 @@ SWEEP: dict[str, dict[str, Any]] = {
     "compress_assistant_text=false": {"compress_assistant_text": False},
     "compress_min_share=0": {"compress_min_share": 0.0},
     "digest=true": {"digest": True},
+    "digest=true, digest_form=turns": {"digest": True, "digest_form": "turns"},
     "dedupe_call_text=false": {"dedupe_call_text": False},
     "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
     "compress_head_lines=30": {"compress_head_lines": 30},
@@ -236,6 +237,8 @@ FAMILY_POLICIES: dict[str, dict[str, Any]] = {
     },
     "TodoWrite keep_recent=1": {"tool_policies": {"TodoWrite": {"keep_recent": 1}}},
     "compress_call_args": {"compress_call_args": True},
+    "digest note": {"digest": True},
+    "digest turns": {"digest": True, "digest_form": "turns"},
 }
 """Guard settings replayed per family beside the defaults (``--families``)."""
 

@@ -18,7 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from ..engine import args_key, marker, text_of, turn_key
 
-_CUT = frozenset({"truncated", "compressed", "superseded"})
+_CUT = frozenset({"truncated", "compressed", "superseded", "cleared"})
 """Marker kinds of messages the guard cut, their originals archived then."""
 
 

@@ -269,7 +269,8 @@ def _detail(kind: EventKind, removed: int, added: int, changed: int) -> str:
         f"prompt that produced it from "
         f"{changed} message(s)",
         "trim": f"dropped {removed} old message(s) to fit the budget",
-        "digest": "noted the dropped turns' tool calls and names in their place",
+        "digest": f"noted the dropped turns' tool calls in their place ({added} "
+        "message(s))",
         "repair": f"repaired tool pairing ({removed} dropped, {added} added, "
         f"{changed} moved or rewritten)",
         "hygiene": f"shaped for the providers ({removed} dropped or joined to the "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
 
@@ -265,6 +265,19 @@ class GuardPolicy(BaseModel):
     )
     digest_call_chars: int = Field(
         200, ge=20, description="Each tool call in the digest is shortened to this."
+    )
+    digest_form: Literal["note", "turns"] = Field(
+        "note",
+        description="What the digest is (with digest on). 'note': one user-role "
+        "message listing the trimmed turns' calls and names. 'turns': the newest "
+        "trimmed turns themselves, cut down in the assistant's role: each "
+        "assistant message that made calls keeps them (long text arguments to "
+        "their first and last lines) and its first line of text, each result "
+        "becomes a one-line placeholder (naming its key with archived results). "
+        "For agents whose calls hold what they reuse (interactive multi-tool "
+        "agents: paths, commands, names); it takes room from whole old results, "
+        "so fewer of their values stay in the prompt. Replay per family in "
+        "BENCHMARKS.md.",
     )
     history_limit: int | None = Field(
         None,

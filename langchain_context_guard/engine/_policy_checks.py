@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from pydantic import ValidationError
 
@@ -26,6 +26,8 @@ class Checked(Protocol):
     truncate_head_chars: int
     truncate_tail_chars: int
     max_tool_result_chars: int
+    digest: bool
+    digest_form: Literal["note", "turns"]
 
     @property
     def model_fields_set(self) -> set[str]: ...
@@ -64,6 +66,13 @@ def check_consistency(self: Checked) -> None:
             field="reserve_tokens",
             hint="set reserve_tokens to the longest reply expected (e.g. 8192), "
             "or set context_window.",
+        )
+    if self.digest_form != "note" and not self.digest:
+        raise ConfigError(
+            f"GuardPolicy.digest_form ({self.digest_form!r}) says what the digest "
+            "is, but the digest is off (digest=False).",
+            field="digest_form",
+            hint="set digest=True too, or leave digest_form at 'note'.",
         )
     if (
         self.truncate_head_chars + self.truncate_tail_chars

@@ -27,6 +27,7 @@ from ._tool_policy import result_caps
 from .passes._bound_thinking import drop_stale_thinking, keep_final_thinking
 from .passes._compress import compress_floor, compress_old_tool_results, rules
 from .passes._digest import digest_trimmed
+from .passes._digest_turns import turns_form
 from .passes._hygiene import enforce_provider_hygiene, hygiene_tokens, opens_with_user
 from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
@@ -74,8 +75,9 @@ def reference_prune(
        left it), and before it drops an answer it strips the reasoning step 6
        left on the answers it keeps.
     8. The digest (``digest_trimmed``): where turns were trimmed, one marked
-       user message notes the tool calls they made (room for it was left by
-       the trim).
+       user message notes the tool calls they made, or (``digest_form``
+       "turns") the newest of them stay, cut to their calls with one-line
+       results (room for it was left by the trim).
     9. ``compress_old_tool_results`` again: its batches count results, so once
        the trim removed some, the count of what is sent decides.
     10. ``repair_tool_pairs`` again: after every removal, no call or result is
@@ -312,4 +314,5 @@ def _digest(
         sources=setting.policy.archived_results,
         originals={m.id: m for m in original if m.id},
         ordinals=setting.ordinals,
+        turns=turns_form(setting.policy, setting.window, setting.ordinals),
     )

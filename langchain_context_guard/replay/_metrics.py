@@ -68,7 +68,9 @@ def identifiers(text: str) -> frozenset[str]:
     return frozenset(out)
 
 
-GUARD_WRITTEN = frozenset({"digest", "placeholder", "synthetic_result", "summary"})
+GUARD_WRITTEN = frozenset(
+    {"digest", "placeholder", "synthetic_result", "summary", "cleared"}
+)
 """``MARKER_KEY`` kinds of messages whose text the library wrote, not the history."""
 _SOURCE = r'(?:; full text: read_tool_result\("[^"\n]*"\))?'
 _NOTES = re.compile(
@@ -76,9 +78,8 @@ _NOTES = re.compile(
     r"(?:; lines [\d,]+-[\d,]+ cut: [^\]\n;]*)?" + _SOURCE + r"\] "
     r"\.\.\.\n*"
     r"|\[\.\.\. [\d,]+ lines omitted, original [\d,]+ characters; older "
-    r"(?:tool output|assistant message) compressed by context guard"
-    + _SOURCE
-    + r" \.\.\.\]"
+    r"(?:tool output|assistant message|tool call argument \S+) compressed by "
+    r"context guard" + _SOURCE + r" \.\.\.\]"
     r"| \.\.\.\[[\d,]+ chars\]"
 )
 """The marker text truncation and compression put inside a kept copy."""
@@ -91,7 +92,7 @@ _READ_BACK = re.compile(
     r'; full text: read_tool_result\("([^"\n]*)"\)(?:\] \.\.\.| \.\.\.\]|\])'
 )
 """The pointer of a truncation, compression or superseded-read marker."""
-_POINTING = frozenset({"truncated", "compressed", "superseded"})
+_POINTING = frozenset({"truncated", "compressed", "superseded", "cleared"})
 """``MARKER_KEY`` kinds of messages whose marker may point to an archived result."""
 _DIGEST_CALL = re.compile(r"^- [^\n]*? \(([^()\s]+)\): ", re.MULTILINE)
 """A call the digest lists with its id or key (``GuardPolicy.archived_results``)."""

@@ -363,3 +363,25 @@ def test_hook_ignores_junk_handover_records_in_the_state() -> None:
     out = pre_model_hook(make_guard()).invoke({**state, STATE_KEY: junk})
     assert out["llm_input_messages"] == clean["llm_input_messages"]
     assert out[STATE_KEY] == clean[STATE_KEY]  # the junk is not carried on
+
+
+def test_persist_mode_stores_the_turns_digest_and_resumes(
+    sqlite_path: Path, sqlite_saver: SqliteSaver
+) -> None:
+    guard = make_guard(digest=True, digest_form="turns")
+    model = ScriptedToolModel(steps=40)
+    agent = _react(guard, model, sqlite_saver, mode="persist")
+    final = agent.invoke({"messages": [("user", USER)]}, _config("t"))["messages"]
+    _check_inputs(guard, model, USER)
+    cleared = [
+        m for m in final if "output cleared by context guard" in m.text
+    ]  # trimmed turns stored as their calls, each result one line
+    assert cleared and len(final) == full_length(40)  # each turn kept, cut down
+    assert sum(len(m.text) for m in final) < 10 * 20_000  # outputs are 20-60 KB
+    assert pairing_errors(final) == []
+    with SqliteSaver.from_conn_string(str(sqlite_path)) as saver:
+        model2 = ScriptedToolModel(steps=3)
+        agent2 = _react(guard, model2, saver, mode="persist")
+        out = agent2.invoke({"messages": [("user", "Now the tests.")]}, _config("t"))
+    _check_inputs(guard, model2, "Now the tests.")
+    assert out["messages"][-1].text == "Done after 3 reads."

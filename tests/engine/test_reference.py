@@ -48,12 +48,22 @@ SETTINGS = settings(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+DIGESTS = st.sampled_from(
+    [{"digest": False}, {"digest": True}, {"digest": True, "digest_form": "turns"}]
+)
+"""No digest, the note, the turns themselves (``digest_form`` needs ``digest``)."""
+
+
+def _policy(digest: dict[str, Any], **knobs: Any) -> GuardPolicy:
+    return GuardPolicy(**digest, **knobs)
+
+
 POLICIES = st.builds(
-    GuardPolicy,
+    _policy,
+    DIGESTS,
     **POLICY_KNOBS,
     compress_assistant_text=st.booleans(),
     compress_call_args=st.booleans(),
-    digest=st.booleans(),
     archived_results=st.booleans(),
     max_chars_per_message=st.sampled_from([None, 3_000]),
 )
@@ -123,12 +133,15 @@ def _trajectories() -> list[list[BaseMessage]]:
     return [found[name] for name in sorted(found)[::6]]
 
 
-@pytest.mark.parametrize("window", [16_000, 32_000])
-def test_prepare_is_the_reference_on_the_shared_transcripts(window):
+@pytest.mark.parametrize(
+    ("window", "digest"),
+    [(16_000, {}), (32_000, {}), (16_000, {"digest": True, "digest_form": "turns"})],
+)
+def test_prepare_is_the_reference_on_the_shared_transcripts(window, digest):
     histories = _trajectories()
     if not histories:
         pytest.skip("the shared transcripts are not here")
-    policy = GuardPolicy(context_window=window, stable_prefix=False)
+    policy = GuardPolicy(context_window=window, stable_prefix=False, **digest)
     for history in histories:
         guard = ContextGuard(policy, token_counter=COUNTER)
         for n in range(2, len(history) + 1, 3):

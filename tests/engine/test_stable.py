@@ -182,8 +182,13 @@ def test_the_digest_is_where_the_trimmed_turns_were() -> None:
     assert f"bash: cat f{first_kept.id[1:]}.py" not in note.text
 
 
+def _policy(digest: dict[str, Any], **knobs: Any) -> GuardPolicy:
+    return GuardPolicy(**digest, **knobs)
+
+
 STABLE_POLICIES = st.builds(
-    GuardPolicy,
+    _policy,
+    st.sampled_from([{}, {"digest": True}, {"digest": True, "digest_form": "turns"}]),
     context_window=st.sampled_from([16_000, 20_000, 40_000]),
     reserve_tokens=st.sampled_from([1_000, 4_000]),
     keep_recent_tool_results=st.sampled_from([0, 3]),

@@ -25,14 +25,20 @@ EVERY = 1 if os.environ.get("CONTEXT_GUARD_ALL_PAYLOADS") else 8
 SHARED = shared_trajectory_dir()
 
 
-@pytest.mark.parametrize("window", [16_000, 32_000], ids=["16k", "32k"])
-def test_replayed_calls_satisfy_every_provider(window: int) -> None:
+@pytest.mark.parametrize(
+    ("window", "digest"),
+    [(16_000, {}), (32_000, {}), (16_000, {"digest": True, "digest_form": "turns"})],
+    ids=["16k", "32k", "16k-turns"],
+)
+def test_replayed_calls_satisfy_every_provider(window: int, digest: dict) -> None:
     assert SHARED is not None, "the shared transcripts are missing (../shared/data)"
     transcripts = load_trajectories(SHARED)
     assert len(transcripts) == 42
     found: dict[str, list[str]] = {}
     checked = over = 0
-    policy = GuardPolicy(context_window=window, reserve_tokens=default_reserve(window))
+    policy = GuardPolicy(
+        context_window=window, reserve_tokens=default_reserve(window), **digest
+    )
     for name, messages in transcripts.items():
         guard = ContextGuard(policy)
         calls = [k for k, m in enumerate(messages) if isinstance(m, AIMessage)]

@@ -113,6 +113,25 @@ def test_create_agent_with_the_middleware(
 
 
 @pytest.mark.parametrize("provider", PROVIDERS)
+def test_create_agent_with_the_turns_digest(
+    make_server: MakeServer, provider: str
+) -> None:
+    server = make_server(tool_steps=STEPS, multiplier=DENSER)
+    turns = policy(digest=True, digest_form="turns")
+    agent = create_agent(
+        chat_model(provider, server),
+        tools=TOOLS,
+        system_prompt=SYSTEM,
+        middleware=[ContextGuardMiddleware(ContextGuard(turns))],
+        checkpointer=InMemorySaver(),
+    )
+    result = agent.invoke({"messages": [HumanMessage(TASK)]}, CONFIG)
+    assert_guarded_run(server, provider, _whole_state(result))
+    cleared = "output cleared by context guard"
+    assert any(cleared in str(e.body) for e in server.accepted)
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_create_agent_with_the_middleware_async(
     make_server: MakeServer, provider: str
 ) -> None:

@@ -56,19 +56,21 @@ def test_a_guarded_reasoning_agent_runs_without_a_refusal(
 PRUNED_STEPS = 20
 
 
+@pytest.mark.parametrize("kind", REASONING)
 @pytest.mark.parametrize(
-    "kind",
-    REASONING,
+    "digest",
+    [{}, {"digest": True, "digest_form": "turns"}],
+    ids=["defaults", "turns-digest"],
 )
 def test_a_guarded_reasoning_agent_prunes_without_a_refusal(
-    make_server: MakeServer, kind: str
+    make_server: MakeServer, kind: str, digest: dict[str, Any]
 ) -> None:
     server = make_server(tool_steps=PRUNED_STEPS, multiplier=1.25)
     agent = create_agent(
         reasoning_model(kind, server),
         tools=TOOLS,
         system_prompt=SYSTEM,
-        middleware=[ContextGuardMiddleware(ContextGuard(policy()))],
+        middleware=[ContextGuardMiddleware(ContextGuard(policy(**digest)))],
         checkpointer=InMemorySaver(),
     )
     config = {**CONFIG, "recursion_limit": 4 * PRUNED_STEPS + 10}
@@ -76,6 +78,9 @@ def test_a_guarded_reasoning_agent_prunes_without_a_refusal(
     assert [e.error for e in server.rejections] == []
     assert len(server.accepted) == PRUNED_STEPS + 1
     assert max(e.tokens for e in server.accepted) > 0.6 * policy().context_window
+    if digest:  # each trimmed turn carries its signed reasoning: none is cut down
+        cleared = "output cleared by context guard"
+        assert not any(cleared in str(e.body) for e in server.accepted)
 
 
 def test_a_dropped_block_reaches_the_client_as_an_input_transformation(

@@ -14,6 +14,7 @@ from langchain_core.messages import BaseMessage
 from .._events import NO_EDITS, Edits
 from .._messages import NONE, label
 from ..passes._digest import digest_trimmed
+from ..passes._digest_turns import TurnsForm
 from ..passes._trim import Trimmed
 from ._steps import Step, grown, whole
 
@@ -28,12 +29,14 @@ def digest_step(
     originals: Callable[[], dict[str, BaseMessage]],
     ordinals: Callable[[], Mapping[str, int]] | None = None,
     prev: Step | None = None,
+    turns: Callable[[], TurnsForm | None] | None = None,
 ) -> Step:
     """``digest_trimmed`` after ``trim`` (none: its result unchanged).
 
     Grows ``prev`` while the cut stays put. ``originals``: the caller's
-    messages by id, and ``ordinals`` their results' places (archived results),
-    built only when turns were dropped.
+    messages by id, ``ordinals`` their results' places (archived results) and
+    ``turns`` the turns digest's form (``digest_form="turns"``), built only
+    when turns were dropped.
     """
     source = trim.result
     if prev is not None and trim.grown:
@@ -52,10 +55,11 @@ def digest_step(
         sources=sources,
         originals=originals(),
         ordinals=ordinals() if ordinals is not None else None,
+        turns=turns() if turns is not None else None,
     )
     if out is source:
         return Step("digest", source, source, NO_EDITS, 0, NONE, None)
-    at = gone[0]
-    digest = out[at]
-    edits = Edits(added=(label(digest, at),))
-    return whole("digest", source, out, edits, count(digest), None)
+    held = {id(m) for m in source}
+    added = [(i, m) for i, m in enumerate(out) if id(m) not in held]
+    edits = Edits(added=tuple(label(m, i) for i, m in added))
+    return whole("digest", source, out, edits, sum(count(m) for _, m in added), None)

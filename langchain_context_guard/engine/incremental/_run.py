@@ -20,6 +20,7 @@ from .._result_keys import naming, result_ordinals
 from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
 from ..passes._bound_thinking import joined_behind_words
 from ..passes._compress import squeezer
+from ..passes._digest_turns import turns_form
 from ..passes._hygiene import history_start, opens_with_user, tidy_message
 from ..passes._sanitize import clean_message
 from ..passes._setting import Setting
@@ -426,6 +427,17 @@ class Run:
                 if p.archived_results
                 else None,
                 prev=self._prev(),
+                turns=(
+                    lambda: turns_form(
+                        p,
+                        s.window,
+                        (s.ordinals or result_ordinals(original))
+                        if p.archived_results
+                        else None,
+                    )
+                )
+                if p.digest_form == "turns"
+                else None,
             )
         )
 

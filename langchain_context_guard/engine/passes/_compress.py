@@ -339,6 +339,33 @@ _SIGNED_KWARGS = frozenset({GEMINI_SIGNATURES, "function_call"})
 id, and a legacy ``function_call`` (one call, kept beside ``tool_calls``)."""
 
 
+def is_signed_turn(message: AIMessage) -> bool:
+    """Whether a provider checks ``message``'s calls: reasoning or signatures."""
+    return has_reasoning(message) or not _SIGNED_KWARGS.isdisjoint(
+        message.additional_kwargs
+    )
+
+
+def cut_call_args(
+    message: BaseMessage, min_chars: int, lines: tuple[int, int], archived: bool
+) -> BaseMessage:
+    """``message`` with its calls' long text arguments cut (``_short_args``).
+
+    Also when its text was compressed before without them; the marker is the
+    compression's (kept, or added for the calls alone).
+    """
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return message
+    args = _short_args(message, min_chars, lines, archived)
+    if not args:
+        return message
+    cut = with_call_args(message, args)
+    if marker(cut) is not None:
+        return cut
+    chars, _ = original_size(message, text_of(message.content))
+    return with_marker(cut, "compressed", original_chars=chars)
+
+
 def _short_args(
     message: AIMessage, min_chars: int, lines: tuple[int, int], archived: bool = False
 ) -> dict[str, dict[str, Any]]:
@@ -351,9 +378,7 @@ def _short_args(
     message that carries reasoning or signatures (the provider checks them) or a
     legacy ``function_call``. Calls left as they are are not in the map.
     """
-    if has_reasoning(message) or not _SIGNED_KWARGS.isdisjoint(
-        message.additional_kwargs
-    ):
+    if is_signed_turn(message):
         return {}
     out: dict[str, dict[str, Any]] = {}
     for call in message.tool_calls:

@@ -28,6 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from .._messages import MARKER_KEY, marker, text_of
 from .._quoting import quote
 from .._result_keys import key_ranges, result_key
+from ._digest_turns import TurnsForm, cleared_turns
 
 DIGEST_ID = "context-guard-digest"
 _HEAD = (
@@ -318,6 +319,7 @@ def digest_trimmed(
     sources: bool = False,
     originals: Mapping[str, BaseMessage] | None = None,
     ordinals: Mapping[str, int] | None = None,
+    turns: TurnsForm | None = None,
 ) -> list[BaseMessage]:
     """The digest pass: ``kept`` with a note of ``source``'s messages at ``gone``.
 
@@ -327,10 +329,14 @@ def digest_trimmed(
     the trim's input. ``ordinals``: each result's place in the caller's
     history (``result_ordinals``), the keys an archived digest names them by.
     ``kept`` itself when nothing was dropped, there is no room
-    (``max_tokens``) or nothing to say.
+    (``max_tokens``) or nothing to say. ``turns`` (``digest_form="turns"``):
+    instead of the note, the newest dropped turns themselves, cut down
+    (``_digest_turns``), read as the trim read them (``source``).
     """
     if not gone or max_tokens <= 0:
         return kept
+    if turns is not None:
+        return _with_turns(kept, source, gone, turns, max_tokens, count)
     by_id = originals or {}
     dropped = [by_id.get(m.id, m) if m.id else m for m in (source[i] for i in gone)]
     return insert_digest(
@@ -343,3 +349,34 @@ def digest_trimmed(
         sources=sources,
         ordinals=ordinals,
     )
+
+
+def _with_turns(
+    kept: list[BaseMessage],
+    source: Sequence[BaseMessage],
+    gone: Sequence[int],
+    form: TurnsForm,
+    max_tokens: int,
+    count: Callable[[BaseMessage], int],
+) -> list[BaseMessage]:
+    """``kept`` with the turns digest of ``source``'s ``gone`` messages.
+
+    Each cut-down message goes where its original was, among those kept
+    (a pinned message or a held call may sit between dropped turns).
+    """
+    made = cleared_turns(
+        [source[i] for i in gone], form, max_tokens=max_tokens, count=count
+    )
+    if not made:
+        return kept
+    at = {gone[j]: message for j, message in made}
+    if len(kept) + len(gone) != len(source):  # not a plain removal: keep them together
+        return [*kept[: gone[0]], *at.values(), *kept[gone[0] :]]
+    dropped, rest = set(gone), iter(kept)
+    out: list[BaseMessage] = []
+    for i in range(len(source)):
+        if i not in dropped:
+            out.append(next(rest))
+        elif i in at:
+            out.append(at[i])
+    return out

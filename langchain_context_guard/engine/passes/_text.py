@@ -108,7 +108,7 @@ def _original(mark: re.Match[str]) -> int:
 
 
 _KEYED = re.compile(rf'; full text: read_tool_result\("#\d+(?:{re.escape(TURN)})?"\)')
-_POINTING = frozenset({"truncated", "compressed", "superseded"})
+_POINTING = frozenset({"truncated", "compressed", "superseded", "cleared"})
 
 
 def repointed(message: BaseMessage, names: Naming) -> BaseMessage:

@@ -28,7 +28,7 @@ from .._messages import marker
 from ._blocks import BINARY_BLOCKS, TOOL_CALL_OVERHEAD, block_text, call_parts
 from ._counters import TokenCounter
 
-_NOTES = frozenset({"summary", "digest", "placeholder", "usage_notice"})
+_NOTES = frozenset({"summary", "digest", "placeholder", "usage_notice", "cleared"})
 """Marker kinds of the notes the guard writes (in place of others, or about usage)."""
 _OWN: dict[str, Category] = {
     "system": "system",

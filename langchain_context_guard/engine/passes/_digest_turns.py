@@ -1,0 +1,134 @@
+"""The digest as the trimmed turns themselves, cut down (``digest_form="turns"``).
+
+Instead of a user-role note listing the calls of trimmed turns, the newest of
+those turns stay where they were, in the assistant's own role and the shape every
+provider takes: each assistant message that made tool calls keeps its calls (a
+long text argument, such as a written file, to its first and last lines, as
+compression leaves it; a call's only argument, such as a shell command, whole)
+and its text as compression leaves it (a long one to its first line), and each
+of its results becomes a one-line placeholder ("cleared"), naming its archive key
+when results are archived. What an agent reuses from its old steps, the paths,
+commands and names it wrote, stays in the prompt for a dozen tokens a result,
+and nothing the conversation wrote is quoted into a user message. The turns are
+taken newest first within the room the trim left, and built from the dropped
+messages alone, so the same cut gives byte-identical messages. A turn whose
+assistant message still carries reasoning or signatures is left out (providers
+check those against what they signed), as is an answer that made no call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from .._messages import marker, text_of, with_marker
+from .._policy import GuardPolicy
+from .._result_keys import Naming, naming, pointer
+from ._compress import compress_floor, compress_message, cut_call_args, is_signed_turn
+from ._text import where
+
+CLEARED = "cleared"
+"""``MARKER_KEY`` kind of a result the turns digest stands in for with one line."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnsForm:
+    """How the turns digest cuts a turn down: a policy's compression settings.
+
+    ``min_chars``: texts at or below it stay whole (``compress_floor``);
+    ``lines``: head and tail lines a long argument keeps; ``name_source``: what
+    a placeholder names its result by (``_result_keys.Naming``).
+    """
+
+    min_chars: int
+    lines: tuple[int, int]
+    name_source: Naming = False
+
+
+def turns_form(
+    policy: GuardPolicy, window: int, ordinals: Mapping[str, int] | None = None
+) -> TurnsForm | None:
+    """A policy's ``TurnsForm`` (None: its digest is the note)."""
+    if policy.digest_form != "turns":
+        return None
+    return TurnsForm(
+        compress_floor(policy, window),
+        (policy.compress_head_lines, policy.compress_tail_lines),
+        naming(policy.archived_results, ordinals),
+    )
+
+
+def cleared_result(message: ToolMessage, source: str | None) -> BaseMessage:
+    """``message`` as a one-line placeholder; ``source``: the key to read it back."""
+    if (marker(message) or {}).get("kind") == CLEARED:
+        return message
+    text = f"[output cleared by context guard to fit the context window{where(source)}]"
+    return with_marker(
+        message, CLEARED, content=text, original_chars=len(text_of(message.content))
+    )
+
+
+def cut_turn(
+    message: AIMessage,
+    min_chars: int,
+    lines: tuple[int, int],
+    name_source: Naming,
+) -> BaseMessage:
+    """An assistant message as the turns digest keeps it: calls, first line.
+
+    Its text as compression leaves it, and its calls' long text arguments cut to
+    ``lines`` (head and tail) even when compression cut its text before.
+    """
+    turn = compress_message(message, min_chars, *lines, name_source, call_args=True)
+    return cut_call_args(turn, min_chars, lines, archived=name_source is not False)
+
+
+def _units(dropped: Sequence[BaseMessage]) -> list[list[int]]:
+    """Each assistant message that made calls, then all their results (indices)."""
+    results = {
+        m.tool_call_id: i
+        for i, m in enumerate(dropped)
+        if isinstance(m, ToolMessage) and m.tool_call_id
+    }
+    units: list[list[int]] = []
+    for i, message in enumerate(dropped):
+        if not isinstance(message, AIMessage) or not message.tool_calls:
+            continue
+        found = [results.get(c.get("id") or "") for c in message.tool_calls]
+        if all(r is not None and r > i for r in found) and not is_signed_turn(message):
+            units.append([i, *sorted({r for r in found if r is not None})])
+    return units
+
+
+def cleared_turns(
+    dropped: Sequence[BaseMessage],
+    form: TurnsForm,
+    *,
+    max_tokens: int,
+    count: Callable[[BaseMessage], int],
+) -> list[tuple[int, BaseMessage]]:
+    """The newest ``dropped`` turns, cut down as ``form`` says, within ``max_tokens``.
+
+    Each message with its index in ``dropped``, oldest first: an assistant
+    message, then its results' placeholders (naming the key or id to read the
+    output back with, when ``form`` names sources). Empty when none fits.
+    """
+    names = form.name_source
+    kept: list[list[tuple[int, BaseMessage]]] = []
+    used = 0
+    for unit in reversed(_units(dropped)):
+        ai = dropped[unit[0]]
+        assert isinstance(ai, AIMessage)
+        turn = [(unit[0], cut_turn(ai, form.min_chars, form.lines, names))]
+        for j in unit[1:]:
+            result = dropped[j]
+            assert isinstance(result, ToolMessage)
+            turn.append((j, cleared_result(result, pointer(result, names))))
+        cost = sum(count(m) for _, m in turn)
+        if used + cost > max_tokens:
+            break
+        kept.append(turn)
+        used += cost
+    return [pair for turn in reversed(kept) for pair in turn]

@@ -1,0 +1,176 @@
+"""The turns digest: trimmed turns kept in the assistant's role, cut to their calls."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
+from langchain_context_guard.engine import result_ordinals
+from langchain_context_guard.engine._messages import marker
+from langchain_context_guard.engine._tool_calls import GEMINI_SIGNATURES
+from langchain_context_guard.engine.passes._digest import is_digest
+from langchain_context_guard.engine.passes._digest_turns import (
+    TurnsForm,
+    cleared_turns,
+)
+from langchain_context_guard.replay._metrics import GUARD_WRITTEN
+from tests.engine._support import THINKING, ai, assert_paired, call, lines, result
+from tests.engine._support import snapshot as image
+from tests.providers._support import violations
+
+TURNS = GuardPolicy(context_window=16_000, digest=True, digest_form="turns")
+PAYLOAD = "\n".join(f"def handler_{i}(request):  # route {i}" for i in range(120))
+
+
+def _session(steps: int) -> list[BaseMessage]:
+    """An interactive agent: it writes files, runs commands, reads long outputs."""
+    history: list[BaseMessage] = [HumanMessage("Build the service.", id="task")]
+    for k in range(steps):
+        write = call(f"w{k}", "Write", file_path=f"src/svc/mod_{k}.py", content=PAYLOAD)
+        run = call(f"b{k}", "Bash", command=f"pytest tests/test_mod_{k}.py -q")
+        words = f"Now module {k}.\n" + lines(20, "plan")
+        history.append(ai(write, run, content=words, id=f"a{k}"))
+        history.append(result(f"w{k}", f"wrote src/svc/mod_{k}.py", id=f"tw{k}"))
+        history.append(result(f"b{k}", lines(60, f"case_{k}"), id=f"tb{k}"))
+    return history
+
+
+def _cleared(sent: list[BaseMessage]) -> list[ToolMessage]:
+    return [
+        m
+        for m in sent
+        if isinstance(m, ToolMessage) and (marker(m) or {}).get("kind") == "cleared"
+    ]
+
+
+def test_trimmed_turns_stay_as_their_calls_with_one_line_results() -> None:
+    history = _session(60)
+    before = image(history)
+    sent = ContextGuard(TURNS).prepare(history).messages
+    assert image(history) == before  # the caller's messages are not touched
+    cleared = _cleared(sent)
+    assert cleared, "the trimmed turns are kept cut down"
+    assert not any(is_digest(m) for m in sent)
+    assert_paired(sent)
+    by_id = {m.id: m for m in history}
+    for message in sent:
+        if isinstance(message, AIMessage) and message.id in by_id:
+            original = by_id[message.id]
+            assert isinstance(original, AIMessage)
+            commands = [c["args"].get("command") for c in message.tool_calls]
+            assert commands == [c["args"].get("command") for c in original.tool_calls]
+    first = next(i for i, m in enumerate(sent) if m in cleared)
+    turn = sent[first - 1]
+    assert isinstance(turn, AIMessage) and turn.id is not None
+    assert turn.text.startswith(f"Now module {turn.id[1:]}.\n[... 20 lines omitted")
+    content = turn.tool_calls[0]["args"]["content"]
+    assert len(content) < len(PAYLOAD) and "lines omitted" in content
+    assert cleared[0].text == (
+        "[output cleared by context guard to fit the context window]"
+    )
+    assert sent[0].id == "task"
+
+
+def test_the_turns_come_in_order_where_the_trimmed_turns_were() -> None:
+    history = _session(60)
+    sent = ContextGuard(TURNS).prepare(history).messages
+    order = {m.id: i for i, m in enumerate(history)}
+    places = [order[m.id] for m in sent]
+    assert places == sorted(places)
+    cleared = {m.id for m in _cleared(sent)}
+    last_cleared = max(i for i, m in enumerate(sent) if m.id in cleared)
+    whole = [m for m in sent[last_cleared + 1 :] if isinstance(m, ToolMessage)]
+    assert whole and all(m.id not in cleared for m in whole)
+
+
+def test_a_placeholder_names_the_key_its_archived_output_is_read_back_by() -> None:
+    history = _session(60)
+    policy = TURNS.model_copy(update={"archived_results": True})
+    sent = ContextGuard(policy).prepare(history).messages
+    keys = result_ordinals(history)
+    cleared = _cleared(sent)
+    assert cleared
+    for message in cleared:
+        key = f"#{keys[message.tool_call_id]}"
+        assert f'read_tool_result("{key}")' in message.text
+
+
+def test_the_turns_fit_the_budget_and_the_same_cut_gives_the_same_bytes() -> None:
+    history = _session(60)
+    first = ContextGuard(TURNS.model_copy(update={"stable_prefix": False}))
+    out = first.prepare(history)
+    assert out.report.tokens_after <= out.report.budget
+    again = ContextGuard(TURNS.model_copy(update={"stable_prefix": False}))
+    assert image(again.prepare(history).messages) == image(out.messages)
+
+
+def test_a_growing_history_re_sends_its_turns_unchanged_between_prunings() -> None:
+    history = _session(80)
+    guard = ContextGuard(TURNS)
+    previous = None
+    reused = 0
+    for n in range(100, len(history) + 1, 3):
+        out = guard.prepare(history[:n])
+        sent = out.messages
+        assert out.report.tokens_after <= out.report.budget
+        assert_paired(sent)
+        if previous is not None and out.report.reused:
+            keep = out.report.reused
+            assert image(sent[:keep]) == image(previous[:keep])
+            reused += 1
+        previous = sent
+    assert reused > 3
+
+
+def test_signed_turns_and_answers_without_calls_are_left_out() -> None:
+    signed = ai(call("s1"), content=[THINKING, {"type": "text", "text": "go"}], id="s")
+    gemini = ai(call("g1"), id="g", additional_kwargs={GEMINI_SIGNATURES: {"g1": "x"}})
+    plain = ai(call("p1", command="ls src"), id="p")
+    dropped: list[BaseMessage] = [
+        signed,
+        result("s1", "out", id="ts"),
+        gemini,
+        result("g1", "out", id="tg"),
+        AIMessage("An answer that made no call.", id="answer"),
+        plain,
+        result("p1", "out", id="tp"),
+    ]
+    form = TurnsForm(min_chars=500, lines=(3, 2))
+    made = cleared_turns(dropped, form, max_tokens=1_000, count=lambda m: 10)
+    assert [(j, m.id) for j, m in made] == [(5, "p"), (6, "tp")]
+
+
+def test_the_newest_turns_that_fit_are_kept() -> None:
+    dropped: list[BaseMessage] = []
+    for k in range(5):
+        dropped += [ai(call(f"c{k}"), id=f"a{k}"), result(f"c{k}", "x", id=f"t{k}")]
+    form = TurnsForm(min_chars=500, lines=(3, 2))
+    made = cleared_turns(dropped, form, max_tokens=40, count=lambda m: 10)
+    assert [m.id for _, m in made] == ["a3", "t3", "a4", "t4"]
+
+
+def test_placeholders_are_the_library_s_own_text_to_the_replay() -> None:
+    assert "cleared" in GUARD_WRITTEN
+
+
+def test_a_provider_takes_the_turns_on_every_call() -> None:
+    history = _session(40)
+    guard = ContextGuard(TURNS)
+    checked = 0
+    for n in range(60, len(history) + 1, 7):
+        sent = guard.prepare(history[:n]).messages
+        if _cleared(sent):
+            checked += 1
+            assert violations(sent) == {}
+    assert checked >= 3
+
+
+def test_the_turns_form_needs_the_digest_on() -> None:
+    with pytest.raises(ConfigError) as err:
+        GuardPolicy(digest_form="turns")
+    assert err.value.field == "digest_form"
+    assert "digest=True" in (err.value.hint or "")
+    with pytest.raises(ConfigError) as bad:
+        GuardPolicy(digest=True, digest_form="calls")  # type: ignore[arg-type]
+    assert bad.value.field == "digest_form"
