@@ -174,3 +174,17 @@ def test_the_turns_form_needs_the_digest_on() -> None:
     with pytest.raises(ConfigError) as bad:
         GuardPolicy(digest=True, digest_form="calls")  # type: ignore[arg-type]
     assert bad.value.field == "digest_form"
+
+
+def test_a_turn_takes_the_results_that_answer_it_and_no_other() -> None:
+    dropped: list[BaseMessage] = [
+        ai(call("c1"), id="a1"),
+        result("c1", "first", id="t1"),
+        ai(call("c1"), id="a2"),  # an id used again by a later turn
+        result("c1", "second", id="t2"),
+        ai(call("c2"), call("c3"), id="a3"),
+        result("c2", "only one of two", id="t3"),
+    ]
+    form = TurnsForm(min_chars=500, lines=(3, 2))
+    made = cleared_turns(dropped, form, max_tokens=1_000, count=lambda m: 10)
+    assert [(j, m.id) for j, m in made] == [(0, "a1"), (1, "t1"), (2, "a2"), (3, "t2")]

@@ -76,7 +76,7 @@ def cut_turn(
     lines: tuple[int, int],
     name_source: Naming,
 ) -> BaseMessage:
-    """An assistant message as the turns digest keeps it: calls, first line.
+    """An assistant message as the turns digest keeps it: its calls, cut down.
 
     Its text as compression leaves it, and its calls' long text arguments cut to
     ``lines`` (head and tail) even when compression cut its text before.
@@ -86,19 +86,23 @@ def cut_turn(
 
 
 def _units(dropped: Sequence[BaseMessage]) -> list[list[int]]:
-    """Each assistant message that made calls, then all their results (indices)."""
-    results = {
-        m.tool_call_id: i
-        for i, m in enumerate(dropped)
-        if isinstance(m, ToolMessage) and m.tool_call_id
-    }
+    """Each assistant message that made calls, then their results (indices).
+
+    The results that follow it, one for each of its calls (repair put them
+    there); a turn answered otherwise, or signed, is left out.
+    """
     units: list[list[int]] = []
     for i, message in enumerate(dropped):
         if not isinstance(message, AIMessage) or not message.tool_calls:
             continue
-        found = [results.get(c.get("id") or "") for c in message.tool_calls]
-        if all(r is not None and r > i for r in found) and not is_signed_turn(message):
-            units.append([i, *sorted({r for r in found if r is not None})])
+        asked = sorted(str(c.get("id") or "") for c in message.tool_calls)
+        j = i + 1
+        while j < len(dropped) and isinstance(dropped[j], ToolMessage):
+            j += 1
+        answers = dropped[i + 1 : j]
+        given = sorted(str(getattr(m, "tool_call_id", "")) for m in answers)
+        if given == asked and "" not in asked and not is_signed_turn(message):
+            units.append(list(range(i, j)))
     return units
 
 
