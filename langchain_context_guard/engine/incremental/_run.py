@@ -8,7 +8,7 @@ grow in turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -415,6 +415,12 @@ class Run:
     def _digest(self) -> None:
         s, p = self.setting, self.setting.policy
         original = self.original
+
+        def ordinals() -> Mapping[str, int]:
+            return s.ordinals or result_ordinals(original)
+
+        keys = ordinals if p.archived_results else None
+
         self._add(
             digest_step(
                 self.steps[-1],
@@ -423,19 +429,9 @@ class Run:
                 call_chars=p.digest_call_chars,
                 sources=p.archived_results,
                 originals=lambda: {m.id: m for m in original if m.id},
-                ordinals=(lambda: s.ordinals or result_ordinals(original))
-                if p.archived_results
-                else None,
+                ordinals=keys,
                 prev=self._prev(),
-                turns=(
-                    lambda: turns_form(
-                        p,
-                        s.window,
-                        (s.ordinals or result_ordinals(original))
-                        if p.archived_results
-                        else None,
-                    )
-                )
+                turns=(lambda: turns_form(p, s.window, keys() if keys else None))
                 if p.digest_form == "turns"
                 else None,
             )

@@ -79,10 +79,13 @@ def cut_turn(
     """An assistant message as the turns digest keeps it: its calls, cut down.
 
     Its text as compression leaves it, and its calls' long text arguments cut to
-    ``lines`` (head and tail) even when compression cut its text before.
+    ``lines`` (head and tail), also when compression cut its text before (and
+    left its calls whole); never a cut of a cut.
     """
     turn = compress_message(message, min_chars, *lines, name_source, call_args=True)
-    return cut_call_args(turn, min_chars, lines, archived=name_source is not False)
+    if turn is not message:
+        return turn
+    return cut_call_args(message, min_chars, lines, archived=name_source is not False)
 
 
 def _units(dropped: Sequence[BaseMessage]) -> list[list[int]]:
