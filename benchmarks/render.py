@@ -556,7 +556,11 @@ def recoverable_section() -> str:
                         f"**{r['needle_recoverable_pct']:.1f}%** / "
                         f"{r['content_evidence_pct']:.2f}% / "
                         f"{r['billed_vs_none']:.3f}x"
-                        for r in (by["archived_results"], archive)
+                        for r in (
+                            by["archived_results"],
+                            archive,
+                            by["guard+archive, turns"],
+                        )
                     ),
                 )
             )
@@ -568,6 +572,7 @@ def recoverable_section() -> str:
         "**guard**: needles / content / billed",
         "`archived_results=True`: needles / recoverable / content / billed",
         "**guard+archive**: the same",
+        "**guard+archive**, turns digest: the same",
     )
     return "\n\n".join(
         [
@@ -580,7 +585,10 @@ def recoverable_section() -> str:
             "guard as an adapter with a `ResultArchive` runs it "
             "(`GuardPolicy.with_archive()`: a digest of 1% of the budget names "
             "trimmed results by key, pruning keeps 0.6 of the budget, results "
-            "under 1,000 characters stay whole). Targets at 16k (recoverable >= "
+            "under 1,000 characters stay whole); turns digest: the same with "
+            '`digest_form="turns"` and `digest_share=0.15` (the newest trimmed '
+            "turns as their calls, each result a placeholder naming its key, and "
+            "a line of keys for those past the room). Targets at 16k (recoverable >= "
             "99%, needles sent >= the guard's, content >= 96.5%, billed <= 0.70x): "
             + "; ".join(checks)
             + ".",

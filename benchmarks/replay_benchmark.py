@@ -22,9 +22,10 @@ the default guard against one timed to the cache (``cache_ttl_seconds=300``),
 and writes ``replay_cache.json``.
 With ``--recoverable`` it replays the default guard, the guard with markers that
 name archived results (``archived_results``) and the guard as an adapter with a
-``ResultArchive`` runs it (``GuardPolicy.with_archive``) at 16k and 32k on the
-SWE trajectories and on the multitool transcripts
-(``shared/data/multitool``, when present), and writes ``replay_recoverable.json``:
+``ResultArchive`` runs it (``GuardPolicy.with_archive``), also with the turns
+digest (``digest_form="turns"``), at 16k and 32k on the SWE trajectories and on
+the multitool transcripts (``shared/data/multitool``, when present), and writes
+``replay_recoverable.json``:
 a needle is recoverable when its text is sent, or a sent marker or digest points
 to its archived source.
 With ``--families`` it replays the shared multi-tool transcripts (Claude Code,
@@ -114,11 +115,19 @@ TIMED = {"cache_ttl_seconds=300": {"cache_ttl_seconds": CACHE_TTL}}
 ARCHIVED = {
     "archived_results": {"archived_results": True},
     "guard+archive": {"archived_results": True, **ARCHIVE_DEFAULTS},
+    "guard+archive, turns": {
+        "archived_results": True,
+        **ARCHIVE_DEFAULTS,
+        "digest_form": "turns",
+        "digest_share": 0.15,
+    },
 }
 """The guard with markers that name archived results only, and as an adapter
 with a ``ResultArchive`` runs it (``GuardPolicy.with_archive``: a small digest
 names every trimmed result by key, pruning keeps 0.6 of the budget, results
-under 1,000 characters stay whole) (``--recoverable``)."""
+under 1,000 characters stay whole), also with the turns digest in the room the
+note would take without an archive (``digest_form="turns"``, ``digest_share``
+0.15) (``--recoverable``)."""
 
 
 def _for_window(options: dict[str, Any], window: int) -> dict[str, Any]:

@@ -88,10 +88,11 @@ _NOTES = re.compile(
 _READ_BACK = re.compile(
     r"(?:characters truncated; original [\d,]+ characters"
     r"(?:; lines [\d,]+-[\d,]+ cut: [^\]\n;]*)?"
-    r"|compressed by context guard|lines omitted by context guard)"
+    r"|compressed by context guard|lines omitted by context guard"
+    r"|output cleared by context guard to fit the context window)"
     r'; full text: read_tool_result\("([^"\n]*)"\)(?:\] \.\.\.| \.\.\.\]|\])'
 )
-"""The pointer of a truncation, compression or superseded-read marker."""
+"""The pointer of a truncation, compression, superseded-read or cleared marker."""
 _POINTING = frozenset({"truncated", "compressed", "superseded", "cleared"})
 """``MARKER_KEY`` kinds of messages whose marker may point to an archived result."""
 _DIGEST_CALL = re.compile(r"^- [^\n]*? \(([^()\s]+)\): ", re.MULTILINE)

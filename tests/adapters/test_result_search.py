@@ -216,6 +216,16 @@ def test_an_agent_answers_about_a_trimmed_result_from_the_archive_on_sqlite(
     check_answered_from_the_archive(model, messages, sqlite_store)
 
 
+def test_an_agent_answers_from_the_archive_with_the_turns_digest_on_sqlite(
+    sqlite_store: SqliteStore,
+) -> None:
+    turns = {"digest": True, "digest_form": "turns", "digest_share": 0.05}
+    model, messages = run_agent(sqlite_store, **turns)
+    check_answered_from_the_archive(model, messages, sqlite_store)
+    assert "[output cleared by context guard" in model.asked  # newer turns, cut down
+    assert 'read_tool_result("#' in model.asked
+
+
 def _all_dropped(
     thread: str, history: list[BaseMessage], archive: ResultArchive
 ) -> None:

@@ -9,12 +9,16 @@ from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
 from langchain_context_guard.engine import result_ordinals
 from langchain_context_guard.engine._messages import marker
 from langchain_context_guard.engine._tool_calls import GEMINI_SIGNATURES
-from langchain_context_guard.engine.passes._digest import is_digest
+from langchain_context_guard.engine.passes._digest import (
+    DIGEST_ID,
+    digest_trimmed,
+    is_digest,
+)
 from langchain_context_guard.engine.passes._digest_turns import (
     TurnsForm,
     cleared_turns,
 )
-from langchain_context_guard.replay._metrics import GUARD_WRITTEN
+from langchain_context_guard.replay._metrics import GUARD_WRITTEN, pointers
 from tests.engine._support import THINKING, ai, assert_paired, call, lines, result
 from tests.engine._support import snapshot as image
 from tests.providers._support import violations
@@ -94,6 +98,70 @@ def test_a_placeholder_names_the_key_its_archived_output_is_read_back_by() -> No
     for message in cleared:
         key = f"#{keys[message.tool_call_id]}"
         assert f'read_tool_result("{key}")' in message.text
+
+
+def test_with_an_archive_every_trimmed_result_keeps_a_way_back() -> None:
+    history = _session(60)
+    policy = TURNS.model_copy(update={"archived_results": True})
+    out = ContextGuard(policy).prepare(history)
+    sent = out.messages
+    assert out.report.tokens_after <= out.report.budget
+    assert_paired(sent)
+    keys = result_ordinals(history)
+    sent_ids = {m.id for m in sent}
+    trimmed = {
+        f"#{keys[m.tool_call_id]}"
+        for m in history
+        if isinstance(m, ToolMessage) and m.id not in sent_ids
+    }
+    cleared = _cleared(sent)
+    assert cleared and trimmed, "some turns are cut down, older ones trimmed past them"
+    notes = [m for m in sent if is_digest(m)]
+    assert len(notes) == 1
+    note = notes[0]
+    assert isinstance(note, HumanMessage)
+    assert sent.index(note) < sent.index(
+        cleared[0]
+    )  # before the turns, where they were
+    assert "search_tool_results" in note.text
+    named = pointers(sent)
+    assert trimmed <= named  # the trimmed past the room too, through the note's keys
+    assert {f"#{keys[m.tool_call_id]}" for m in cleared} <= named
+
+
+def test_the_note_of_keys_comes_only_when_a_trimmed_turn_did_not_fit() -> None:
+    source: list[BaseMessage] = [HumanMessage("task", id="task")]
+    for k in range(4):
+        source += [
+            ai(call(f"c{k}"), id=f"a{k}"),
+            result(f"c{k}", "x" * 900, id=f"t{k}"),
+        ]
+    gone = list(range(1, 9))
+    kept = [m for i, m in enumerate(source) if i not in gone]
+    form = TurnsForm(min_chars=500, lines=(3, 2), name_source=result_ordinals(source))
+    count = lambda m: 10  # noqa: E731
+    roomy = digest_trimmed(
+        kept, source, gone, max_tokens=1_000, count=count, turns=form
+    )
+    assert [m.id for m in roomy] == [
+        "task",
+        "a0",
+        "t0",
+        "a1",
+        "t1",
+        "a2",
+        "t2",
+        "a3",
+        "t3",
+    ]
+    assert not any(is_digest(m) for m in roomy)
+    tight = digest_trimmed(kept, source, gone, max_tokens=30, count=count, turns=form)
+    assert [m.id for m in tight] == ["task", DIGEST_ID, "a3", "t3"]
+    assert "oldest first: #1-#4" in tight[1].text  # every trimmed result's key
+    bare = digest_trimmed(kept, source, gone, max_tokens=10, count=count, turns=form)
+    assert [m.id for m in bare] == ["task", DIGEST_ID]  # the keys before any turn
+    none = digest_trimmed(kept, source, gone, max_tokens=5, count=count, turns=form)
+    assert none is kept
 
 
 def test_the_turns_fit_the_budget_and_the_same_cut_gives_the_same_bytes() -> None:

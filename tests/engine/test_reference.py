@@ -135,7 +135,12 @@ def _trajectories() -> list[list[BaseMessage]]:
 
 @pytest.mark.parametrize(
     ("window", "digest"),
-    [(16_000, {}), (32_000, {}), (16_000, {"digest": True, "digest_form": "turns"})],
+    [
+        (16_000, {}),
+        (32_000, {}),
+        (16_000, {"digest": True, "digest_form": "turns"}),
+        (16_000, {"digest": True, "digest_form": "turns", "archived_results": True}),
+    ],
 )
 def test_prepare_is_the_reference_on_the_shared_transcripts(window, digest):
     histories = _trajectories()

@@ -21,6 +21,7 @@ from langchain_context_guard import (
     TiktokenCounter,
 )
 from langchain_context_guard.engine import result_key, result_ordinals
+from langchain_context_guard.engine.passes._digest_turns import cleared_result
 from langchain_context_guard.engine.passes._paged_reads import paged_read
 from langchain_context_guard.engine.passes._text import compress_lines, truncate_text
 from langchain_context_guard.replay import (
@@ -262,12 +263,16 @@ class _BlankedWithPointers(Strategy):
     """``_Blanked``, each cleared result's compression marker naming its key.
 
     With ``by_id``, its call id instead; unmarked, the same words are text a
-    model or user wrote, which points to nothing.
+    model or user wrote, which points to nothing. With ``placeholder``, the
+    turns digest's one-line placeholder instead of a compression marker.
     """
 
-    def __init__(self, *, by_id: bool = False, marked: bool = True) -> None:
-        self.by_id, self.marked = by_id, marked
-        self.name = f"blanked_pointing_{'id' if by_id else 'key'}_{marked}"
+    def __init__(
+        self, *, by_id: bool = False, marked: bool = True, placeholder: bool = False
+    ) -> None:
+        self.by_id, self.marked, self.placeholder = by_id, marked, placeholder
+        form = "placeholder" if placeholder else "pointing"
+        self.name = f"blanked_{form}_{'id' if by_id else 'key'}_{marked}"
 
     def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
         places = result_ordinals(history)
@@ -277,6 +282,9 @@ class _BlankedWithPointers(Strategy):
                 name = (
                     m.tool_call_id if self.by_id else result_key(places[m.tool_call_id])
                 )
+                if self.placeholder:
+                    out.append(cleared_result(m, name))
+                    continue
                 note = compress_lines("(cleared)\n" * 9, 0, 0, source=name)
                 mark = {MARKER_KEY: {"kind": "compressed"}} if self.marked else {}
                 m = m.model_copy(update={"content": note, "additional_kwargs": mark})
@@ -338,6 +346,7 @@ def test_a_needle_is_recoverable_when_a_pointer_to_its_source_is_sent(
             _BlankedWithPointers(),
             _BlankedWithPointers(by_id=True),
             _BlankedWithPointers(marked=False),
+            _BlankedWithPointers(placeholder=True),
             _HeadlessWithDigest(),
             _HeadlessWithKeys(None),
             _HeadlessWithKeys(2),
@@ -354,6 +363,7 @@ def test_a_needle_is_recoverable_when_a_pointer_to_its_source_is_sent(
     pointing_ones = (
         "blanked_pointing_key_True",
         "blanked_pointing_id_True",
+        "blanked_placeholder_key_True",
         "headless_digest",
         "headless_keys_None_True",
     )

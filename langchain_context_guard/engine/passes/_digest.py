@@ -10,6 +10,9 @@ gives byte-identical text; a digest that is itself dropped later carries its
 lists into the next one. With archived results, each listed call names its
 result by a short key and one line names the keys of every dropped result in
 ranges (``_result_keys``), so all of them keep a way back, listed or not.
+With ``digest_form="turns"`` the digest is the trimmed turns themselves
+(``_digest_turns``); with archived results a turn that did not fit keeps its way
+back in a short note before them, the line of keys alone (``_keys_note``).
 
 On the shared trajectories the agent's own earlier commands and thoughts hold
 most of what trimming loses (BENCHMARKS.md): 85% of the identifiers the next
@@ -42,6 +45,13 @@ _ARCHIVED_HEAD = (
     'read_tool_result("<key>") reads the output of the call marked (<key>), '
     'read_tool_result("<key>@turn") the assistant turn that made the call, '
     'search_tool_results("<regex>") searches them all):]'
+)
+_TURNS_HEAD = (
+    "[Context note: {n} earlier messages were removed to fit the context window "
+    "(those of their tool calls kept after this note are cut down, their outputs "
+    'cleared). Their outputs are archived: read_tool_result("<key>") reads one '
+    'back, read_tool_result("<key>@turn") the assistant turn that made the call, '
+    'search_tool_results("<regex>") searches them all.]'
 )
 _KEYS = "Keys of all their archived outputs, oldest first: {ranges}"
 _CALLS = (
@@ -362,21 +372,62 @@ def _with_turns(
     """``kept`` with the turns digest of ``source``'s ``gone`` messages.
 
     Each cut-down message goes where its original was, among those kept
-    (a pinned message or a held call may sit between dropped turns).
+    (a pinned message or a held call may sit between dropped turns). With
+    archived results, a result whose turn did not fit keeps its way back in
+    a short note before them (``_keys_note``), in the same room.
     """
-    made = cleared_turns(
-        [source[i] for i in gone], form, max_tokens=max_tokens, count=count
-    )
-    if not made:
+    dropped = [source[i] for i in gone]
+    note = _keys_note(dropped, form, len(gone))
+    if note is not None and count(note) > max_tokens:
+        note = None
+    room = max_tokens - (count(note) if note is not None else 0)
+    made = cleared_turns(dropped, form, max_tokens=room, count=count) if room else []
+    if note is not None and _pointed(made, form) >= _archived(dropped, form):
+        note = None
+    if not made and note is None:
         return kept
+    first = [note] if note is not None else []
     at = {gone[j]: message for j, message in made}
     if len(kept) + len(gone) != len(source):  # not a plain removal: keep them together
-        return [*kept[: gone[0]], *at.values(), *kept[gone[0] :]]
-    dropped, rest = set(gone), iter(kept)
+        return [*kept[: gone[0]], *first, *at.values(), *kept[gone[0] :]]
+    dropped_at, rest = set(gone), iter(kept)
     out: list[BaseMessage] = []
     for i in range(len(source)):
-        if i not in dropped:
+        if i == gone[0]:
+            out += first
+        if i not in dropped_at:
             out.append(next(rest))
         elif i in at:
             out.append(at[i])
     return out
+
+
+def _archived(dropped: Sequence[BaseMessage], form: TurnsForm) -> set[int]:
+    """The keys of the ``dropped`` results an archive holds (none: no keys)."""
+    names = form.name_source
+    return set() if isinstance(names, bool) else set(archived_keys(dropped, names))
+
+
+def _pointed(made: Sequence[tuple[int, BaseMessage]], form: TurnsForm) -> set[int]:
+    """The keys the turns digest's placeholders name."""
+    names = form.name_source
+    if isinstance(names, bool):
+        return set()
+    ids = (m.tool_call_id for _, m in made if isinstance(m, ToolMessage))
+    return {names[i] for i in ids if i in names}
+
+
+def _keys_note(
+    dropped: Sequence[BaseMessage], form: TurnsForm, n: int
+) -> HumanMessage | None:
+    """A note naming the keys of every archived ``dropped`` result (None: none).
+
+    The turns digest names a kept turn's results in its placeholders; a turn
+    that did not fit, or was left out (signed), keeps its way back here.
+    """
+    keys = key_ranges(_archived(dropped, form))
+    if not keys:
+        return None
+    text = _TURNS_HEAD.format(n=n) + "\n" + _KEYS.format(ranges=keys)
+    mark = {"kind": "digest", "dropped": n, "calls": [], "names": []}
+    return HumanMessage(text, id=DIGEST_ID, additional_kwargs={MARKER_KEY: mark})
