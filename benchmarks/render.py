@@ -350,11 +350,12 @@ POLICY_FAMILY = {
     "Read by range": ("claude-code",),
     "editor by range": ("openhands",),
     "compress_call_args": ("claude-code", "openhands"),
-    "digest note": ("claude-code", "openhands", "swe-agent-0"),
     "digest turns": ("claude-code", "openhands", "swe-agent-0"),
+    "digest turns, prune_to=0.5": ("claude-code", "openhands", "swe-agent-0"),
 }
 """Policies of ``--families`` against the defaults, on the families whose tools
-they change (``TodoWrite keep_recent=1``, in the JSON, is in docs/configuration.md;
+they change (``TodoWrite keep_recent=1`` and ``digest note``, in the JSON, are
+in docs/configuration.md;
 ``compress_call_args`` leaves SWE-agent 0.x as it is: no call there has two
 arguments and a long one)."""
 
@@ -416,10 +417,10 @@ def families_section() -> str:
             '"offset", "limit"]`, `editor by range` `["path", "command", '
             '"view_range"]` for `str_replace_editor`, `compress_call_args` the '
             "setting (an old call's long text arguments compressed with its "
-            "result), `digest note` `digest=True` (a user-role note of the trimmed "
-            'turns\' calls) and `digest turns` `digest=True, digest_form="turns"` '
-            "(the newest trimmed turns kept as their calls, each result a one-line "
-            "placeholder).",
+            'result), `digest turns` `digest=True, digest_form="turns"` (the newest '
+            "trimmed turns kept as their calls, each result a one-line placeholder), "
+            "and the same with `prune_to=0.5` (a pruning keeps half the budget, "
+            "the digest's 0.15 besides).",
             command(doc),
             table(head, rows),
             table(change_head, changes),

@@ -79,6 +79,11 @@ SWEEP: dict[str, dict[str, Any]] = {
     "compress_min_share=0": {"compress_min_share": 0.0},
     "digest=true": {"digest": True},
     "digest=true, digest_form=turns": {"digest": True, "digest_form": "turns"},
+    "digest=true, digest_form=turns, prune_to=0.5": {
+        "digest": True,
+        "digest_form": "turns",
+        "prune_to": 0.5,
+    },
     "dedupe_call_text=false": {"dedupe_call_text": False},
     "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
     "compress_head_lines=30": {"compress_head_lines": 30},
@@ -248,6 +253,11 @@ FAMILY_POLICIES: dict[str, dict[str, Any]] = {
     "compress_call_args": {"compress_call_args": True},
     "digest note": {"digest": True},
     "digest turns": {"digest": True, "digest_form": "turns"},
+    "digest turns, prune_to=0.5": {
+        "digest": True,
+        "digest_form": "turns",
+        "prune_to": 0.5,
+    },
 }
 """Guard settings replayed per family beside the defaults (``--families``)."""
 
