@@ -586,10 +586,11 @@ def recoverable_section() -> str:
             "guard as an adapter with a `ResultArchive` runs it "
             "(`GuardPolicy.with_archive()`: a digest of 1% of the budget names "
             "trimmed results by key, pruning keeps 0.6 of the budget, results "
-            "under 1,000 characters stay whole); turns digest: the same with "
-            '`digest_form="turns"` and `digest_share=0.15` (the newest trimmed '
-            "turns as their calls, each result a placeholder naming its key, and "
-            "a line of keys for those past the room). Targets at 16k (recoverable >= "
+            "under 1,000 characters stay whole); turns digest: "
+            '`GuardPolicy(digest=True, digest_form="turns").with_archive()`, whose '
+            "digest keeps its 0.15 of the budget (the newest trimmed turns as their "
+            "calls, each result a placeholder naming its key, and a line of keys "
+            "for those past the room). Targets at 16k (recoverable >= "
             "99%, needles sent >= the guard's, content >= 96.5%, billed <= 0.70x): "
             + "; ".join(checks)
             + ".",

@@ -407,8 +407,13 @@ class GuardPolicy(BaseModel):
         ``archived_results`` on, and each of ``ARCHIVE_DEFAULTS`` this policy does
         not set itself: with the originals kept, every pruning leaves a way back
         (the digest names trimmed results by key), so the guard can prune deeper.
+        The small digest's share and call length are the note's: a policy whose
+        digest is the turns (``digest_form="turns"``) keeps its own room for them.
         """
         settings: dict[str, Any] = dict(ARCHIVE_DEFAULTS)
+        if self.digest_form == "turns":
+            for name in _NOTE_ONLY:
+                settings.pop(name)
         settings.update({k: getattr(self, k) for k in self.model_fields_set})
         settings["archived_results"] = True
         return type(self).model_validate(settings)
@@ -452,7 +457,12 @@ Results under 1,000 characters stay whole, not 500: a marker with its pointer
 leaves little to save on a short one. Replay at 16k (BENCHMARKS.md, recoverable
 needles): on the 42 bash transcripts 0.69x billed against 0.71x (on each half
 less), needles sent 83.2% against 81.3%, content evidence 97.9% against 98.5%.
+A policy whose digest is the turns (``digest_form="turns"``) keeps its own
+``digest_share`` and ``digest_call_chars``: 1% of the budget holds a turn or two,
+and a line of keys before the turns names every trimmed result anyway.
 """
+_NOTE_ONLY = ("digest_share", "digest_call_chars")
+"""``ARCHIVE_DEFAULTS`` that size the note: a turns digest keeps its own."""
 
 
 def default_reserve(window: int, cap: int = 8_192) -> int:

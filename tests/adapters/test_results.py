@@ -208,3 +208,7 @@ def test_an_archive_prunes_deeper_with_a_small_digest_unless_told_otherwise() ->
     own = make_guard(prune_to=0.8, digest=False).policy.with_archive()
     assert (own.prune_to, own.digest, own.digest_share) == (0.8, False, 0.01)
     assert own.with_archive() == own  # already archiving: as it is
+    # a turns digest keeps its room: the small share is the note's
+    turns = make_guard(digest=True, digest_form="turns").policy.with_archive()
+    assert (turns.digest_share, turns.prune_to) == (0.15, ARCHIVE_DEFAULTS["prune_to"])
+    assert turns.digest_form == "turns" and turns.archived_results
