@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -13,11 +14,15 @@ from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, create_react_agent, tools_condition
+from langgraph.store.sqlite import SqliteStore
 from typing_extensions import TypedDict
 
 from langchain_context_guard import ConfigError, ContextGuard, InvalidInputError
 from langchain_context_guard.adapters._callbacks import EVENT_EVENT, REPORT_EVENT
 from langchain_context_guard.adapters._langgraph import guard_node, pre_model_hook
+from langchain_context_guard.adapters._results import ResultArchive, read_result
+from langchain_context_guard.engine import keys_in_ranges
+from langchain_context_guard.engine.passes._digest import DIGEST_ID
 from tests.adapters._support import (
     BUDGET,
     SYSTEM,
@@ -385,3 +390,37 @@ def test_persist_mode_stores_the_turns_digest_and_resumes(
         out = agent2.invoke({"messages": [("user", "Now the tests.")]}, _config("t"))
     _check_inputs(guard, model2, "Now the tests.")
     assert out["messages"][-1].text == "Done after 3 reads."
+
+
+def test_persist_mode_with_an_archive_names_every_trimmed_result(
+    sqlite_saver: SqliteSaver, sqlite_store: SqliteStore
+) -> None:
+    guard = make_guard(digest=True, digest_form="turns", digest_share=0.03)
+    model = ScriptedToolModel(steps=40)
+    hook = pre_model_hook(
+        guard,
+        mode="persist",
+        tools=TOOLS,
+        system_prompt=SYSTEM,
+        archive=ResultArchive(sqlite_store),
+    )
+    agent = create_react_agent(
+        model,
+        TOOLS,
+        prompt=SYSTEM,
+        pre_model_hook=hook,
+        checkpointer=sqlite_saver,
+        store=sqlite_store,
+    )
+    final = agent.invoke({"messages": [("user", USER)]}, _config("t"))["messages"]
+    assert pairing_errors(final) == []
+    last = "\n".join(m.text for m in model.received[-1])
+    found = re.search(r"Keys of all their archived outputs, oldest first: (.*)", last)
+    assert found, "some trimmed turn did not fit: the note names its key"
+    assert "output cleared by context guard" in last  # the newer ones, cut down
+    first = keys_in_ranges(found.group(1))[0]
+    original = read_result(sqlite_store, "t", f"#{first}", limit=10**6, unit="chars")
+    assert "No archived result" not in original
+    assert len(original) > 20_000  # the whole output, read back by its key
+    notes = [m for m in final if m.id == DIGEST_ID]
+    assert len(notes) <= 1  # the stored note is replaced, never doubled
