@@ -363,7 +363,8 @@ arguments and a long one)."""
 def _cells(row: dict[str, Any]) -> str:
     return (
         f"{row['content_evidence_pct']:.2f}% / {row['needle_pct']:.1f}% / "
-        f"{row['billed_vs_none']:.3f}x / {over(row)} / {row['bad_pairing']}"
+        f"{row['billed_vs_none']:.3f}x / {over(row)} / {row['bad_pairing']} / "
+        f"{row['newest_missing']}"
     )
 
 
@@ -398,7 +399,7 @@ def families_section() -> str:
         "window",
         "strategy",
         *(
-            f"{p}: content / needles / billed / over / bad pairs"
+            f"{p}: content / needles / billed / over / bad pairs / no newest"
             for p in ("all", "first", "last")
         ),
     )
@@ -411,7 +412,10 @@ def families_section() -> str:
             "it (by file name) replayed on its own, as the replay above "
             '(`trim_messages` with `start_on="human"` as LangGraph\'s docs use it, '
             "`trim_messages_any` without `start_on`; `summarization` is LangChain's "
-            "`SummarizationMiddleware`). Per-tool "
+            "`SummarizationMiddleware`); `no newest`: calls whose prompt lacks the "
+            "message the call answers (a tool's result or the user's words; the "
+            "sticky cut moves its cut past it when it alone is over half the "
+            "budget, and then sends the system prompt and the task alone). Per-tool "
             "policies against the defaults on the families whose tools they change "
             '(points, points, billed): `Read by range` is `supersede_key=["file_path", '
             '"offset", "limit"]`, `editor by range` `["path", "command", '

@@ -55,6 +55,8 @@ _TERMS = {
         "result (a provider 400)",
         "no task": "calls whose prompt no longer held the task (the first user "
         "message)",
+        "no newest": "calls whose prompt did not hold the message the call "
+        "answers (a tool's result or the user's words), whole or cut down",
         "input tok": "input tokens sent",
         "billed tok": "the bill with prefix caching (a cached prefix at a "
         "tenth), summary calls included: their prefix that matches the prompt "

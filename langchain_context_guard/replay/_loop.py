@@ -262,6 +262,7 @@ def _replay_one(
         tally.expired += call.cold
         tally.bad_pairing += bool(tool_pairing_errors(sent))
         tally.task_missing += task is not None and not _has_task(task, keys, sent)
+        tally.newest_missing += bool(history) and not _has_newest(history[-1], sent)
         _score(tally, call, sent, infos, history_ids)
         if binding is not None:
             kept, dropped, rejected = binding.check(call.k, sent)
@@ -332,6 +333,13 @@ def _score(
                 tally.needles_cut += 1
             else:
                 tally.needles_dropped += 1
+
+
+def _has_newest(newest: BaseMessage, sent: list[BaseMessage]) -> bool:
+    """Whether the message a call answers is sent: itself, or a cut copy (its id)."""
+    if newest.id is not None:
+        return any(m.id == newest.id for m in sent)
+    return any(m is newest or m == newest for m in sent)
 
 
 def _has_task(

@@ -21,6 +21,9 @@ class Tally:
     bad_pairing: int = 0
     errors: int = 0
     task_missing: int = 0
+    newest_missing: int = 0
+    """Calls whose prompt lacks the newest message, the one the call answers (a
+    tool's result or the user's words), whole or as a cut copy."""
     evidence_seen: int = 0
     evidence_kept: int = 0
     """Earlier identifiers still in any sent text, the library's notes included."""
@@ -81,6 +84,7 @@ class Tally:
             "bad_pairing": self.bad_pairing,
             "errors": self.errors,
             "task_missing": self.task_missing,
+            "newest_missing": self.newest_missing,
             "peak_tokens": round(max(self.tokens, default=0.0)),
             "max_over_pct": round(
                 max(0.0, 100 * (max(self.tokens, default=0.0) / budget - 1)), 2
@@ -206,14 +210,16 @@ def format_table(result: ReplayResult) -> str:
     that matches the prompt sent last at ``CACHE_RATE``, the rest at full price);
     "+ summary out" adds their replies at ``OUTPUT_RATE`` input tokens each.
     "signed kept/dropped/rejected" counts calls (with ``signed_thinking``; else "-").
+    "no newest": calls whose prompt lacks the message the call answers.
     """
     head = (
-        "| window | strategy | over budget | bad pairs | no task | input tok "
+        "| window | strategy | over budget | bad pairs | no task | no newest "
+        "| input tok "
         "| billed tok | billed vs none | + summary out | content ev. | line ev. "
         "| notes incl. | needles | recoverable | counter err med/p90 | overhead ms "
         "| signed kept/dropped/rejected |"
     )
-    lines = [head, "|" + "---|" * 17]
+    lines = [head, "|" + "---|" * 18]
     for r in result.rows():
         ratio, total = r["billed_vs_none"], r["with_output_vs_none"]
         err = "-"
@@ -233,6 +239,7 @@ def format_table(result: ReplayResult) -> str:
             over,
             str(r["bad_pairing"]),
             str(r["task_missing"]),
+            str(r["newest_missing"]),
             f"{r['input_tokens'] / 1e6:.2f}M",
             f"{r['billed_input'] / 1e6:.2f}M",
             f"{ratio:.3f}x" if ratio is not None else "-",

@@ -221,6 +221,23 @@ def test_lost_needles_are_told_apart_by_whether_their_source_was_sent(
     assert set(headless["needle_pct_by_distance"]) <= {str(d) for d in DISTANCES}
 
 
+def test_a_call_whose_prompt_lacks_its_newest_message_is_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_context_guard.replay import _loop
+
+    def build(names: object, window: int, reserve: int, **_: object) -> list[Strategy]:
+        return [Strategy(), _Blanked(), _Headless()]
+
+    monkeypatch.setattr(_loop, "make_strategies", build)
+    rows = {r["strategy"]: r for r in replay(transcripts(1), windows=[128_000]).rows()}
+    assert rows["none"]["newest_missing"] == 0
+    assert rows["blanked"]["newest_missing"] == 0  # a cut copy is sent: its id
+    headless = rows["headless"]
+    assert 0 < headless["newest_missing"] <= headless["calls"]
+    assert headless["calls"] - headless["newest_missing"] <= 1  # the first call's
+
+
 # --- baselines --------------------------------------------------------------------
 
 
