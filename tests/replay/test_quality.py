@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.messages import (
@@ -198,16 +199,21 @@ class _Headless(Strategy):
         return Prompt(history[:2])
 
 
-def test_lost_needles_are_told_apart_by_whether_their_source_was_sent(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def _cut_and_dropped(monkeypatch: pytest.MonkeyPatch) -> dict[str, dict[str, Any]]:
+    """Rows of sending everything, every result blanked, and the head alone."""
     from langchain_context_guard.replay import _loop
 
     def build(names: object, window: int, reserve: int, **_: object) -> list[Strategy]:
         return [Strategy(), _Blanked(), _Headless()]
 
     monkeypatch.setattr(_loop, "make_strategies", build)
-    rows = {r["strategy"]: r for r in replay(transcripts(1), windows=[128_000]).rows()}
+    return {r["strategy"]: r for r in replay(transcripts(1), windows=[128_000]).rows()}
+
+
+def test_lost_needles_are_told_apart_by_whether_their_source_was_sent(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rows = _cut_and_dropped(monkeypatch)
     none, blanked, headless = rows["none"], rows["blanked"], rows["headless"]
     asked = none["needles_asked"]
     assert asked > 0
@@ -224,13 +230,7 @@ def test_lost_needles_are_told_apart_by_whether_their_source_was_sent(
 def test_a_call_whose_prompt_lacks_its_newest_message_is_counted(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langchain_context_guard.replay import _loop
-
-    def build(names: object, window: int, reserve: int, **_: object) -> list[Strategy]:
-        return [Strategy(), _Blanked(), _Headless()]
-
-    monkeypatch.setattr(_loop, "make_strategies", build)
-    rows = {r["strategy"]: r for r in replay(transcripts(1), windows=[128_000]).rows()}
+    rows = _cut_and_dropped(monkeypatch)
     assert rows["none"]["newest_missing"] == 0
     assert rows["blanked"]["newest_missing"] == 0  # a cut copy is sent: its id
     headless = rows["headless"]
