@@ -222,16 +222,23 @@ def test_placeholders_are_the_library_s_own_text_to_the_replay() -> None:
     assert "cleared" in GUARD_WRITTEN
 
 
-def test_a_provider_takes_the_turns_on_every_call() -> None:
+@pytest.mark.parametrize("archived", [False, True])
+def test_a_provider_takes_the_turns_on_every_call(archived: bool) -> None:
     history = _session(40)
-    guard = ContextGuard(TURNS)
-    checked = 0
+    share = 0.03 if archived else TURNS.digest_share  # a turn past the room: a note
+    policy = TURNS.model_copy(
+        update={"archived_results": archived, "digest_share": share}
+    )
+    guard = ContextGuard(policy)
+    checked = noted = 0
     for n in range(60, len(history) + 1, 7):
         sent = guard.prepare(history[:n]).messages
         if _cleared(sent):
             checked += 1
+            noted += any(is_digest(m) for m in sent)
             assert violations(sent) == {}
     assert checked >= 3
+    assert bool(noted) == archived
 
 
 def test_the_turns_form_needs_the_digest_on() -> None:
