@@ -414,8 +414,9 @@ def families_section() -> str:
             "`trim_messages_any` without `start_on`; `summarization` is LangChain's "
             "`SummarizationMiddleware`); `no newest`: calls whose prompt lacks the "
             "message the call answers (a tool's result or the user's words; the "
-            "sticky cut moves its cut past it when it alone is over half the "
-            "budget, and then sends the system prompt and the task alone). Per-tool "
+            "sticky cut moves its cut past it when it alone does not fit the half "
+            "of the budget a cut keeps, and then sends the system prompt and the "
+            "task alone). Per-tool "
             "policies against the defaults on the families whose tools they change "
             '(points, points, billed): `Read by range` is `supersede_key=["file_path", '
             '"offset", "limit"]`, `editor by range` `["path", "command", '
