@@ -72,6 +72,10 @@ from langchain_context_guard.replay import (
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
+_TURNS: dict[str, Any] = {"digest": True, "digest_form": "turns"}
+"""The turns digest (``digest_form="turns"``), swept and replayed per family."""
+_TURNS_HALF: dict[str, Any] = {**_TURNS, "prune_to": 0.5}
+"""... with a pruning to half the budget: the setting docs/configuration.md suggests."""
 SWEEP: dict[str, dict[str, Any]] = {
     "prune_to=0.3": {"prune_to": 0.3},
     "prune_to=0.5": {"prune_to": 0.5},
@@ -79,12 +83,8 @@ SWEEP: dict[str, dict[str, Any]] = {
     "compress_assistant_text=false": {"compress_assistant_text": False},
     "compress_min_share=0": {"compress_min_share": 0.0},
     "digest=true": {"digest": True},
-    "digest=true, digest_form=turns": {"digest": True, "digest_form": "turns"},
-    "digest=true, digest_form=turns, prune_to=0.5": {
-        "digest": True,
-        "digest_form": "turns",
-        "prune_to": 0.5,
-    },
+    "digest=true, digest_form=turns": _TURNS,
+    "digest=true, digest_form=turns, prune_to=0.5": _TURNS_HALF,
     "dedupe_call_text=false": {"dedupe_call_text": False},
     "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
     "compress_head_lines=30": {"compress_head_lines": 30},
@@ -252,12 +252,8 @@ FAMILY_POLICIES: dict[str, dict[str, Any]] = {
     "TodoWrite keep_recent=1": {"tool_policies": {"TodoWrite": {"keep_recent": 1}}},
     "compress_call_args": {"compress_call_args": True},
     "digest note": {"digest": True},
-    "digest turns": {"digest": True, "digest_form": "turns"},
-    "digest turns, prune_to=0.5": {
-        "digest": True,
-        "digest_form": "turns",
-        "prune_to": 0.5,
-    },
+    "digest turns": _TURNS,
+    "digest turns, prune_to=0.5": _TURNS_HALF,
 }
 """Guard settings replayed per family beside the defaults (``--families``)."""
 

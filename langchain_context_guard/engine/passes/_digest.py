@@ -377,12 +377,15 @@ def _with_turns(
     a short note before them (``_keys_note``), in the same room.
     """
     dropped = [source[i] for i in gone]
-    note = _keys_note(dropped, form, len(gone))
-    if note is not None and count(note) > max_tokens:
-        note = None
-    room = max_tokens - (count(note) if note is not None else 0)
+    places = None if isinstance(form.name_source, bool) else form.name_source
+    archived = set(archived_keys(dropped, places)) if places is not None else set()
+    note = _keys_note(archived, len(gone))
+    size = count(note) if note is not None else 0
+    if size > max_tokens:
+        note, size = None, 0
+    room = max_tokens - size
     made = cleared_turns(dropped, form, max_tokens=room, count=count) if room else []
-    if note is not None and _pointed(made, form) >= _archived(dropped, form):
+    if note is not None and places is not None and _pointed(made, places) >= archived:
         note = None
     if not made and note is None:
         return kept
@@ -402,30 +405,21 @@ def _with_turns(
     return out
 
 
-def _archived(dropped: Sequence[BaseMessage], form: TurnsForm) -> set[int]:
-    """The keys of the ``dropped`` results an archive holds (none: no keys)."""
-    names = form.name_source
-    return set() if isinstance(names, bool) else set(archived_keys(dropped, names))
-
-
-def _pointed(made: Sequence[tuple[int, BaseMessage]], form: TurnsForm) -> set[int]:
+def _pointed(
+    made: Sequence[tuple[int, BaseMessage]], places: Mapping[str, int]
+) -> set[int]:
     """The keys the turns digest's placeholders name."""
-    names = form.name_source
-    if isinstance(names, bool):
-        return set()
     ids = (m.tool_call_id for _, m in made if isinstance(m, ToolMessage))
-    return {names[i] for i in ids if i in names}
+    return {places[i] for i in ids if i in places}
 
 
-def _keys_note(
-    dropped: Sequence[BaseMessage], form: TurnsForm, n: int
-) -> HumanMessage | None:
-    """A note naming the keys of every archived ``dropped`` result (None: none).
+def _keys_note(archived: set[int], n: int) -> HumanMessage | None:
+    """A note naming the keys of the ``archived`` trimmed results (None: none).
 
     The turns digest names a kept turn's results in its placeholders; a turn
     that did not fit, or was left out (signed), keeps its way back here.
     """
-    keys = key_ranges(_archived(dropped, form))
+    keys = key_ranges(archived)
     if not keys:
         return None
     text = _TURNS_HEAD.format(n=n) + "\n" + _KEYS.format(ranges=keys)
