@@ -594,8 +594,10 @@ def recoverable_section() -> str:
             "under 1,000 characters stay whole); turns digest: "
             '`GuardPolicy(digest=True, digest_form="turns").with_archive()`, whose '
             "digest keeps its 0.15 of the budget (the newest trimmed turns as their "
-            "calls, each result a placeholder naming its key, and a line of keys "
-            "for those past the room). Targets at 16k (recoverable >= "
+            "calls, each result a placeholder naming its key, or whole when "
+            "short: within the compression floor, 1,000 characters at 16k; and a "
+            "line of keys for those past the room). "
+            "Targets at 16k (recoverable >= "
             "99%, needles sent >= the guard's, content >= 96.5%, billed <= 0.70x): "
             + "; ".join(checks)
             + ".",

@@ -218,6 +218,36 @@ def test_the_newest_turns_that_fit_are_kept() -> None:
     assert [m.id for _, m in made] == ["a3", "t3", "a4", "t4"]
 
 
+def test_with_an_archive_a_short_plain_result_is_sent_whole() -> None:
+    image_block = {"type": "image", "url": "https://example.com/a.png"}
+    cut = result("c3", "head [... 40 lines omitted]", id="t3")
+    cut.additional_kwargs = {"context_guard": {"kind": "compressed"}}
+    dropped: list[BaseMessage] = [
+        ai(call("c1"), call("c2"), call("c3"), call("c4"), id="a1"),
+        result("c1", "exit 0: 3 passed", id="t1"),
+        result("c2", lines(40), id="t2"),
+        cut,
+        result("c4", [{"type": "text", "text": "a chart"}, image_block], id="t4"),
+    ]
+    places = {"c1": 1, "c2": 2, "c3": 3, "c4": 4}
+    archived = TurnsForm(min_chars=500, lines=(3, 2), name_source=places)
+    made = dict(cleared_turns(dropped, archived, max_tokens=1_000, count=len_of))
+    assert made[1] is dropped[1]  # whole: its placeholder would save little
+    assert [made[j].text for j in (2, 3, 4)] == [
+        f"[output cleared by context guard to fit the context window; "
+        f'full text: read_tool_result("#{k}")]'
+        for k in (2, 3, 4)
+    ]
+    plain = TurnsForm(min_chars=500, lines=(3, 2))  # no archive: all placeholders
+    made = dict(cleared_turns(dropped, plain, max_tokens=1_000, count=len_of))
+    assert all((marker(made[j]) or {}).get("kind") == "cleared" for j in (1, 2, 3, 4))
+
+
+def len_of(message: BaseMessage) -> int:
+    """A counter: a token for every four characters."""
+    return len(str(message.content)) // 4 + 1
+
+
 def test_placeholders_are_the_library_s_own_text_to_the_replay() -> None:
     assert "cleared" in GUARD_WRITTEN
 

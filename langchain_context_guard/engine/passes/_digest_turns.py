@@ -7,7 +7,10 @@ long text argument, such as a written file, to its first and last lines, as
 compression leaves it; a call's only argument, such as a shell command, whole)
 and its text as compression leaves it (a long one to its first line), and each
 of its results becomes a one-line placeholder ("cleared"), naming its archive key
-when results are archived. What an agent reuses from its old steps, the paths,
+when results are archived; then a short result (plain text at the compression
+floor, not cut before) is sent whole, as compression would leave it, since its
+placeholder saves little and reading it back costs the agent a call. What an
+agent reuses from its old steps, the paths,
 commands and names it wrote, stays in the prompt for a dozen tokens a result,
 and nothing the conversation wrote is quoted into a user message. The turns are
 taken newest first within the room the trim left, and built from the dropped
@@ -70,6 +73,24 @@ def cleared_result(message: ToolMessage, source: str | None) -> BaseMessage:
     )
 
 
+def _stand_in(result: ToolMessage, form: TurnsForm) -> BaseMessage:
+    """What the turns digest sends for one of its turns' results.
+
+    A one-line placeholder; with archived results, a short one (plain text at
+    or below the compression floor, not cut before) is sent whole instead: its
+    placeholder would save little and cost the agent a call to read it back.
+    """
+    if form.name_source is not False and _short(result, form.min_chars):
+        return result
+    return cleared_result(result, pointer(result, form.name_source))
+
+
+def _short(result: ToolMessage, min_chars: int) -> bool:
+    """Plain text at or below ``min_chars``, not a marker of an earlier cut."""
+    content = result.content
+    return isinstance(content, str) and len(content) <= min_chars and not marker(result)
+
+
 def cut_turn(
     message: AIMessage,
     min_chars: int,
@@ -120,7 +141,8 @@ def cleared_turns(
 
     Each message with its index in ``dropped``, oldest first: an assistant
     message, then its results' placeholders (naming the key or id to read the
-    output back with, when ``form`` names sources). Empty when none fits.
+    output back with, when ``form`` names sources; then a short result is
+    itself, ``_stand_in``). Empty when none fits.
     """
     names = form.name_source
     kept: list[list[tuple[int, BaseMessage]]] = []
@@ -132,7 +154,7 @@ def cleared_turns(
         for j in unit[1:]:
             result = dropped[j]
             assert isinstance(result, ToolMessage)
-            turn.append((j, cleared_result(result, pointer(result, names))))
+            turn.append((j, _stand_in(result, form)))
         cost = sum(count(m) for _, m in turn)
         if used + cost > max_tokens:
             break
