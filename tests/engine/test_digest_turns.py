@@ -7,7 +7,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
 from langchain_context_guard.engine import result_ordinals
-from langchain_context_guard.engine._messages import marker
+from langchain_context_guard.engine._messages import MARKER_KEY, marker
 from langchain_context_guard.engine._tool_calls import GEMINI_SIGNATURES
 from langchain_context_guard.engine.passes._digest import (
     DIGEST_ID,
@@ -220,8 +220,10 @@ def test_the_newest_turns_that_fit_are_kept() -> None:
 
 def test_with_an_archive_a_short_plain_result_is_sent_whole() -> None:
     image_block = {"type": "image", "url": "https://example.com/a.png"}
-    cut = result("c3", "head [... 40 lines omitted]", id="t3")
-    cut.additional_kwargs = {"context_guard": {"kind": "compressed"}}
+    compressed = {MARKER_KEY: {"kind": "compressed"}}  # short, but cut before
+    cut = result(
+        "c3", "head [... 40 lines omitted]", id="t3", additional_kwargs=compressed
+    )
     dropped: list[BaseMessage] = [
         ai(call("c1"), call("c2"), call("c3"), call("c4"), id="a1"),
         result("c1", "exit 0: 3 passed", id="t1"),
@@ -231,7 +233,7 @@ def test_with_an_archive_a_short_plain_result_is_sent_whole() -> None:
     ]
     places = {"c1": 1, "c2": 2, "c3": 3, "c4": 4}
     archived = TurnsForm(min_chars=500, lines=(3, 2), name_source=places)
-    made = dict(cleared_turns(dropped, archived, max_tokens=1_000, count=len_of))
+    made = dict(cleared_turns(dropped, archived, max_tokens=1_000, count=_tokens))
     assert made[1] is dropped[1]  # whole: its placeholder would save little
     assert [made[j].text for j in (2, 3, 4)] == [
         f"[output cleared by context guard to fit the context window; "
@@ -239,11 +241,11 @@ def test_with_an_archive_a_short_plain_result_is_sent_whole() -> None:
         for k in (2, 3, 4)
     ]
     plain = TurnsForm(min_chars=500, lines=(3, 2))  # no archive: all placeholders
-    made = dict(cleared_turns(dropped, plain, max_tokens=1_000, count=len_of))
+    made = dict(cleared_turns(dropped, plain, max_tokens=1_000, count=_tokens))
     assert all((marker(made[j]) or {}).get("kind") == "cleared" for j in (1, 2, 3, 4))
 
 
-def len_of(message: BaseMessage) -> int:
+def _tokens(message: BaseMessage) -> int:
     """A counter: a token for every four characters."""
     return len(str(message.content)) // 4 + 1
 

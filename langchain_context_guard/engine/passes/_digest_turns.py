@@ -10,11 +10,11 @@ of its results becomes a one-line placeholder ("cleared"), naming its archive ke
 when results are archived; then a short result (plain text at the compression
 floor, not cut before) is sent whole, as compression would leave it, since its
 placeholder saves little and reading it back costs the agent a call. What an
-agent reuses from its old steps, the paths,
-commands and names it wrote, stays in the prompt for a dozen tokens a result,
-and nothing the conversation wrote is quoted into a user message. The turns are
-taken newest first within the room the trim left, and built from the dropped
-messages alone, so the same cut gives byte-identical messages. A turn whose
+agent reuses from its old steps, the paths, commands and names it wrote, stays
+in the prompt for a dozen tokens a result, and nothing the conversation wrote is
+quoted into a user message. The turns are taken newest first within the room
+the trim left, and built from the dropped messages alone, so the same cut gives
+byte-identical messages. A turn whose
 assistant message still carries reasoning or signatures is left out (providers
 check those against what they signed), as is an answer that made no call.
 """
