@@ -65,8 +65,9 @@ def test_trimmed_turns_stay_as_their_calls_with_one_line_results() -> None:
             commands = [c["args"].get("command") for c in message.tool_calls]
             assert commands == [c["args"].get("command") for c in original.tool_calls]
     first = next(i for i, m in enumerate(sent) if m in cleared)
-    turn = sent[first - 1]
+    turn, short = sent[first - 2], sent[first - 1]
     assert isinstance(turn, AIMessage) and turn.id is not None
+    assert short == by_id[f"tw{turn.id[1:]}"]  # a short result stays whole
     assert turn.text.startswith(f"Now module {turn.id[1:]}.\n[... 20 lines omitted")
     content = turn.tool_calls[0]["args"]["content"]
     assert len(content) < len(PAYLOAD) and "lines omitted" in content
@@ -218,7 +219,7 @@ def test_the_newest_turns_that_fit_are_kept() -> None:
     assert [m.id for _, m in made] == ["a3", "t3", "a4", "t4"]
 
 
-def test_with_an_archive_a_short_plain_result_is_sent_whole() -> None:
+def test_a_short_plain_result_is_sent_whole() -> None:
     image_block = {"type": "image", "url": "https://example.com/a.png"}
     compressed = {MARKER_KEY: {"kind": "compressed"}}  # short, but cut before
     cut = result(
@@ -240,9 +241,12 @@ def test_with_an_archive_a_short_plain_result_is_sent_whole() -> None:
         f'full text: read_tool_result("#{k}")]'
         for k in (2, 3, 4)
     ]
-    plain = TurnsForm(min_chars=500, lines=(3, 2))  # no archive: all placeholders
+    plain = TurnsForm(min_chars=500, lines=(3, 2))  # no archive: no keys named
     made = dict(cleared_turns(dropped, plain, max_tokens=1_000, count=_tokens))
-    assert all((marker(made[j]) or {}).get("kind") == "cleared" for j in (1, 2, 3, 4))
+    assert made[1] is dropped[1]
+    assert [made[j].text for j in (2, 3, 4)] == [
+        "[output cleared by context guard to fit the context window]"
+    ] * 3
 
 
 def _tokens(message: BaseMessage) -> int:

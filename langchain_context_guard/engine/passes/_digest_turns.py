@@ -7,16 +7,17 @@ long text argument, such as a written file, to its first and last lines, as
 compression leaves it; a call's only argument, such as a shell command, whole)
 and its text as compression leaves it (a long one to its first line), and each
 of its results becomes a one-line placeholder ("cleared"), naming its archive key
-when results are archived; then a short result (plain text at the compression
-floor, not cut before) is sent whole, as compression would leave it, since its
-placeholder saves little and reading it back costs the agent a call. What an
-agent reuses from its old steps, the paths, commands and names it wrote, stays
-in the prompt for a dozen tokens a result, and nothing the conversation wrote is
-quoted into a user message. The turns are taken newest first within the room
-the trim left, and built from the dropped messages alone, so the same cut gives
-byte-identical messages. A turn whose
-assistant message still carries reasoning or signatures is left out (providers
-check those against what they signed), as is an answer that made no call.
+when results are archived, or, when short (plain text within the compression
+floor, not cut before), stays whole, as compression leaves it: its placeholder
+would save little, and the values a short output holds (a count, a line number,
+an exit status) are what a later step asks for. What an agent reuses from its
+old steps, the paths, commands and names it wrote, stays in the prompt for a
+dozen tokens a result, and nothing the conversation wrote is quoted into a user
+message. The turns are taken newest first within the room the trim left, and
+built from the dropped messages alone, so the same cut gives byte-identical
+messages. A turn whose assistant message still carries reasoning or signatures
+is left out (providers check those against what they signed), as is an answer
+that made no call.
 """
 
 from __future__ import annotations
@@ -76,11 +77,11 @@ def cleared_result(message: ToolMessage, source: str | None) -> BaseMessage:
 def _stand_in(result: ToolMessage, form: TurnsForm) -> BaseMessage:
     """What the turns digest sends for one of its turns' results.
 
-    A one-line placeholder; with archived results, a short one (plain text at
-    or below the compression floor, not cut before) is sent whole instead: its
-    placeholder would save little and cost the agent a call to read it back.
+    A one-line placeholder, or the result itself when it is short (plain text
+    within the compression floor, not cut before): compression leaves it whole,
+    and its placeholder would save little.
     """
-    if form.name_source is not False and _short(result, form.min_chars):
+    if _short(result, form.min_chars):
         return result
     return cleared_result(result, pointer(result, form.name_source))
 
@@ -140,9 +141,9 @@ def cleared_turns(
     """The newest ``dropped`` turns, cut down as ``form`` says, within ``max_tokens``.
 
     Each message with its index in ``dropped``, oldest first: an assistant
-    message, then its results' placeholders (naming the key or id to read the
-    output back with, when ``form`` names sources; then a short result is
-    itself, ``_stand_in``). Empty when none fits.
+    message, then its results, each as ``_stand_in`` sends it: a placeholder
+    (naming the key or id to read the output back with, when ``form`` names
+    sources) or, when short, the result itself. Empty when none fits.
     """
     names = form.name_source
     kept: list[list[tuple[int, BaseMessage]]] = []
