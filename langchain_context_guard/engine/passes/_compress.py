@@ -205,6 +205,12 @@ def with_callers(messages: Sequence[BaseMessage], results: Sequence[int]) -> lis
     return out
 
 
+def too_short(message: BaseMessage, min_chars: int) -> bool:
+    """Plain text at or below ``min_chars``: compression leaves it whole."""
+    content = message.content
+    return isinstance(content, str) and len(content) <= min_chars
+
+
 def compress_message(
     message: BaseMessage,
     min_chars: int,
@@ -222,9 +228,8 @@ def compress_message(
     the guard's joined assistant turns too (``merged``): each part was weighed
     alone in the call that joined them, so a prompt prepared again stays as it is.
     """
-    content = message.content
     calls = call_args and isinstance(message, AIMessage) and bool(message.tool_calls)
-    if isinstance(content, str) and len(content) <= min_chars and not calls:
+    if too_short(message, min_chars) and not calls:
         return message  # too short to compress: not kept in the memo
     if keep_whole and tool_name(message) in keep_whole:
         return message

@@ -30,7 +30,13 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from .._messages import marker, text_of, with_marker
 from .._policy import GuardPolicy
 from .._result_keys import Naming, naming, pointer
-from ._compress import compress_floor, compress_message, cut_call_args, is_signed_turn
+from ._compress import (
+    compress_floor,
+    compress_message,
+    cut_call_args,
+    is_signed_turn,
+    too_short,
+)
 from ._text import where
 
 CLEARED = "cleared"
@@ -81,15 +87,9 @@ def _stand_in(result: ToolMessage, form: TurnsForm) -> BaseMessage:
     within the compression floor, not cut before): compression leaves it whole,
     and its placeholder would save little.
     """
-    if _short(result, form.min_chars):
+    if too_short(result, form.min_chars) and not marker(result):
         return result
     return cleared_result(result, pointer(result, form.name_source))
-
-
-def _short(result: ToolMessage, min_chars: int) -> bool:
-    """Plain text at or below ``min_chars``, not a marker of an earlier cut."""
-    content = result.content
-    return isinstance(content, str) and len(content) <= min_chars and not marker(result)
 
 
 def cut_turn(
