@@ -132,7 +132,7 @@ NATIVE_BLOCKS: list[list[object]] = [
 """Blocks put first in an assistant message (none, most often)."""
 
 
-def _text(seed: int, words: int) -> str:
+def filler(seed: int, words: int) -> str:
     """Deterministic filler text of ``words`` words."""
     return " ".join(f"w{(seed * 7 + i) % 997}" for i in range(words)) or "x"
 
@@ -157,11 +157,11 @@ def transcripts(  # noqa: C901
     out: list[BaseMessage] = []
     serial = 0
     for _ in range(draw(st.integers(0, 2))):
-        out.append(SystemMessage(_text(serial, draw(st.integers(1, 300)))))
+        out.append(SystemMessage(filler(serial, draw(st.integers(1, 300)))))
         serial += 1
     pending: list[ToolMessage] = []  # results to misplace later
     for turn in range(draw(st.integers(1, 5))):
-        content: object = _text(serial, draw(st.integers(1, 400)))
+        content: object = filler(serial, draw(st.integers(1, 400)))
         if draw(st.booleans()):
             content = [{"type": "text", "text": content}, IMAGE]
         out.append(HumanMessage(content, id=f"u{turn}"))
@@ -172,7 +172,7 @@ def transcripts(  # noqa: C901
             if native:
                 blocks = [*draw(st.sampled_from(NATIVE_BLOCKS)), *blocks]
             blocks.append(
-                {"type": "text", "text": _text(serial, draw(st.integers(0, 60)))}
+                {"type": "text", "text": filler(serial, draw(st.integers(0, 60)))}
             )
             kwargs = {}
             if usage and draw(st.booleans()):
@@ -192,7 +192,7 @@ def transcripts(  # noqa: C901
             args = {i: {"cmd": draw(st.sampled_from([i, i, *again]))} for i in ids}
             for i in ids:  # a write's payload: a file's text, long or short
                 if tools[i] == "write":
-                    args[i]["content"] = _text(serial, draw(st.sampled_from([5, 900])))
+                    args[i]["content"] = filler(serial, draw(st.sampled_from([5, 900])))
             out.append(
                 AIMessage(
                     blocks,
@@ -207,7 +207,7 @@ def transcripts(  # noqa: C901
                 size = draw(st.sampled_from([1, 50, 800, 6_000]))
                 name = draw(st.sampled_from([tools[i], None])) if names else None
                 res = ToolMessage(
-                    _text(serial, size), tool_call_id=i, id=f"r{i}", name=name
+                    filler(serial, size), tool_call_id=i, id=f"r{i}", name=name
                 )
                 serial += 1
                 fate = draw(
@@ -221,7 +221,7 @@ def transcripts(  # noqa: C901
                     pending.append(res)
         if draw(st.booleans()):
             out.append(
-                AIMessage(_text(serial, draw(st.integers(1, 200))), id=f"f{turn}")
+                AIMessage(filler(serial, draw(st.integers(1, 200))), id=f"f{turn}")
             )
     if pending and draw(st.booleans()):
         out.insert(draw(st.integers(0, len(out))), pending[0])

@@ -36,8 +36,10 @@ from langchain_context_guard.replay._transcripts import (
 )
 from tests.engine._support import (
     POLICY_KNOBS,
+    THINKING,
     ai,
     call,
+    filler,
     fresh_like,
     lines,
     live_usage,
@@ -485,3 +487,102 @@ def test_results_held_in_place_are_not_counted_as_dropped():
     for n in range(3, len(history) + 1):
         if n == len(history) or not isinstance(history[n], ToolMessage):
             _same_as_fresh(agent, history[:n])
+
+
+def _think(text: str, usage: int | None = None, **calls: dict[str, Any]) -> AIMessage:
+    """An assistant step with reasoning, ``text`` and ``calls`` (by id)."""
+    return _step(text, usage, blocks=[THINKING], **calls)
+
+
+def _step(
+    text: str,
+    usage: int | None = None,
+    blocks: list[Any] | None = None,
+    **calls: dict[str, Any],
+) -> AIMessage:
+    usage_metadata = None
+    if usage is not None:
+        usage_metadata = {
+            "input_tokens": usage,
+            "output_tokens": 50,
+            "total_tokens": usage + 50,
+        }
+    return AIMessage(
+        [*(blocks or []), {"type": "text", "text": text}],
+        tool_calls=[{"id": i, **c} for i, c in calls.items()],
+        usage_metadata=usage_metadata,
+    )
+
+
+def _bash(cmd: str) -> dict[str, Any]:
+    return {"name": "bash", "args": {"cmd": cmd}}
+
+
+def _write(cmd: str, words: int, seed: int) -> dict[str, Any]:
+    return {"name": "write", "args": {"cmd": cmd, "content": filler(seed, words)}}
+
+
+def test_a_step_after_a_held_pair_lets_the_step_before_it_go_as_a_fresh_guard_does():
+    """The latest turn: a step whose calls are not answered yet, then a held
+    ``drop_last`` pair whose tiny result settled a size, then a new step. The new
+    step makes the first one droppable, and the settled size could have been met
+    by dropping it: a grown guard planned its cut again, as a fresh one does (it
+    kept the old cut and sent a prompt a fresh guard would not)."""
+    policy = GuardPolicy(
+        context_window=20_000,
+        reserve_tokens=1_000,
+        compress_batch=8,
+        keep_recent_thinking=0,
+        stable_prefix=False,
+        tool_policies={
+            "mcp__*": {"never_compress": True},
+            "b*": {"supersede_key": "cmd"},
+            "*": {"drop_last": True},
+        },
+    )
+    history: list[BaseMessage] = [
+        SystemMessage(filler(0, 119)),
+        SystemMessage(filler(1, 111)),
+        _step(filler(2, 56)),
+        _think(filler(2, 5), 1_994, w1=_write("make test", 900, 2)),
+        result("w1", filler(2, 800)),
+        _think(
+            filler(3, 50),
+            325,
+            w2=_write("w2", 5, 3),
+            b2=_bash("b2"),
+            b3=_bash("b3"),
+        ),
+        result("w2", filler(3, 800), name="write"),
+        result("b2", filler(4, 6_000), name="bash"),
+        HumanMessage(filler(7, 144)),
+        _step(
+            filler(7, 34),
+            13_718,
+            w4=_write("make test", 900, 7),
+            b5=_bash("b5"),
+            b6=_bash("make test"),
+        ),
+        result("w4", filler(7, 800)),
+        result("b5", filler(8, 800), name="bash"),
+        result("b6", filler(9, 800)),
+        _step(
+            filler(10, 25), b7=_bash("make test"), b8=_bash("b8"), b9=_bash("cat a.py")
+        ),
+        _think(
+            filler(13, 50),
+            27_636,
+            w10=_write("w10", 900, 13),
+            b11=_bash("b11"),
+            w12=_write("cat a.py", 900, 13),
+        ),
+        result("w10", filler(13, 800)),
+        result("b11", filler(14, 6_000), name="bash"),
+        result("w12", filler(15, 1)),
+        _step(filler(16, 21), b13=_bash("b13"), b14=_bash("b14"), b15=_bash("b15")),
+    ]
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    for n in range(len(history) - 4, len(history) + 1):
+        _same_as_fresh(guard, history[:n])
+    trims = [e for e in guard.prepare(history).report.events if e.kind == "trim"]
+    assert trims, "the history must be trimmed for the cut to matter"

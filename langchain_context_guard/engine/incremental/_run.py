@@ -8,14 +8,14 @@ grow in turn.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
-from .._messages import NONE
+from .._messages import NONE, is_pinned
 from .._result_keys import naming, result_ordinals
 from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
 from ..passes._bound_thinking import joined_behind_words
@@ -386,18 +386,26 @@ class Run:
     def _holds(self, prev: Step) -> bool:
         """Whether what the trim holds changes with the new messages.
 
-        A new call of a ``drop_last`` tool, or a step after a reply whose
-        question was held: the units change.
+        The units change with a new call of a ``drop_last`` tool, a step after
+        a reply whose question was held, or a new step after a held or pinned
+        pair that follows the latest step: that step becomes droppable, and a
+        size settled within the pair after it (a compression batch, a result
+        smaller than its synthetic one) could have been met by dropping it.
         """
-        if not self.setting.hold or len(self.source) == len(prev.source):
+        if len(self.source) == len(prev.source):
             return False
-        if awaits_answer(prev.source):
+        hold = self.setting.hold
+        if hold and awaits_answer(prev.source):
             return True
-        tools = self._held
-        return bool(tools) and any(
-            isinstance(m, AIMessage) and any(c["name"] in tools for c in m.tool_calls)
-            for m in self.source[len(prev.source) :]
-        )
+        tools = self._held if hold else ()
+        tail = self.source[len(prev.source) :]
+        if not any(isinstance(m, AIMessage) for m in tail):
+            return False
+        if any(_calls_any(m, tools) for m in tail):
+            return True
+        units = prev.state.plan.units
+        after = units[-1][-1] + 1 if units else 0
+        return any(is_pinned(m) or _calls_any(m, tools) for m in prev.source[after:])
 
     def _moved_reads(self) -> list[int]:
         """Results whose superseded pointer changed since the held costs.
@@ -441,3 +449,12 @@ class Run:
 def _full(step: Step | None) -> Step:
     assert step is not None  # a pass run in full always gives a step
     return step
+
+
+def _calls_any(message: BaseMessage, tools: Collection[str]) -> bool:
+    """Whether ``message`` is an assistant message calling one of ``tools``."""
+    return (
+        bool(tools)
+        and isinstance(message, AIMessage)
+        and any(c["name"] in tools for c in message.tool_calls)
+    )
