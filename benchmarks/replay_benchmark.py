@@ -74,9 +74,6 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 _TURNS: dict[str, Any] = {"digest": True, "digest_form": "turns"}
 """The turns digest (``digest_form="turns"``), swept and replayed per family."""
-_TURNS_HALF: dict[str, Any] = {**_TURNS, "prune_to": 0.5, "keep_recent_tool_results": 4}
-"""... with a pruning to half the budget and the newest 4 results whole: the
-setting docs/configuration.md suggests for interactive agents."""
 SWEEP: dict[str, dict[str, Any]] = {
     "prune_to=0.3": {"prune_to": 0.3},
     "prune_to=0.5": {"prune_to": 0.5},
@@ -85,9 +82,7 @@ SWEEP: dict[str, dict[str, Any]] = {
     "compress_min_share=0": {"compress_min_share": 0.0},
     "digest=true": {"digest": True},
     "digest=true, digest_form=turns": _TURNS,
-    "digest=true, digest_form=turns, prune_to=0.5, keep_recent_tool_results=4": (
-        _TURNS_HALF
-    ),
+    "interactive_tuning=true": {"interactive_tuning": True},
     "dedupe_call_text=false": {"dedupe_call_text": False},
     "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
     "compress_head_lines=30": {"compress_head_lines": 30},
@@ -256,7 +251,7 @@ FAMILY_POLICIES: dict[str, dict[str, Any]] = {
     "compress_call_args": {"compress_call_args": True},
     "digest note": {"digest": True},
     "digest turns": _TURNS,
-    "digest turns, prune_to=0.5, 4 whole": _TURNS_HALF,
+    "interactive_tuning": {"interactive_tuning": True},
 }
 """Guard settings replayed per family beside the defaults (``--families``)."""
 

@@ -61,7 +61,9 @@ class Reader(Protocol):
 
     def _tool_tokens(self, tools: Sequence[Any] | None) -> int: ...
 
-    def policy_for(self, model: Any = None) -> GuardPolicy: ...
+    def policy_for(
+        self, model: Any = None, *, replied: bool = False
+    ) -> GuardPolicy: ...
 
     def _gauge(
         self,
@@ -95,6 +97,10 @@ class Call:
     sent: Sent | None
     """The conversation's previous prompt, for the signed reasoning it bound."""
     key: CallKey
+    keys: tuple[CallKey, ...]
+    """Keys under which the previous prompt is re-sent: this call's, and, once a
+    reply switched the policy (``interactive_tuning``), the one before it: the
+    switch waits for the next pruning, and the provider's cache keeps hitting."""
     gauge: Gauge
     count: Callable[[BaseMessage], int]
     prime: Callable[[Sequence[BaseMessage]], None] | None
@@ -109,7 +115,7 @@ class Call:
     def scan(self) -> Scan:
         """The history's counts, as ``prune`` reads them."""
         now = self.now
-        return Scan(now.body, now.usage_at, now.usage_body, now.calls)
+        return Scan(now.body, now.usage_at, now.usage_body, now.calls, now.replied)
 
     def setting(self, *, exact: bool) -> Setting:
         """What this call's passes run at (``exact``: to the cost model's depth)."""
@@ -214,6 +220,7 @@ def read_call(
     )
     now = update_known(known, original, rebuilt, kept_in, count)
     guard._last = now
+    untuned, policy = policy, guard.policy_for(model, replied=now.replied)
     budget = guard._budget(info.tokens, model, info.source)
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
     key = CallKey(
@@ -224,6 +231,7 @@ def read_call(
         turn_limit=policy.turn_limit(session_kind),
         extra=extra,
     )
+    keys = (key,) if untuned is policy else (key, key._replace(policy=untuned))
     gauge = guard._gauge(original, now.usage_at, now.usage_body, extra, model)
     used = guard.model if model is None else model
     events = guard._notices.due(info, budget, guard._name(model), used, original, seen)
@@ -237,6 +245,7 @@ def read_call(
         stable=stable,
         sent=sent,
         key=key,
+        keys=keys,
         gauge=gauge,
         count=count,
         prime=prime,

@@ -21,7 +21,7 @@ from ._events import GuardEvent, PrepareResult, log_event
 from ._input import to_messages
 from ._notices import Notices
 from ._overflow import LimitMemory, ignored_limit
-from ._policy import GuardPolicy
+from ._policy import GuardPolicy, for_replies
 from ._window import (
     WindowInfo,
     check_window,
@@ -89,7 +89,7 @@ class ContextGuard:
         )
         self.limits = LimitMemory()
         self.bindings = BindingMemory()
-        self._resolved: dict[bool, GuardPolicy] = {}
+        self._resolved: dict[tuple[bool | None, bool], GuardPolicy] = {}
         self._notices = Notices(self.policy)
         self._clock = CacheClock(self.policy.cache_ttl_seconds)
         self._lock = threading.Lock()
@@ -306,7 +306,7 @@ class ContextGuard:
     ) -> PrepareResult:
         """Re-send the last prompt while it fits, else prune (``cold``: expired)."""
         call = read_call(self, messages, tools, model, session_kind, now, cold)
-        if call.stable is not None and call.stable.key == call.key and not call.cold:
+        if call.stable is not None and call.stable.key in call.keys and not call.cold:
             reused = self._reuse(call)
             if reused is not None:
                 return reused
@@ -411,16 +411,25 @@ class ContextGuard:
             return self.policy.bound_thinking
         return self.bindings.binds(self._name(model))
 
-    def policy_for(self, model: Any = None) -> GuardPolicy:
-        """The policy a call for ``model`` runs at: ``bound_thinking`` resolved."""
+    def policy_for(self, model: Any = None, *, replied: bool = False) -> GuardPolicy:
+        """The policy a call for ``model`` runs at: ``bound_thinking`` resolved.
+
+        ``replied``: the history holds a user's reply to an answer
+        (``_messages.holds_reply``); with ``interactive_tuning`` the fields the
+        policy leaves unset take the interactive settings (``for_replies``).
+        """
         policy = self.policy
-        if policy.bound_thinking is not None:
+        binds = None if policy.bound_thinking is not None else self.binds(model)
+        tuned = replied and policy.interactive_tuning
+        if binds is None and not tuned:
             return policy
-        binds = self.binds(model)
-        resolved = self._resolved.get(binds)
+        resolved = self._resolved.get((binds, tuned))
         if resolved is None:
-            resolved = policy.model_copy(update={"bound_thinking": binds})
-            self._resolved[binds] = resolved
+            update = for_replies(policy) if tuned else {}
+            if binds is not None:
+                update["bound_thinking"] = binds
+            resolved = policy.model_copy(update=update) if update else policy
+            self._resolved[binds, tuned] = resolved
         return resolved
 
     def _read(

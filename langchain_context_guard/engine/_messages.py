@@ -357,6 +357,25 @@ def assistant_count(history: Sequence[BaseMessage]) -> int:
     return list(map(_type, history)).count("ai")
 
 
+def holds_reply(history: Sequence[BaseMessage], start: int = 0) -> bool:
+    """Whether a user message from ``start`` on answers the assistant's answer.
+
+    A user message right after an assistant message that made no tool call (the
+    one before ``start`` included): the conversation is interactive, a person
+    reads the answers and replies, not one task run to its end. The guard's own
+    notes (marked) are not replies. Counted once per history, then on each
+    call's new messages (``_read_history.Known``).
+    """
+    begin = max(start, 1) - 1
+    types = list(map(_type, history[begin:]))
+    for j in range(1, len(types)):
+        if types[j] == "human" and types[j - 1] == "ai":
+            answer, reply = history[begin + j - 1], history[begin + j]
+            if not answer.tool_calls and marker(reply) is None:  # type: ignore[attr-defined]
+                return True
+    return False
+
+
 def same_message(a: BaseMessage, b: BaseMessage) -> bool:
     """The same message, or an equal copy (pydantic's ``==`` without its overhead)."""
     return a is b or (

@@ -21,7 +21,7 @@ from langchain_core.messages import BaseMessage
 
 from ._errors import BudgetExceededError
 from ._input import to_messages
-from ._messages import NONE, first_diff
+from ._messages import NONE, first_diff, holds_reply
 from ._result_keys import naming, result_ordinals
 from ._tool_policy import result_caps
 from .passes._bound_thinking import drop_stale_thinking, keep_final_thinking
@@ -149,7 +149,9 @@ def reference_prepare(
     With ``stable_prefix`` (the default), ``prepare`` may instead re-send the
     conversation's previous prompt plus the new messages: that prompt was this
     function's output for the call that made it, and is re-sent only while it
-    fits the budget now. A pruning then cuts to the cost model's depth below the
+    fits the budget now (also once a reply switched the policy,
+    ``interactive_tuning``: the switch waits for the next pruning). A pruning
+    then cuts to the cost model's depth below the
     budget (``_cost_model``), not to the budget: ``reference_prepare`` describes the
     ``stable_prefix=False`` policy exactly, and a pruning's depth with
     ``budget`` replaced by that depth. The last try, when the calls of
@@ -193,8 +195,8 @@ def guard_setting(
     """The setting ``guard.prepare`` prunes ``messages`` at (read, not changed)."""
     from .tokens._anchor import scan_history
 
-    policy = guard.policy_for(model)
     original = to_messages(messages)
+    policy = guard.policy_for(model, replied=holds_reply(original))
     info = guard.window(model)
     budget = guard._budget(info.tokens, model, info.source)
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD

@@ -188,7 +188,14 @@ def _policy(digest: dict[str, Any], **knobs: Any) -> GuardPolicy:
 
 STABLE_POLICIES = st.builds(
     _policy,
-    st.sampled_from([{}, {"digest": True}, {"digest": True, "digest_form": "turns"}]),
+    st.sampled_from(
+        [
+            {},
+            {"digest": True},
+            {"digest": True, "digest_form": "turns"},
+            {"interactive_tuning": True},
+        ]
+    ),
     context_window=st.sampled_from([16_000, 20_000, 40_000]),
     reserve_tokens=st.sampled_from([1_000, 4_000]),
     keep_recent_tool_results=st.sampled_from([0, 3]),

@@ -64,12 +64,7 @@ POLICIES = {
     "mcp-cap": {"tool_policies": {"mcp__*": ToolPolicy(max_result_chars=1_000)}},
     "call-args": {"compress_call_args": True},
     "digest-turns": {"digest": True, "digest_form": "turns"},
-    "digest-turns-half": {
-        "digest": True,
-        "digest_form": "turns",
-        "prune_to": 0.5,
-        "keep_recent_tool_results": 4,
-    },
+    "interactive": {"interactive_tuning": True},
     "exclude-edits": {"exclude_tools": ("Edit", "str_replace_editor")},
 }
 

@@ -120,6 +120,7 @@ def update_known(
         usage_at=scan.usage_at,
         usage_body=scan.usage_body,
         calls=scan.calls,
+        replied=scan.replied,
         size=len(original),
         fields=fields,
     )

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 
-from .._messages import assistant_count, usage_cleared
+from .._messages import assistant_count, holds_reply, usage_cleared
 from ._cache_keys import content_key
 from ._counters import REPLY_OVERHEAD, TokenCounter
 
@@ -255,14 +255,17 @@ class Scan(NamedTuple):
     """Our count up to and including that message."""
     calls: int
     """How many assistant messages it holds (``_messages.assistant_count``)."""
+    replied: bool = False
+    """Whether it holds a user's reply to an answer (``_messages.holds_reply``)."""
 
 
 def full_scan(
     messages: Sequence[BaseMessage], count: Callable[[BaseMessage], int]
 ) -> Scan:
-    """``scan_history`` of ``messages`` and its ``assistant_count``."""
+    """``scan_history`` of ``messages``, its ``assistant_count`` and ``holds_reply``."""
     body, usage_at, usage_body = scan_history(messages, count)
-    return Scan(body, usage_at, usage_body, assistant_count(messages))
+    calls = assistant_count(messages)
+    return Scan(body, usage_at, usage_body, calls, holds_reply(messages))
 
 
 @dataclass(frozen=True)
@@ -282,6 +285,8 @@ class Known:
     usage_body: int
     calls: int = 0
     """How many assistant messages it holds (``_messages.assistant_count``)."""
+    replied: bool = False
+    """Whether it holds a user's reply to an answer (``_messages.holds_reply``)."""
     size: int = 0
     """How many messages it holds."""
     fields: list[dict[str, Any]] | None = None
@@ -301,10 +306,11 @@ class Known:
         counts = [count(m) for m in new]
         body = self.body + sum(counts)
         calls = self.calls + assistant_count(new)
+        replied = self.replied or holds_reply(messages, n)
         k = last_usage(messages, n)
         if k < 0:
-            return Scan(body, self.usage_at, self.usage_body, calls)
-        return Scan(body, k, self.body + sum(counts[: k - n + 1]), calls)
+            return Scan(body, self.usage_at, self.usage_body, calls, replied)
+        return Scan(body, k, self.body + sum(counts[: k - n + 1]), calls, replied)
 
 
 def count_messages(

@@ -1,0 +1,169 @@
+"""``interactive_tuning``: a conversation with a person takes the interactive settings.
+
+A history holds a reply once a user message follows an assistant message that
+made no tool call (``holds_reply``). From then on the fields the policy leaves
+unset take ``INTERACTIVE``, in the reference and in ``prepare`` alike; the
+switch waits for the next pruning, so the previous prompt is re-sent while it
+fits.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from langchain_context_guard import ContextGuard, GuardPolicy, TiktokenCounter
+from langchain_context_guard.engine._messages import holds_reply
+from langchain_context_guard.engine._policy import INTERACTIVE
+from langchain_context_guard.engine.tokens._anchor import full_scan
+from tests.engine._support import (
+    agent_history,
+    ai,
+    call,
+    chat_history,
+    lines,
+    result,
+    snapshot,
+    transcripts,
+)
+from tests.engine.test_reference import assert_reference
+
+COUNTER = TiktokenCounter()
+TUNED = GuardPolicy(context_window=16_000, interactive_tuning=True)
+
+
+def _count(message: BaseMessage) -> int:
+    return COUNTER.count_message(message)
+
+
+def _chat(turns: int) -> list[BaseMessage]:
+    """A coding task, then a person's replies, each starting a tool loop."""
+    history = agent_history(12, result_chars=4_000)
+    for t in range(turns):
+        history.append(AIMessage(f"Done with part {t}. Which option next?", id=f"d{t}"))
+        note = lines(80, prefix=f"log {t}")  # what the person pastes in
+        history.append(HumanMessage(f"option {t + 1} is closest\n{note}", id=f"h{t}"))
+        for k in range(6):
+            cid = f"p{t}-{k}"
+            history.append(ai(call(cid, cmd=f"grep -n x{k} m{t}.py"), id=f"q{cid}"))
+            history.append(result(cid, lines(400, prefix=cid), id=f"r{cid}"))
+    return history
+
+
+def test_a_reply_is_a_user_message_after_an_answer():
+    task = HumanMessage("Fix the bug.")
+    answer = AIMessage("Fixed: the parser skipped blank lines.")
+    assert not holds_reply([task])
+    assert not holds_reply([task, answer])
+    assert holds_reply([task, answer, HumanMessage("thanks, now the docs")])
+    # After a tool call's result, or an assistant message still calling, no reply.
+    calling = ai(call("c1"))
+    assert not holds_reply([task, calling, result("c1"), HumanMessage("go on")])
+    assert not holds_reply([task, calling, HumanMessage("go on")])
+    # The guard's own notes are no reply.
+    note = HumanMessage(
+        "[earlier turns]",
+        additional_kwargs={"context_guard": {"kind": "digest"}},
+    )
+    assert not holds_reply([task, answer, note])
+    # From ``start`` on, the pair across it included.
+    history = [task, answer, HumanMessage("and the tests?")]
+    assert holds_reply(history, 2)
+    assert not holds_reply(history, 3)
+
+
+@settings(max_examples=60, deadline=None)
+@given(transcripts(), st.data())
+def test_a_grown_scan_finds_a_reply_as_a_whole_scan_does(history, data):
+    cut = data.draw(st.integers(0, len(history)))
+    head = full_scan(history[:cut], _count)
+    grown = head.replied or holds_reply(history, cut)
+    assert grown == full_scan(history, _count).replied == holds_reply(history)
+
+
+def test_the_policy_switches_only_the_fields_left_unset():
+    guard = ContextGuard(TUNED)
+    assert guard.policy_for(None).prune_to == GuardPolicy().prune_to
+    tuned = guard.policy_for(None, replied=True)
+    assert {f: getattr(tuned, f) for f in INTERACTIVE} == INTERACTIVE
+    assert guard.policy_for(None, replied=True) is tuned  # resolved once
+    own = ContextGuard(
+        GuardPolicy(
+            context_window=16_000,
+            interactive_tuning=True,
+            prune_to=0.8,
+            digest=False,
+        )
+    ).policy_for(None, replied=True)
+    assert (own.prune_to, own.digest, own.digest_form) == (0.8, False, "note")
+    assert own.keep_recent_tool_results == INTERACTIVE["keep_recent_tool_results"]
+    off = ContextGuard(GuardPolicy(context_window=16_000))
+    assert off.policy_for(None, replied=True) is off.policy_for(None)
+
+
+def test_before_any_reply_the_output_is_the_untuned_guards():
+    history = agent_history(40, result_chars=4_000)
+    untuned = ContextGuard(GuardPolicy(context_window=16_000), token_counter=COUNTER)
+    tuned = ContextGuard(TUNED, token_counter=COUNTER)
+    for n in range(2, len(history) + 1, 3):
+        sent = tuned.prepare(history[:n])
+        assert snapshot(sent.messages) == snapshot(
+            untuned.prepare(history[:n]).messages
+        )
+
+
+def test_after_a_reply_the_guard_prunes_with_the_interactive_settings():
+    history = _chat(4)
+    out = ContextGuard(TUNED, token_counter=COUNTER).prepare(history)
+    assert out.report.tokens_after <= out.report.budget
+    same = GuardPolicy(context_window=16_000, **INTERACTIVE)
+    expected = ContextGuard(same, token_counter=COUNTER).prepare(history)
+    assert snapshot(out.messages) == snapshot(expected.messages)
+    kinds = {e.kind for e in out.report.events}
+    assert "digest" in kinds  # the trimmed turns, cut to their calls
+
+
+def test_prepare_is_the_reference_across_the_switch():
+    history = _chat(3)
+    policy = TUNED.model_copy(update={"stable_prefix": False})
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    for n in range(len(history) - 60, len(history) + 1):
+        assert_reference(guard, history[:n])
+
+
+def test_the_switch_waits_for_the_next_pruning():
+    """The reply's call re-sends the previous prompt: the cache keeps hitting."""
+    history = _chat(3)
+    reply = next(i for i, m in enumerate(history) if m.id == "h0")
+    guard = ContextGuard(TUNED, token_counter=COUNTER)
+    before = guard.prepare(history[:reply]).messages
+    after = guard.prepare(history[: reply + 1])
+    assert snapshot(after.messages[: len(before)]) == snapshot(before)
+    assert after.report.reused == len(before)
+    # Once the history no longer fits, the pruning is the interactive one.
+    digests = 0
+    for n in range(reply + 2, len(history) + 1):
+        events = guard.prepare(history[:n]).report.events
+        digests += any(e.kind == "digest" for e in events)
+    assert digests
+
+
+@settings(max_examples=30, deadline=None)
+@given(transcripts(usage=True, names=True), st.sampled_from([16_000, 20_000]))
+def test_a_tuned_guard_is_the_reference_on_generated_histories(history, window):
+    policy = GuardPolicy(
+        context_window=window, interactive_tuning=True, stable_prefix=False
+    )
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    for n in range(1, len(history) + 1):
+        assert_reference(guard, history[:n])
+
+
+def test_a_chat_history_switches_on_its_first_reply():
+    history = chat_history(3)
+    scan = [full_scan(history[:n], _count).replied for n in range(len(history) + 1)]
+    first = scan.index(True)
+    assert isinstance(history[first - 1], HumanMessage)
+    assert isinstance(history[first - 2], AIMessage)
+    assert not history[first - 2].tool_calls
