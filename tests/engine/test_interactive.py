@@ -167,3 +167,10 @@ def test_a_chat_history_switches_on_its_first_reply():
     assert isinstance(history[first - 1], HumanMessage)
     assert isinstance(history[first - 2], AIMessage)
     assert not history[first - 2].tool_calls
+
+
+def test_with_an_archive_its_own_settings_count_as_set():
+    archived = GuardPolicy(context_window=16_000, interactive_tuning=True)
+    tuned = ContextGuard(archived.with_archive()).policy_for(None, replied=True)
+    assert (tuned.digest, tuned.digest_form, tuned.prune_to) == (True, "note", 0.6)
+    assert tuned.keep_recent_tool_results == INTERACTIVE["keep_recent_tool_results"]
