@@ -19,9 +19,10 @@ from ._context_usage import ContextUsage
 from ._errors import ConfigError
 from ._events import GuardEvent, PrepareResult, log_event
 from ._input import to_messages
+from ._interactive import for_replies
 from ._notices import Notices
 from ._overflow import LimitMemory, ignored_limit
-from ._policy import GuardPolicy, for_replies
+from ._policy import GuardPolicy
 from ._window import (
     WindowInfo,
     check_window,

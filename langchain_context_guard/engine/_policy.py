@@ -479,28 +479,6 @@ A policy whose digest is the turns (``digest_form="turns"``) keeps its own
 ``digest_share`` and ``digest_call_chars``: 1% of the budget holds a turn or two,
 and a line of keys before the turns names every trimmed result anyway.
 """
-INTERACTIVE: dict[str, Any] = {
-    "digest": True,
-    "digest_form": "turns",
-    "prune_to": 0.5,
-    "keep_recent_tool_results": 4,
-}
-"""What ``interactive_tuning`` sets once a history holds a reply."""
-_TOGETHER = ({"digest", "digest_form"}, {"prune_to"}, {"keep_recent_tool_results"})
-"""Fields set together: a policy that sets one of a group keeps the group as set."""
-
-
-def for_replies(policy: GuardPolicy) -> dict[str, Any]:
-    """The ``INTERACTIVE`` fields ``policy`` leaves unset (a history with a reply)."""
-    given = policy.model_fields_set
-    return {
-        field: INTERACTIVE[field]
-        for group in _TOGETHER
-        if not group & given
-        for field in sorted(group)
-    }
-
-
 _NOTE_ONLY = ("digest_share", "digest_call_chars")
 """``ARCHIVE_DEFAULTS`` that size the note: a turns digest keeps its own."""
 

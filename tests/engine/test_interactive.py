@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_context_guard import ContextGuard, GuardPolicy, TiktokenCounter
+from langchain_context_guard.engine._interactive import INTERACTIVE
 from langchain_context_guard.engine._messages import holds_reply
-from langchain_context_guard.engine._policy import INTERACTIVE
 from langchain_context_guard.engine.tokens._anchor import full_scan
 from tests.engine._support import (
     agent_history,
