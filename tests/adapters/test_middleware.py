@@ -347,3 +347,53 @@ def test_a_small_window_is_warned_about_once_per_guard_and_window(
     warnings = [r for r in caplog.records if "below the recommended" in r.getMessage()]
     assert len(model.received) == 2 * 13
     assert len(warnings) == 1
+
+
+def _interactive_run(policy: GuardPolicy, path: Path) -> tuple[list[Any], list[Any]]:
+    """A task, the answer, a person's reply and the work it asks for, on SQLite.
+
+    Returns what the model received, and the guard's reports, turn by turn.
+    """
+    guard = ContextGuard(policy)
+    received, reports = [], []
+    with SqliteSaver.from_conn_string(str(path)) as saver:
+        for user in (USER, "Now the tests, please."):
+            model = ScriptedToolModel(steps=12, profile=PROFILE)
+            recorder = _Reports()
+            agent = _agent(guard, model, saver)
+            agent.invoke(
+                {"messages": [("user", user)]}, _config("i", callbacks=[recorder])
+            )
+            for sent in model.received:
+                check_model_input(guard, sent, user_text=user, tools=TOOLS)
+            received.append(model.received)
+            reports.append(recorder.reports)
+    return received, reports
+
+
+def _shapes(calls: list[Any]) -> list[Any]:
+    """What each call received, but the message ids (new on each run)."""
+    return [
+        [
+            (m.type, m.content, getattr(m, "tool_calls", None), m.additional_kwargs)
+            for m in sent
+        ]
+        for sent in calls
+    ]
+
+
+def test_an_agent_a_person_replies_to_takes_the_interactive_settings(
+    tmp_path: Path,
+) -> None:
+    """``interactive_tuning``: the task's run is sent as without it; once the
+    person replies to the answer, the guard prunes with the turns digest."""
+    base = {"reserve_tokens": RESERVE, "max_tool_result_share": 0.5}
+    plain, _ = _interactive_run(GuardPolicy(**base), tmp_path / "plain.sqlite")
+    tuned, reports = _interactive_run(
+        GuardPolicy(**base, interactive_tuning=True), tmp_path / "tuned.sqlite"
+    )
+    assert _shapes(tuned[0]) == _shapes(plain[0])  # the task: nothing to tune yet
+    before = {e["kind"] for r in reports[0] for e in r["events"]}
+    after = {e["kind"] for r in reports[1] for e in r["events"]}
+    assert "trim" in before and "digest" not in before
+    assert "digest" in after  # the reply's work is pruned with the turns
