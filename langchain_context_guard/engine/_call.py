@@ -115,7 +115,13 @@ class Call:
     def scan(self) -> Scan:
         """The history's counts, as ``prune`` reads them."""
         now = self.now
-        return Scan(now.body, now.usage_at, now.usage_body, now.calls, now.replied)
+        return Scan(
+            body=now.body,
+            usage_at=now.usage_at,
+            usage_body=now.usage_body,
+            calls=now.calls,
+            replied=now.replied,
+        )
 
     def setting(self, *, exact: bool) -> Setting:
         """What this call's passes run at (``exact``: to the cost model's depth)."""

@@ -369,9 +369,13 @@ def holds_reply(history: Sequence[BaseMessage], start: int = 0) -> bool:
     begin = max(start, 1) - 1
     types = list(map(_type, history[begin:]))
     for j in range(1, len(types)):
-        if types[j] == "human" and types[j - 1] == "ai":
+        if types[j - 1] == "ai" and types[j] == "human":
             answer, reply = history[begin + j - 1], history[begin + j]
-            if not answer.tool_calls and marker(reply) is None:  # type: ignore[attr-defined]
+            if (
+                isinstance(answer, AIMessage)
+                and not answer.tool_calls
+                and marker(reply) is None
+            ):
                 return True
     return False
 

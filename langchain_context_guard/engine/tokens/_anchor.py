@@ -264,8 +264,13 @@ def full_scan(
 ) -> Scan:
     """``scan_history`` of ``messages``, its ``assistant_count`` and ``holds_reply``."""
     body, usage_at, usage_body = scan_history(messages, count)
-    calls = assistant_count(messages)
-    return Scan(body, usage_at, usage_body, calls, holds_reply(messages))
+    return Scan(
+        body=body,
+        usage_at=usage_at,
+        usage_body=usage_body,
+        calls=assistant_count(messages),
+        replied=holds_reply(messages),
+    )
 
 
 @dataclass(frozen=True)
@@ -309,8 +314,16 @@ class Known:
         replied = self.replied or holds_reply(messages, n)
         k = last_usage(messages, n)
         if k < 0:
-            return Scan(body, self.usage_at, self.usage_body, calls, replied)
-        return Scan(body, k, self.body + sum(counts[: k - n + 1]), calls, replied)
+            usage_at, usage_body = self.usage_at, self.usage_body
+        else:
+            usage_at, usage_body = k, self.body + sum(counts[: k - n + 1])
+        return Scan(
+            body=body,
+            usage_at=usage_at,
+            usage_body=usage_body,
+            calls=calls,
+            replied=replied,
+        )
 
 
 def count_messages(
