@@ -153,6 +153,51 @@ def test_letting_go_gives_what_keeping_gives_call_by_call(
         assert seen["fallbacks"]  # the cut did reach back: the pruning ran afresh
 
 
+def _writing_agent(steps: int) -> list[BaseMessage]:
+    """An agent whose calls write long files and whose results are long logs.
+
+    A turns digest cuts each turn to its call's first and last lines and a
+    placeholder: it weighs many more turns than a budget of their compressed
+    sizes holds.
+    """
+    history: list[BaseMessage] = [
+        SystemMessage("You write the modules.", id="sys"),
+        HumanMessage("Write the parser modules.", id="task"),
+    ]
+    for k in range(steps):
+        body = "\n".join(f"def parse_{k}_{i}(text):  # line {i}" for i in range(120))
+        write = {"path": f"src/parser_{k}.py", "content": body}
+        history.append(ai(call(f"c{k}", name="write", **write), id=f"a{k}"))
+        log = "\n".join(f"log {k} {i} " + "x" * 60 for i in range(400))
+        history.append(result(f"c{k}", f"wrote src/parser_{k}.py\n{log}", id=f"t{k}"))
+    return history
+
+
+TURNS = {"digest": True, "digest_form": "turns"}
+TURNS_DIGESTS = {  # history, policy settings, margin; whether places are emptied
+    "turns-guards-margin": (lambda: _writing_agent(150), TURNS, 1.0, True),
+    "turns-fifth": (lambda: _writing_agent(150), TURNS, 0.2, True),
+    "replied-fifth": (lambda: _chat(50), {"interactive_tuning": True}, 0.2, False),
+    "replied-none": (lambda: _chat(50), {"interactive_tuning": True}, 0.0, False),
+}
+
+
+@pytest.mark.parametrize("case", list(TURNS_DIGESTS))
+def test_letting_go_gives_what_keeping_gives_under_a_turns_digest(
+    monkeypatch: pytest.MonkeyPatch, case: str
+) -> None:
+    make, settings, margin, emptied = TURNS_DIGESTS[case]
+    policy = GuardPolicy(
+        stable_prefix=False,
+        context_window=16_000,
+        reserve_tokens=2_000,
+        keep_recent_tool_results=2,
+        compress_batch=2,
+        **settings,
+    )
+    _compare(monkeypatch, policy, make(), margin, emptied=emptied)
+
+
 def test_letting_go_with_the_guards_margin_gives_what_keeping_gives(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -183,6 +228,7 @@ def test_letting_go_gives_what_keeping_gives_when_rebuilt_from_a_checkpoint(
     st.sampled_from([1, 3]),
     st.sampled_from([0, 1]),
     st.booleans(),
+    st.sampled_from([{}, TURNS, {"interactive_tuning": True}]),
 )
 def test_letting_go_gives_what_keeping_gives_on_any_transcript(
     history: list[BaseMessage],
@@ -190,6 +236,7 @@ def test_letting_go_gives_what_keeping_gives_on_any_transcript(
     batch: int,
     thinking: int,
     assistant: bool,
+    digest: dict[str, Any],
 ) -> None:
     policy = GuardPolicy(
         stable_prefix=False,
@@ -200,6 +247,7 @@ def test_letting_go_gives_what_keeping_gives_on_any_transcript(
         keep_recent_thinking=thinking,
         compress_assistant_text=assistant,
         max_chars_per_message=6_000,
+        **digest,
     )
     with pytest.MonkeyPatch.context() as patch:
         _compare(patch, policy, history, margin, emptied=False)

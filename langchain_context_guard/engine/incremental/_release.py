@@ -17,9 +17,11 @@ kinds, token totals. A step that would read an emptied place after all raises
 ``_steps.HeadForgotten`` (``Step.stale`` says how far they go) and the pruning
 runs afresh: the output is the same either way (``tests/engine/test_forget.py``).
 
-Only assistant messages and tool results with an id are emptied: the digest
-reads dropped messages back by id, system and user messages may be kept
-whatever the cut, and an empty one counts in what hygiene adds.
+Only assistant messages and tool results with an id are emptied: the note
+digest reads dropped messages back by id, system and user messages may be kept
+whatever the cut, and an empty one counts in what hygiene adds. A turns digest
+reads the dropped turns as the passes rewrote them, newest first: the budget is
+counted back from the first it read instead, if earlier.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from ._record import Record
 from ._steps import Step
 
 _TRIM = PASSES.index("trim")
+_DIGEST = PASSES.index("digest")
 CHUNK = 1_024
 """Messages the frontier must move on before the record is copied again."""
 
@@ -83,11 +86,12 @@ def _emptiable(message: BaseMessage) -> bool:
 def _frontier(record: Record, budget: int) -> int:
     """How many first messages of the original no later cut can keep.
 
-    Counted back from the first message the trim kept, by each message's cost
-    once compressed (``_trim_sizes.Costs``: the least it can take), until a budget is
-    full; mapped to the original by the messages repair added or sanitize left
-    out (conservatively: earlier), and back to just after a tool result with
-    an id (``_emptied`` finds it in each list).
+    Counted back from the first message the trim kept (or the first a turns
+    digest read, ``Digested.read_from``: a later one reads from there or after),
+    by each message's cost once compressed (``_trim_sizes.Costs``: the least it
+    can take), until a budget is full; mapped to the original by the messages
+    repair added or sanitize left out (conservatively: earlier), and back to
+    just after a tool result with an id (``_emptied`` finds it in each list).
     """
     if len(record.steps) <= _TRIM:
         return 0
@@ -100,6 +104,9 @@ def _frontier(record: Record, budget: int) -> int:
     if len(costs) != len(trim.source):
         return 0
     first = max(state.plan.units[state.dropped - 1]) + 1
+    read = record.steps[_DIGEST].state if len(record.steps) > _DIGEST else None
+    if isinstance(read, int):  # the turns digest weighs dropped turns from there
+        first = min(first, read)
     room, at = budget, min(first, len(costs))
     while at > 0 and room > 0:
         at -= 1

@@ -86,6 +86,7 @@ class Run:
         self._truncated = original
         self.stale = 0
         """How many of ``source``'s first places ``_release`` may have emptied."""
+        self._cut_stale = 0  # ``stale`` of the trim's input, which the digest reads
         self._twins: dict[str, int] = {}  # synthetic results' tokens, by tool name
         p = setting.policy
         self._truncator, self._compressor = rewriters(
@@ -315,6 +316,7 @@ class Run:
         return self._newer
 
     def _trim(self) -> None:
+        self._cut_stale = self.stale
         truncated = self._truncated
         s, p, gauge = self.setting, self.setting.policy, self.setting.gauge
         room = gauge.room(s.budget)
@@ -429,21 +431,22 @@ class Run:
 
         keys = ordinals if p.archived_results else None
 
-        self._add(
-            digest_step(
-                self.steps[-1],
-                max_tokens=int(s.digest / (s.gauge.scale * (1 + s.gauge.margin))),
-                count=s.count,
-                call_chars=p.digest_call_chars,
-                sources=p.archived_results,
-                originals=lambda: {m.id: m for m in original if m.id},
-                ordinals=keys,
-                prev=self._prev(),
-                turns=(lambda: turns_form(p, s.window, keys() if keys else None))
-                if p.digest_form == "turns"
-                else None,
-            )
+        step = digest_step(
+            self.steps[-1],
+            max_tokens=int(s.digest / (s.gauge.scale * (1 + s.gauge.margin))),
+            count=s.count,
+            call_chars=p.digest_call_chars,
+            sources=p.archived_results,
+            originals=lambda: {m.id: m for m in original if m.id},
+            ordinals=keys,
+            prev=self._prev(),
+            turns=(lambda: turns_form(p, s.window, keys() if keys else None))
+            if p.digest_form == "turns"
+            else None,
         )
+        if not step.grown and step.state is not None and step.state < self._cut_stale:
+            raise HeadForgotten  # the turns digest read a place let go of
+        self._add(step)
 
 
 def _full(step: Step | None) -> Step:

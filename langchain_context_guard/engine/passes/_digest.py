@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -31,7 +32,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from .._messages import MARKER_KEY, marker, text_of
 from .._quoting import quote
 from .._result_keys import key_ranges, result_key
-from ._digest_turns import TurnsForm, cleared_turns
+from ._digest_turns import TurnsForm, chosen_turns
 
 DIGEST_ID = "context-guard-digest"
 _HEAD = (
@@ -346,7 +347,7 @@ def digest_trimmed(
     if not gone or max_tokens <= 0:
         return kept
     if turns is not None:
-        return _with_turns(kept, source, gone, turns, max_tokens, count)
+        return digest_turns(kept, source, gone, turns, max_tokens, count).messages
     by_id = originals or {}
     dropped = [by_id.get(m.id, m) if m.id else m for m in (source[i] for i in gone)]
     return insert_digest(
@@ -361,14 +362,27 @@ def digest_trimmed(
     )
 
 
-def _with_turns(
+@dataclass(frozen=True, slots=True)
+class Digested:
+    """A turns digest's output, and the first place of its source it read.
+
+    ``read_from``: where the weighing of the dropped turns began
+    (``_digest_turns.Chosen``), as a place of the trim's input; None when no
+    turn was weighed (no room for one).
+    """
+
+    messages: list[BaseMessage]
+    read_from: int | None
+
+
+def digest_turns(
     kept: list[BaseMessage],
     source: Sequence[BaseMessage],
     gone: Sequence[int],
     form: TurnsForm,
     max_tokens: int,
     count: Callable[[BaseMessage], int],
-) -> list[BaseMessage]:
+) -> Digested:
     """``kept`` with the turns digest of ``source``'s ``gone`` messages.
 
     Each cut-down message goes where its original was, among those kept
@@ -384,17 +398,20 @@ def _with_turns(
     if size > max_tokens:
         note, size = None, 0
     room = max_tokens - size
-    made = cleared_turns(dropped, form, max_tokens=room, count=count) if room else []
+    chosen = chosen_turns(dropped, form, max_tokens=room, count=count) if room else None
+    made = chosen.made if chosen is not None else []
+    read_from = gone[chosen.read_from] if chosen is not None else None
     if note is not None and places is not None and _pointed(made, places) >= archived:
         note = None
     if not made and note is None:
-        return kept
+        return Digested(kept, read_from)
     first = [note] if note is not None else []
     at = {gone[j]: message for j, message in made}
     if len(kept) + len(gone) != len(source):  # not a plain removal: keep them together
-        return [*kept[: gone[0]], *first, *at.values(), *kept[gone[0] :]]
+        out = [*kept[: gone[0]], *first, *at.values(), *kept[gone[0] :]]
+        return Digested(out, read_from)
     dropped_at, rest = set(gone), iter(kept)
-    out: list[BaseMessage] = []
+    out = []
     for i in range(len(source)):
         if i == gone[0]:
             out += first
@@ -402,7 +419,7 @@ def _with_turns(
             out.append(next(rest))
         elif i in at:
             out.append(at[i])
-    return out
+    return Digested(out, read_from)
 
 
 def _pointed(

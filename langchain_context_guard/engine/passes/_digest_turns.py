@@ -145,9 +145,35 @@ def cleared_turns(
     (naming the key or id to read the output back with, when ``form`` names
     sources) or, when short, the result itself. Empty when none fits.
     """
+    return chosen_turns(dropped, form, max_tokens=max_tokens, count=count).made
+
+
+@dataclass(frozen=True, slots=True)
+class Chosen:
+    """The turns ``cleared_turns`` sends, and the first place of ``dropped`` it read.
+
+    The turns are weighed newest first up to the first that does not fit: what
+    came before that one does not change the choice. When every turn fits,
+    which turns there are (a signed one is left out) depends on all of
+    ``dropped``: ``read_from`` is 0. A grown guard that lets go of old rewrites
+    (``incremental._release``) keeps those it read.
+    """
+
+    made: list[tuple[int, BaseMessage]]
+    read_from: int
+
+
+def chosen_turns(
+    dropped: Sequence[BaseMessage],
+    form: TurnsForm,
+    *,
+    max_tokens: int,
+    count: Callable[[BaseMessage], int],
+) -> Chosen:
+    """``cleared_turns``, and the first place of ``dropped`` its choice read."""
     names = form.name_source
     kept: list[list[tuple[int, BaseMessage]]] = []
-    used = 0
+    used, read = 0, 0
     for unit in reversed(_units(dropped)):
         ai = dropped[unit[0]]
         assert isinstance(ai, AIMessage)
@@ -158,7 +184,8 @@ def cleared_turns(
             turn.append((j, _stand_in(result, form)))
         cost = sum(count(m) for _, m in turn)
         if used + cost > max_tokens:
+            read = unit[0]
             break
         kept.append(turn)
         used += cost
-    return [pair for turn in reversed(kept) for pair in turn]
+    return Chosen([pair for turn in reversed(kept) for pair in turn], read)
