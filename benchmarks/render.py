@@ -351,7 +351,7 @@ POLICY_FAMILY = {
     "editor by range": ("openhands",),
     "compress_call_args": ("claude-code", "openhands"),
     "digest turns": ("claude-code", "openhands", "swe-agent-0"),
-    "interactive_tuning": ("claude-code", "openhands", "swe-agent-0"),
+    "interactive_tuning=false": ("claude-code", "openhands", "swe-agent-0"),
 }
 """Policies of ``--families`` against the defaults, on the families whose tools
 they change (``TodoWrite keep_recent=1`` and ``digest note``, in the JSON, are
@@ -424,10 +424,13 @@ def families_section() -> str:
             "setting (an old call's long text arguments compressed with its "
             'result), `digest turns` `digest=True, digest_form="turns"` (the newest '
             "trimmed turns kept as their calls, each result a one-line placeholder "
-            "or, when short, whole), and `interactive_tuning=True` (once a user "
-            "message follows an answer, the same with `prune_to=0.5` and "
-            "`keep_recent_tool_results=4`: a pruning keeps half the budget, the "
-            "digest's 0.15 besides, and the newest 4 results whole).",
+            "or, when short, whole), and `interactive_tuning=false` the defaults "
+            "without the interactive settings (on by default: once a user message "
+            "follows an answer, the turns digest with `prune_to=0.5` and "
+            "`keep_recent_tool_results=4`, so a pruning keeps half the budget, the "
+            "digest's 0.15 besides, and the newest 4 results whole). A setting "
+            "added to the defaults leaves the interactive settings on where it "
+            "does not set them itself.",
             command(doc),
             table(head, rows),
             table(change_head, changes),

@@ -82,7 +82,7 @@ SWEEP: dict[str, dict[str, Any]] = {
     "compress_min_share=0": {"compress_min_share": 0.0},
     "digest=true": {"digest": True},
     "digest=true, digest_form=turns": _TURNS,
-    "interactive_tuning=true": {"interactive_tuning": True},
+    "interactive_tuning=false": {"interactive_tuning": False},
     "dedupe_call_text=false": {"dedupe_call_text": False},
     "keep_recent_tool_results=6": {"keep_recent_tool_results": 6},
     "compress_head_lines=30": {"compress_head_lines": 30},
@@ -251,7 +251,7 @@ FAMILY_POLICIES: dict[str, dict[str, Any]] = {
     "compress_call_args": {"compress_call_args": True},
     "digest note": {"digest": True},
     "digest turns": _TURNS,
-    "interactive_tuning": {"interactive_tuning": True},
+    "interactive_tuning=false": {"interactive_tuning": False},
 }
 """Guard settings replayed per family beside the defaults (``--families``)."""
 

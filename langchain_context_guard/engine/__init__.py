@@ -35,7 +35,8 @@ from ._events import diff_event as diff_event
 from ._events import log_event as log_event
 from ._guard import ContextGuard
 from ._input import to_messages as to_messages
-from ._messages import MARKER_KEY, is_pinned
+from ._interactive import app_message
+from ._messages import MARKER_KEY, is_app_message, is_pinned
 from ._messages import final_tool_turn as final_tool_turn
 from ._messages import is_summary as is_summary
 from ._messages import is_user as is_user
@@ -116,11 +117,13 @@ __all__ = [
     "UsageMissingWarning",
     "WindowInfo",
     "WindowTooSmallError",
+    "app_message",
     "classify_overflow",
     "compress_lines",
     "compress_old_tool_results",
     "count_messages",
     "enforce_provider_hygiene",
+    "is_app_message",
     "is_pinned",
     "offload_old_images",
     "pin",

@@ -3,12 +3,18 @@
 A history holds a reply once a user message follows an assistant message that
 made no tool call (``_messages.holds_reply``); ``ContextGuard.policy_for`` then
 gives the policy with ``for_replies`` applied, in the reference and in
-``prepare`` alike.
+``prepare`` alike. A user message the application's own code sends (a nudge to
+go on, a harness's format error) is no reply once marked with ``app_message``.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from ._errors import InvalidInputError
+from ._messages import APP_MESSAGE, is_app_message, marker, with_marker
 
 if TYPE_CHECKING:
     from ._policy import GuardPolicy
@@ -33,3 +39,34 @@ def for_replies(policy: GuardPolicy) -> dict[str, Any]:
         if not group & given
         for field in sorted(group)
     }
+
+
+def app_message(message: BaseMessage) -> HumanMessage:
+    """A copy of a user message marked as the application's own, not a person's.
+
+    For the user messages an application's code sends between steps (a nudge
+    to go on, a harness's answer to a malformed reply): ``interactive_tuning``
+    switches on a person's reply, and these are none. ``message`` itself if it
+    is marked already.
+
+    Raises:
+        InvalidInputError: ``message`` is no user message, or one the guard
+            wrote or marked otherwise.
+    """
+    if not isinstance(message, HumanMessage):
+        raise InvalidInputError(
+            f"app_message marks user messages, got a {message.type!r} message.",
+            hint="pass the HumanMessage your code sends (a nudge, a format error).",
+        )
+    if is_app_message(message):
+        return message
+    mark = marker(message)
+    if mark is not None:
+        raise InvalidInputError(
+            f"Cannot mark a message marked {mark.get('kind')!r} as the app's.",
+            hint="mark the message your code wrote before pinning it; "
+            "a message the guard wrote is no reply already.",
+        )
+    marked = with_marker(message, APP_MESSAGE)
+    assert isinstance(marked, HumanMessage)
+    return marked

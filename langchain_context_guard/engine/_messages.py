@@ -357,14 +357,35 @@ def assistant_count(history: Sequence[BaseMessage]) -> int:
     return list(map(_type, history)).count("ai")
 
 
+APP_MESSAGE = "app_message"
+"""``MARKER_KEY`` kind a caller sets on a user message its own code wrote
+(``app_message``): a nudge, a harness's format error, not a person's reply."""
+
+
+def is_app_message(message: BaseMessage) -> bool:
+    """Whether ``message`` is marked as the application's own (``APP_MESSAGE``)."""
+    mark = marker(message)
+    return mark is not None and (
+        mark.get("kind") == APP_MESSAGE or mark.get(APP_MESSAGE) is True
+    )
+
+
+def _by_person(message: BaseMessage) -> bool:
+    """A user message a person wrote: unmarked, or only kept whole (pinned)."""
+    mark = marker(message)
+    return mark is None or (
+        mark.get("kind") == "kept_whole" and not is_app_message(message)
+    )
+
+
 def holds_reply(history: Sequence[BaseMessage], start: int = 0) -> bool:
     """Whether a user message from ``start`` on answers the assistant's answer.
 
     A user message right after an assistant message that made no tool call (the
     one before ``start`` included): the conversation is interactive, a person
     reads the answers and replies, not one task run to its end. The guard's own
-    notes (marked) are not replies. Counted once per history, then on each
-    call's new messages (``_read_history.Known``).
+    notes and the application's messages (marked) are not replies. Counted once
+    per history, then on each call's new messages (``_read_history.Known``).
     """
     begin = max(start, 1) - 1
     types = list(map(_type, history[begin:]))
@@ -374,7 +395,7 @@ def holds_reply(history: Sequence[BaseMessage], start: int = 0) -> bool:
             if (
                 isinstance(answer, AIMessage)
                 and not answer.tool_calls
-                and marker(reply) is None
+                and _by_person(reply)
             ):
                 return True
     return False

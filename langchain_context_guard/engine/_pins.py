@@ -22,7 +22,14 @@ from typing import Any
 from langchain_core.messages import BaseMessage, ToolMessage
 
 from ._errors import InvalidInputError
-from ._messages import MARKER_KEY, is_pinned, marker, with_marker
+from ._messages import (
+    APP_MESSAGE,
+    MARKER_KEY,
+    is_app_message,
+    is_pinned,
+    marker,
+    with_marker,
+)
 
 PIN_HINT = (
     "pass the id of a message in the history (message.id), or the tool_call_id "
@@ -40,12 +47,15 @@ def pin(message: BaseMessage) -> BaseMessage:
     if is_pinned(message):
         return message
     mark = marker(message)
-    if mark is not None and mark.get("kind") != "kept_whole":
+    app = is_app_message(message)
+    if mark is not None and mark.get("kind") != "kept_whole" and not app:
         raise InvalidInputError(
             f"Cannot pin a message marked {mark.get('kind')!r} by the guard.",
             hint="pin the conversation's own message (the original, not a "
             "summary or a shortened copy).",
         )
+    if app:
+        return with_marker(message, "kept_whole", pinned=True, **{APP_MESSAGE: True})
     return with_marker(message, "kept_whole", pinned=True)
 
 
@@ -53,6 +63,8 @@ def unpin(message: BaseMessage) -> BaseMessage:
     """A copy of ``message`` without its pin (``message`` itself if not pinned)."""
     if not is_pinned(message):
         return message
+    if is_app_message(message):
+        return with_marker(message, APP_MESSAGE)
     kwargs = {k: v for k, v in message.additional_kwargs.items() if k != MARKER_KEY}
     return message.model_copy(update={"additional_kwargs": kwargs})
 

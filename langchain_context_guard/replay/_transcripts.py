@@ -32,6 +32,8 @@ from langchain_core.messages.ai import (
 )
 from pydantic import ValidationError
 
+from ..engine import app_message
+
 __all__ = [
     "TRAJECTORIES_ENV_VAR",
     "TranscriptError",
@@ -46,7 +48,8 @@ __all__ = [
 TRAJECTORIES_ENV_VAR = "CONTEXT_GUARD_TRAJECTORIES"
 
 # The action regex of mini-swe-agent 1.x: a reply is an action only if it has
-# exactly one such block; otherwise the agent answers with a format error.
+# exactly one such block; otherwise the harness answers with a format error, a
+# user message its code wrote (``app_message``), not a person's reply.
 _BASH_BLOCK = re.compile(r"```bash\s*\n(.*?)\n```", re.DOTALL)
 _TRAJ_ROLES = ("system", "user", "assistant")
 _CHAT_ROLES = frozenset(
@@ -110,7 +113,12 @@ def _assistant(k: int, content: str, extra: object) -> AIMessage:
 
 
 def trajectory_to_messages(data: Mapping[str, Any]) -> list[BaseMessage]:
-    """Convert a mini-swe-agent trajectory dict into tool-calling LangChain messages."""
+    """Convert a mini-swe-agent trajectory dict into tool-calling LangChain messages.
+
+    An assistant message with one bash block makes a call, answered by the next
+    user message; the user message after one that made none is the harness's
+    format error, marked as the application's own (``app_message``).
+    """
     raw = data.get("messages")
     if not isinstance(raw, list):
         raise TranscriptError("expected a 'messages' list in the trajectory")
@@ -139,6 +147,8 @@ def trajectory_to_messages(data: Mapping[str, Any]) -> list[BaseMessage]:
                     content=content, tool_call_id=pending, name="bash", id=f"m{k}"
                 )
             )
+        elif out and isinstance(out[-1], AIMessage):
+            out.append(app_message(HumanMessage(content=content, id=f"m{k}")))
         else:
             out.append(HumanMessage(content=content, id=f"m{k}"))
         pending = None

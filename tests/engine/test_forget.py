@@ -146,6 +146,7 @@ def test_letting_go_gives_what_keeping_gives_call_by_call(
         reserve_tokens=2_000,
         keep_recent_tool_results=2,
         compress_batch=2,
+        interactive_tuning=False,  # a reply's turns digest: TURNS_DIGESTS below
     )
     history = HISTORIES[name]()
     seen = _compare(monkeypatch, policy, history, margin)

@@ -1,19 +1,31 @@
 """``interactive_tuning``: a conversation with a person takes the interactive settings.
 
 A history holds a reply once a user message follows an assistant message that
-made no tool call (``holds_reply``). From then on the fields the policy leaves
-unset take ``INTERACTIVE``, in the reference and in ``prepare`` alike; the
+made no tool call (``holds_reply``); a message the application marks as its own
+(``app_message``) is none. From then on the fields the policy leaves unset take
+``INTERACTIVE``, in the reference and in ``prepare`` alike (on by default); the
 switch waits for the next pruning, so the previous prompt is re-sent while it
 fits.
 """
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_context_guard import ContextGuard, GuardPolicy, TiktokenCounter
+from langchain_context_guard import (
+    ContextGuard,
+    GuardPolicy,
+    InvalidInputError,
+    TiktokenCounter,
+    app_message,
+    is_app_message,
+    is_pinned,
+    pin,
+    unpin,
+)
 from langchain_context_guard.engine._interactive import INTERACTIVE
 from langchain_context_guard.engine._messages import holds_reply
 from langchain_context_guard.engine.tokens._anchor import full_scan
@@ -31,6 +43,7 @@ from tests.engine.test_reference import assert_reference
 
 COUNTER = TiktokenCounter()
 TUNED = GuardPolicy(context_window=16_000, interactive_tuning=True)
+UNTUNED = GuardPolicy(context_window=16_000, interactive_tuning=False)
 
 
 def _count(message: BaseMessage) -> int:
@@ -73,6 +86,42 @@ def test_a_reply_is_a_user_message_after_an_answer():
     assert not holds_reply(history, 3)
 
 
+def test_a_message_the_application_marks_as_its_own_is_no_reply():
+    task, answer = HumanMessage("Fix the bug."), AIMessage("Two commands at once.")
+    nudge = app_message(HumanMessage("Please send exactly one command."))
+    assert is_app_message(nudge) and app_message(nudge) is nudge
+    assert not holds_reply([task, answer, nudge])
+    # Pinned, it stays the application's; a pinned reply is still a reply.
+    assert is_pinned(pin(nudge)) and is_app_message(pin(nudge))
+    assert is_app_message(unpin(pin(nudge))) and not is_pinned(unpin(pin(nudge)))
+    assert not holds_reply([task, answer, pin(nudge)])
+    assert holds_reply([task, answer, pin(HumanMessage("thanks, now the docs"))])
+    # The guard's notes and other roles are refused, with the fix.
+    with pytest.raises(InvalidInputError, match="marks user messages"):
+        app_message(answer)  # type: ignore[arg-type]
+    digest = HumanMessage(
+        "[earlier]", additional_kwargs={"context_guard": {"kind": "digest"}}
+    )
+    with pytest.raises(InvalidInputError, match="'digest'"):
+        app_message(digest)
+    # The caller's message is not changed.
+    plain = HumanMessage("go on")
+    app_message(plain)
+    assert plain.additional_kwargs == {}
+
+
+def test_a_nudged_agent_runs_as_one_untuned():
+    chat = _chat(4)  # each user message after an answer, marked as the app's
+    nudged = [app_message(m) if m.id and m.id[0] == "h" else m for m in chat]
+
+    def sent(policy: GuardPolicy, messages: list[BaseMessage]) -> str:
+        guard = ContextGuard(policy, token_counter=COUNTER)
+        return snapshot(guard.prepare(messages).messages)
+
+    assert sent(TUNED, nudged) == sent(UNTUNED, nudged)
+    assert sent(TUNED, chat) != sent(UNTUNED, chat)  # unmarked: replies
+
+
 @settings(max_examples=60, deadline=None)
 @given(transcripts(), st.data())
 def test_a_grown_scan_finds_a_reply_as_a_whole_scan_does(history, data):
@@ -98,13 +147,14 @@ def test_the_policy_switches_only_the_fields_left_unset():
     ).policy_for(None, replied=True)
     assert (own.prune_to, own.digest, own.digest_form) == (0.8, False, "note")
     assert own.keep_recent_tool_results == INTERACTIVE["keep_recent_tool_results"]
-    off = ContextGuard(GuardPolicy(context_window=16_000))
+    off = ContextGuard(UNTUNED)
     assert off.policy_for(None, replied=True) is off.policy_for(None)
+    assert GuardPolicy().interactive_tuning  # on by default
 
 
 def test_before_any_reply_the_output_is_the_untuned_guards():
     history = agent_history(40, result_chars=4_000)
-    untuned = ContextGuard(GuardPolicy(context_window=16_000), token_counter=COUNTER)
+    untuned = ContextGuard(UNTUNED, token_counter=COUNTER)
     tuned = ContextGuard(TUNED, token_counter=COUNTER)
     for n in range(2, len(history) + 1, 3):
         sent = tuned.prepare(history[:n])
@@ -174,3 +224,6 @@ def test_with_an_archive_its_own_settings_count_as_set():
     tuned = ContextGuard(archived.with_archive()).policy_for(None, replied=True)
     assert (tuned.digest, tuned.digest_form, tuned.prune_to) == (True, "note", 0.6)
     assert tuned.keep_recent_tool_results == INTERACTIVE["keep_recent_tool_results"]
+    # Unless set, an archive's policy is not tuned at all.
+    plain = ContextGuard(GuardPolicy(context_window=16_000).with_archive())
+    assert plain.policy_for(None, replied=True) is plain.policy_for(None)

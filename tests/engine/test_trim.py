@@ -259,9 +259,11 @@ def test_an_output_prepared_again_is_not_cut_for_its_placeholder_or_peaks(name):
     synthetic one sent while it was open. The plan counts the placeholder as sent
     and the placeholder is no user turn (the output splits into the turns its
     history had) and is kept like the system prompt, so preparing the output
-    again changes nothing."""
+    again changes nothing. Untuned: a reply the output no longer holds would
+    leave the interactive settings (``interactive_tuning``) off the second time."""
     history = PREPARED_AGAIN[name]
     policy = GuardPolicy(
+        interactive_tuning=False,
         context_window=150,
         reserve_tokens=0,
         uncalibrated_margin=0.0,

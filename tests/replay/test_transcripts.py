@@ -21,6 +21,8 @@ from langchain_core.messages import (
     messages_to_dict,
 )
 
+from langchain_context_guard import is_app_message
+from langchain_context_guard.engine._messages import holds_reply
 from langchain_context_guard.replay._transcripts import (
     TRAJECTORIES_ENV_VAR,
     TranscriptError,
@@ -121,6 +123,9 @@ def test_tiny_trajectory_types_ids_and_pairing() -> None:
     assert (tool.tool_call_id, tool.name) == ("call_2", "bash")
     two_blocks = msgs[4]
     assert isinstance(two_blocks, AIMessage) and two_blocks.tool_calls == []
+    # The harness's format errors are its own messages, the task a person's.
+    assert [is_app_message(m) for m in msgs] == [False] * 5 + [True, False, True]
+    assert not holds_reply(msgs)
 
 
 def test_tiny_trajectory_usage_metadata() -> None:
