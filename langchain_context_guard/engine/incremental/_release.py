@@ -104,7 +104,8 @@ def _frontier(record: Record, budget: int) -> int:
     if len(costs) != len(trim.source):
         return 0
     first = max(state.plan.units[state.dropped - 1]) + 1
-    read = record.steps[_DIGEST].state if len(record.steps) > _DIGEST else None
+    digest = record.steps[_DIGEST] if len(record.steps) > _DIGEST else None
+    read = digest.state if digest is not None and digest.kind == "digest" else None
     if isinstance(read, int):  # the turns digest weighs dropped turns from there
         first = min(first, read)
     room, at = budget, min(first, len(costs))
