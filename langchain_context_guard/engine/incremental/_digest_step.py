@@ -51,7 +51,9 @@ def digest_step(
     form = turns() if turns is not None else None
     read_from = None
     if form is not None:
-        done = digest_turns(source, trim.source, gone, form, max_tokens, count)
+        done = digest_turns(
+            source, trim.source, gone, form, max_tokens=max_tokens, count=count
+        )
         out, read_from = done.messages, done.read_from
     else:
         out = digest_trimmed(

@@ -347,7 +347,10 @@ def digest_trimmed(
     if not gone or max_tokens <= 0:
         return kept
     if turns is not None:
-        return digest_turns(kept, source, gone, turns, max_tokens, count).messages
+        done = digest_turns(
+            kept, source, gone, turns, max_tokens=max_tokens, count=count
+        )
+        return done.messages
     by_id = originals or {}
     dropped = [by_id.get(m.id, m) if m.id else m for m in (source[i] for i in gone)]
     return insert_digest(
@@ -380,6 +383,7 @@ def digest_turns(
     source: Sequence[BaseMessage],
     gone: Sequence[int],
     form: TurnsForm,
+    *,
     max_tokens: int,
     count: Callable[[BaseMessage], int],
 ) -> Digested:
