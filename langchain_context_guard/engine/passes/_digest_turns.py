@@ -22,7 +22,7 @@ that made no call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -110,25 +110,26 @@ def cut_turn(
     return cut_call_args(message, min_chars, lines, archived=name_source is not False)
 
 
-def _units(dropped: Sequence[BaseMessage]) -> list[list[int]]:
-    """Each assistant message that made calls, then their results (indices).
+def _units(dropped: Sequence[BaseMessage]) -> Iterator[range]:
+    """Each assistant message that made calls, then their results, newest first.
 
     The results that follow it, one for each of its calls (repair put them
-    there); a turn answered otherwise, or signed, is left out.
+    there); a turn answered otherwise, or signed, is left out. Read from the
+    end as far as the caller takes them: a digest weighs only the newest.
     """
-    units: list[list[int]] = []
-    for i, message in enumerate(dropped):
-        if not isinstance(message, AIMessage) or not message.tool_calls:
+    end = len(dropped)  # the first message after the results of the one at ``i``
+    for i in range(len(dropped) - 1, -1, -1):
+        message = dropped[i]
+        if isinstance(message, ToolMessage):
             continue
-        asked = sorted(str(c.get("id") or "") for c in message.tool_calls)
-        j = i + 1
-        while j < len(dropped) and isinstance(dropped[j], ToolMessage):
-            j += 1
-        answers = dropped[i + 1 : j]
-        given = sorted(str(getattr(m, "tool_call_id", "")) for m in answers)
-        if given == asked and "" not in asked and not is_signed_turn(message):
-            units.append(list(range(i, j)))
-    return units
+        if isinstance(message, AIMessage) and message.tool_calls:
+            asked = sorted(str(c.get("id") or "") for c in message.tool_calls)
+            given = sorted(
+                str(getattr(m, "tool_call_id", "")) for m in dropped[i + 1 : end]
+            )
+            if given == asked and "" not in asked and not is_signed_turn(message):
+                yield range(i, end)
+        end = i
 
 
 def cleared_turns(
@@ -174,7 +175,7 @@ def chosen_turns(
     names = form.name_source
     kept: list[list[tuple[int, BaseMessage]]] = []
     used, read = 0, 0
-    for unit in reversed(_units(dropped)):
+    for unit in _units(dropped):
         ai = dropped[unit[0]]
         assert isinstance(ai, AIMessage)
         turn = [(unit[0], cut_turn(ai, form.min_chars, form.lines, names))]
