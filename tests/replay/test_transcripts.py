@@ -192,15 +192,17 @@ def test_shared_trajectory_converts(path: Path) -> None:
                 assert len(msg.tool_calls) == 1
                 assert isinstance(nxt, ToolMessage)
                 assert nxt.tool_call_id == msg.tool_calls[0]["id"]
-            else:  # mini-swe-agent answered with a format error
+            else:  # mini-swe-agent answered with a format error: its own
                 assert type(nxt) is HumanMessage
                 assert str(nxt.content).startswith(FORMAT_ERROR)
+                assert is_app_message(nxt)
         elif isinstance(msg, ToolMessage):
             prev = msgs[k - 1]
             assert isinstance(prev, AIMessage) and prev.tool_calls
     n_ai = sum(isinstance(m, AIMessage) for m in msgs)
     assert len(provider_prompt_tokens(msgs)) == n_ai
     assert load_transcript(path) == msgs
+    assert not holds_reply(msgs)  # no person replies in a task run
 
 
 @NO_DATA
