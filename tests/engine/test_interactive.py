@@ -10,10 +10,12 @@ fits.
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_context_guard import (
     ContextGuard,
@@ -227,3 +229,114 @@ def test_with_an_archive_its_own_settings_count_as_set():
     # Unless set, an archive's policy is not tuned at all.
     plain = ContextGuard(GuardPolicy(context_window=16_000).with_archive())
     assert plain.policy_for(None, replied=True) is plain.policy_for(None)
+
+
+def _w(start: int, end: int) -> str:
+    return " ".join(f"w{i}" for i in range(start, end))
+
+
+def _step(
+    sid: str,
+    text: str,
+    calls: dict[str, dict[str, str]],
+    results: list[str],
+    *,
+    thinking: bool = True,
+    usage: int | None = None,
+) -> list[BaseMessage]:
+    """An assistant message making ``calls`` (by id: a write's ``content``, or a
+    bash call), its signed reasoning first, then their results."""
+    content: list[str | dict[str, str]] = [{"type": "text", "text": text}]
+    if thinking:
+        signed = {
+            "type": "thinking",
+            "thinking": "pondering " * 30,
+            "signature": "c2ln",
+        }
+        content.insert(0, signed)
+    made = [
+        call(cid, name="write" if args else "bash", cmd=cid, **args)
+        for cid, args in calls.items()
+    ]
+    extra = {}
+    if usage is not None:
+        spent = {"input_tokens": usage, "output_tokens": 50, "total_tokens": usage + 50}
+        extra = {"usage_metadata": spent}
+    answers = [
+        ToolMessage(body, tool_call_id=c["id"], name=c["name"], id=f"r{c['id']}")
+        for c, body in zip(made, results, strict=True)
+    ]
+    return [ai(*made, content=content, id=sid, **extra), *answers]
+
+
+def _replied_writer() -> list[BaseMessage]:
+    """A person's task with an image, file writes, an answer, a reply, an answer.
+
+    The last answer's usage rescales the count: the digest's room shrinks
+    while the cut stays where it was (found by the property test above).
+    """
+    image = base64.b64encode(b"ABC" * 2_000).decode()
+    url = f"data:image/png;base64,{image}"
+    task = [
+        {"type": "text", "text": _w(0, 321)},
+        {"type": "image_url", "image_url": {"url": url}},
+    ]
+    history: list[BaseMessage] = [
+        HumanMessage(task, id="u0"),
+        HumanMessage(_w(0, 123), id="u1"),
+    ]
+    history += _step(
+        "a1-0",
+        _w(0, 44),
+        {"c1-0-0": {}, "c1-0-1": {}, "c1-0-2": {"content": _w(0, 5)}},
+        [_w(0, 1), _w(7, 8), _w(14, 15)],
+        usage=100,
+    )
+    history += _step(
+        "a1-1",
+        _w(21, 52),
+        {"c1-1-0": {"content": _w(21, 921)}, "c1-1-1": {}},
+        [_w(21, 22), _w(28, 29)],
+        thinking=False,
+        usage=574,
+    )
+    history += _step(
+        "a1-2",
+        _w(35, 73),
+        {
+            "c1-2-0": {"content": _w(35, 935)},
+            "c1-2-1": {"content": _w(35, 935)},
+            "c1-2-2": {},
+        },
+        [_w(35, 36), _w(42, 92), _w(49, 50)],
+        usage=1_853,
+    )
+    history += _step(
+        "a1-3",
+        _w(56, 84),
+        {
+            "c1-3-0": {"content": _w(56, 956)},
+            "c1-3-1": {"content": _w(56, 956)},
+            "c1-3-2": {},
+        },
+        [_w(56, 57), _w(63, 64), _w(70, 71)],
+    )
+    history += [AIMessage(_w(77, 247), id="f1"), HumanMessage(_w(77, 145), id="u2")]
+    history += _step(
+        "a2-1",
+        _w(77, 125),
+        {"c2-1-0": {"content": _w(77, 82)}, "c2-1-1": {}},
+        [_w(77, 78), _w(84, 884)],
+        usage=100,
+    )
+    spent = {"input_tokens": 7_687, "output_tokens": 50, "total_tokens": 7_737}
+    answer = AIMessage([{"type": "text", "text": "x"}], id="a2-2", usage_metadata=spent)
+    return [*history, answer]
+
+
+def test_a_digest_whose_room_shrank_is_built_again():
+    policy = GuardPolicy(context_window=16_000, stable_prefix=False)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    history = _replied_writer()
+    for n in range(1, len(history) + 1):
+        assert_reference(guard, history[:n])

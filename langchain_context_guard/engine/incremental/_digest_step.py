@@ -2,15 +2,17 @@
 
 While the trim's cut stays put, the digest before the kept turns stays too and
 the step grows with the new messages; when the cut moves, the digest of the
-dropped turns is built afresh (``passes._digest.digest_trimmed``). A turns
-digest reads the trim's input as the passes rewrote it: its step's state is
-the first place it read (``Digested.read_from``), which ``_release`` does not
-let go of and ``_run`` checks against what it did let go of.
+dropped turns is built afresh (``passes._digest.digest_trimmed``), and so it
+is when its room changed (the usage rescaled the count). A turns digest reads
+the trim's input as the passes rewrote it: its step's state says where it began
+(``Digested.read_from``), which ``_release`` does not let go of and ``_run``
+checks against what it did let go of.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
@@ -20,6 +22,23 @@ from ..passes._digest import digest_trimmed, digest_turns
 from ..passes._digest_turns import TurnsForm
 from ..passes._trim import Trimmed
 from ._steps import Step, grown, whole
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    """What a digest step was built in: its room, and where a turns digest read.
+
+    ``room``: the tokens it could take; ``read_from``: the first place of the
+    trim's input a turns digest weighed (``Digested.read_from``; None: none).
+    """
+
+    room: int
+    read_from: int | None = None
+
+
+def read_from(step: Step) -> int | None:
+    """Where the turns digest of a digest step began reading (None: nowhere)."""
+    return step.state.read_from if isinstance(step.state, Digest) else None
 
 
 def digest_step(
@@ -36,18 +55,21 @@ def digest_step(
 ) -> Step:
     """``digest_trimmed`` after ``trim`` (none: its result unchanged).
 
-    Grows ``prev`` while the cut stays put. ``originals``: the caller's
+    Grows ``prev`` while the cut and the room stay put. ``originals``: the caller's
     messages by id, ``ordinals`` their results' places (archived results) and
     ``turns`` the turns digest's form (``digest_form="turns"``), built only
     when turns were dropped.
     """
     source = trim.result
-    if prev is not None and trim.grown:
-        return grown(prev, source, source[len(prev.source) :], NO_EDITS, 0, prev.state)
+    built = prev.state if prev is not None else None
+    if prev is not None and trim.grown and isinstance(built, Digest):
+        if built.room == max_tokens:
+            tail = source[len(prev.source) :]
+            return grown(prev, source, tail, NO_EDITS, 0, built)
     state = trim.state
     gone = state.gone if isinstance(state, Trimmed) and max_tokens > 0 else []
     if not gone:
-        return Step("digest", source, source, NO_EDITS, 0, NONE, None)
+        return Step("digest", source, source, NO_EDITS, 0, NONE, Digest(max_tokens))
     form = turns() if turns is not None else None
     read_from = None
     if form is not None:
@@ -67,10 +89,11 @@ def digest_step(
             originals=originals(),
             ordinals=ordinals() if ordinals is not None else None,
         )
+    built = Digest(max_tokens, read_from)
     if out is source:
-        return Step("digest", source, source, NO_EDITS, 0, NONE, read_from)
+        return Step("digest", source, source, NO_EDITS, 0, NONE, built)
     held = {id(m) for m in source}
     added = [(i, m) for i, m in enumerate(out) if id(m) not in held]
     edits = Edits(added=tuple(label(m, i) for i, m in added))
     delta = sum(count(m) for _, m in added)
-    return whole("digest", source, out, edits, delta, read_from)
+    return whole("digest", source, out, edits, delta, built)

@@ -33,6 +33,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._messages import forget_rewrites, marker
 from ..passes._trim import Trimmed
+from ._digest_step import read_from
 from ._order import PASSES
 from ._record import Record
 from ._steps import Step
@@ -105,8 +106,8 @@ def _frontier(record: Record, budget: int) -> int:
         return 0
     first = max(state.plan.units[state.dropped - 1]) + 1
     digest = record.steps[_DIGEST] if len(record.steps) > _DIGEST else None
-    read = digest.state if digest is not None and digest.kind == "digest" else None
-    if isinstance(read, int):  # the turns digest weighs dropped turns from there
+    read = read_from(digest) if digest is not None and digest.kind == "digest" else None
+    if read is not None:  # the turns digest weighs dropped turns from there
         first = min(first, read)
     room, at = budget, min(first, len(costs))
     while at > 0 and room > 0:

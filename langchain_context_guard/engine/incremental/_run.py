@@ -36,7 +36,7 @@ from ..passes._trim_units import (
     remap_at,
 )
 from ..passes._trim_units import kind as kind_of
-from ._digest_step import digest_step
+from ._digest_step import digest_step, read_from
 from ._extends import extends
 from ._first_run import rewriters, rewrites
 from ._native_steps import bound_step, compaction_step
@@ -444,7 +444,8 @@ class Run:
             if p.digest_form == "turns"
             else None,
         )
-        if not step.grown and step.state is not None and step.state < self._cut_stale:
+        read = read_from(step)
+        if not step.grown and read is not None and read < self._cut_stale:
             raise HeadForgotten  # the turns digest read a place let go of
         self._add(step)
 
