@@ -55,10 +55,10 @@ def digest_step(
 ) -> Step:
     """``digest_trimmed`` after ``trim`` (none: its result unchanged).
 
-    Grows ``prev`` while the cut and the room stay put. ``originals``: the caller's
-    messages by id, ``ordinals`` their results' places (archived results) and
-    ``turns`` the turns digest's form (``digest_form="turns"``), built only
-    when turns were dropped.
+    Grows ``prev`` while the cut and the room stay put. ``originals``: the
+    caller's messages by id, ``ordinals`` their results' places (archived
+    results) and ``turns`` the turns digest's form (``digest_form="turns"``),
+    built only when turns were dropped.
     """
     source = trim.result
     built = prev.state if prev is not None else None
@@ -71,12 +71,12 @@ def digest_step(
     if not gone:
         return Step("digest", source, source, NO_EDITS, 0, NONE, Digest(max_tokens))
     form = turns() if turns is not None else None
-    read_from = None
+    began = None
     if form is not None:
         done = digest_turns(
             source, trim.source, gone, form, max_tokens=max_tokens, count=count
         )
-        out, read_from = done.messages, done.read_from
+        out, began = done.messages, done.read_from
     else:
         out = digest_trimmed(
             source,
@@ -89,7 +89,7 @@ def digest_step(
             originals=originals(),
             ordinals=ordinals() if ordinals is not None else None,
         )
-    built = Digest(max_tokens, read_from)
+    built = Digest(max_tokens, began)
     if out is source:
         return Step("digest", source, source, NO_EDITS, 0, NONE, built)
     held = {id(m) for m in source}
