@@ -132,6 +132,7 @@ def _node(
     archive: ResultArchive | None = None,
     handover: bool = False,
     keep_images: int | None = None,
+    persist: bool = False,
 ) -> RunnableLambda[Any, Update]:
     guard = archiving(guard, archive)
     system = (
@@ -170,7 +171,7 @@ def _node(
         if records:
             guard.restore_state(inputs, records, tools=tool_list, model=model)
         result = guard.prepare(
-            inputs, tools=tool_list, model=model, now=call_time(guard)
+            inputs, tools=tool_list, model=model, now=call_time(guard), persist=persist
         )
         if archive is not None:
             archive.save(inputs, result.messages, config)
@@ -266,6 +267,7 @@ def pre_model_hook(
             if keep_images is None
             else check_keep(keep_images, field="keep_images", owner="pre_model_hook")
         ),
+        persist=mode == "persist",
     )
 
 
@@ -303,4 +305,5 @@ def guard_node(
         tools=tools,
         model=model,
         source="node",
+        persist=output_key is None,
     )

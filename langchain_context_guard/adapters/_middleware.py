@@ -317,7 +317,11 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not self.persist:
             self._restore(guard, inputs, request)
         result = guard.prepare(
-            inputs, tools=self._tools(request), model=model, now=call_time(guard)
+            inputs,
+            tools=self._tools(request),
+            model=model,
+            now=call_time(guard),
+            persist=self.persist,
         )
         if self.archive is not None:
             self.archive.save(inputs, result.messages, None)
@@ -429,7 +433,7 @@ class _PersistingMiddleware(ContextGuardMiddleware):
         messages: list[BaseMessage] = list(state["messages"])
         guard = self.guard
         result = guard.prepare(
-            self._mark(messages), model=self.model, now=call_time(guard)
+            self._mark(messages), model=self.model, now=call_time(guard), persist=True
         )
         emit(
             result.report,
@@ -450,6 +454,7 @@ class _PersistingMiddleware(ContextGuardMiddleware):
             self._mark(messages),
             model=self.model,
             now=call_time(self.guard),
+            persist=True,
         )
         await aemit(
             result.report,

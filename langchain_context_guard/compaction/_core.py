@@ -22,6 +22,7 @@ from ..engine import (
     ContextGuard,
     GuardEvent,
     count_messages,
+    holds_reply,
     label,
     marker,
     to_messages,
@@ -319,6 +320,7 @@ class CompactorBase:
             over=self.triggered(draft, model=model),
             streak=next_streak(prev, before=before, growth=limits.growth),
             split=plan.split,
+            **({"replied": True} if holds_reply(messages) else {}),
         )
         new = rebuild(plan, message)
         words, pins = len(plan.user_words), len(plan.pinned)

@@ -38,6 +38,7 @@ from ._input import to_messages as to_messages
 from ._interactive import app_message
 from ._messages import MARKER_KEY, is_app_message, is_pinned
 from ._messages import final_tool_turn as final_tool_turn
+from ._messages import holds_reply as holds_reply
 from ._messages import is_summary as is_summary
 from ._messages import is_user as is_user
 from ._messages import kept_whole as kept_whole

@@ -62,7 +62,7 @@ class Reader(Protocol):
     def _tool_tokens(self, tools: Sequence[Any] | None) -> int: ...
 
     def policy_for(
-        self, model: Any = None, *, replied: bool = False
+        self, model: Any = None, *, replied: bool = False, persist: bool = False
     ) -> GuardPolicy: ...
 
     def _gauge(
@@ -203,12 +203,15 @@ def read_call(
     session_kind: str | None,
     sent_at: float | datetime | None = None,
     cold: bool = False,
+    *,
+    persist: bool = False,
 ) -> Call:
     """The history, counted where new, and what this call is pruned at.
 
     Keeps the history read as the guard's last (``_read_history``), and
     ``sent_at`` as its conversation's last call time (``_cache_clock``);
-    ``cold``: taken as coming after the cache expired, whatever the time.
+    ``cold``: taken as coming after the cache expired, whatever the time;
+    ``persist``: the output becomes the stored history (``ContextGuard.policy_for``).
     """
     at = call_seconds(sent_at)
     original, known, rebuilt, kept_in = guard._read(messages)
@@ -226,7 +229,8 @@ def read_call(
     )
     now = update_known(known, original, rebuilt, kept_in, count)
     guard._last = now
-    untuned, policy = policy, guard.policy_for(model, replied=now.replied)
+    untuned = policy
+    policy = guard.policy_for(model, replied=now.replied, persist=persist)
     budget = guard._budget(info.tokens, model, info.source)
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD
     key = CallKey(

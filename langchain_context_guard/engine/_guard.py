@@ -90,7 +90,7 @@ class ContextGuard:
         )
         self.limits = LimitMemory()
         self.bindings = BindingMemory()
-        self._resolved: dict[tuple[bool | None, bool], GuardPolicy] = {}
+        self._resolved: dict[tuple[bool | None, bool, bool], GuardPolicy] = {}
         self._notices = Notices(self.policy)
         self._clock = CacheClock(self.policy.cache_ttl_seconds)
         self._lock = threading.Lock()
@@ -266,6 +266,7 @@ class ContextGuard:
         model: Any = None,
         session_kind: str | None = None,
         now: float | datetime | None = None,
+        persist: bool = False,
     ) -> PrepareResult:
         """Return the messages to send and a report; never mutates ``messages``.
 
@@ -286,10 +287,16 @@ class ContextGuard:
         For a model that binds signed reasoning, a running tool loop's final
         turn is sent with the blocks it opened with (``keep_final_thinking``),
         though the prompt kept for the next call has the stale ones dropped.
+        ``persist``: the messages returned become the stored history (a hook or
+        middleware in persist mode); once the interactive settings switch, the
+        trim then keeps the person's newest reply with its answer while it can
+        (``GuardPolicy.keep_reply``), so the history read back still holds it.
         """
         bound = self.policy.enabled and self.binds(model)
         with self._calls:
-            result = self._prepare(messages, tools, model, session_kind, now)
+            result = self._prepare(
+                messages, tools, model, session_kind, now, persist=persist
+            )
             sent = result.messages
             if bound:
                 sent = keep_final_thinking(sent, to_messages(messages))
@@ -304,9 +311,12 @@ class ContextGuard:
         session_kind: str | None,
         now: float | datetime | None = None,
         cold: bool = False,
+        persist: bool = False,
     ) -> PrepareResult:
         """Re-send the last prompt while it fits, else prune (``cold``: expired)."""
-        call = read_call(self, messages, tools, model, session_kind, now, cold)
+        call = read_call(
+            self, messages, tools, model, session_kind, now, cold, persist=persist
+        )
         if call.stable is not None and call.stable.key in call.keys and not call.cold:
             reused = self._reuse(call)
             if reused is not None:
@@ -412,25 +422,30 @@ class ContextGuard:
             return self.policy.bound_thinking
         return self.bindings.binds(self._name(model))
 
-    def policy_for(self, model: Any = None, *, replied: bool = False) -> GuardPolicy:
+    def policy_for(
+        self, model: Any = None, *, replied: bool = False, persist: bool = False
+    ) -> GuardPolicy:
         """The policy a call for ``model`` runs at: ``bound_thinking`` resolved.
 
         ``replied``: the history holds a user's reply to an answer
         (``_messages.holds_reply``); with ``interactive_tuning`` the fields the
-        policy leaves unset take the interactive settings (``for_replies``).
+        policy leaves unset take the interactive settings (``for_replies``),
+        and with ``persist`` (the output becomes the stored history)
+        ``keep_reply`` too, unless set.
         """
         policy = self.policy
         binds = None if policy.bound_thinking is not None else self.binds(model)
         tuned = replied and policy.interactive_tuning
         if binds is None and not tuned:
             return policy
-        resolved = self._resolved.get((binds, tuned))
+        kept = tuned and persist
+        resolved = self._resolved.get((binds, tuned, kept))
         if resolved is None:
-            update = for_replies(policy) if tuned else {}
+            update = for_replies(policy, persist=kept) if tuned else {}
             if binds is not None:
                 update["bound_thinking"] = binds
             resolved = policy.model_copy(update=update) if update else policy
-            self._resolved[binds, tuned] = resolved
+            self._resolved[binds, tuned, kept] = resolved
         return resolved
 
     def _read(

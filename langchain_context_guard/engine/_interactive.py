@@ -30,15 +30,23 @@ _TOGETHER = ({"digest", "digest_form"}, {"prune_to"}, {"keep_recent_tool_results
 """Fields set together: a policy that sets one of a group keeps the group as set."""
 
 
-def for_replies(policy: GuardPolicy) -> dict[str, Any]:
-    """The ``INTERACTIVE`` fields ``policy`` leaves unset (a history with a reply)."""
+def for_replies(policy: GuardPolicy, *, persist: bool = False) -> dict[str, Any]:
+    """The ``INTERACTIVE`` fields ``policy`` leaves unset (a history with a reply).
+
+    ``persist``: the output becomes the stored history (``prepare(persist=True)``),
+    so ``keep_reply`` too, unless set: the reply the settings switched on stays
+    in what comes back.
+    """
     given = policy.model_fields_set
-    return {
+    update = {
         field: INTERACTIVE[field]
         for group in _TOGETHER
         if not group & given
         for field in sorted(group)
     }
+    if persist and "keep_reply" not in given:
+        update["keep_reply"] = True
+    return update
 
 
 def app_message(message: BaseMessage) -> HumanMessage:

@@ -384,21 +384,40 @@ def holds_reply(history: Sequence[BaseMessage], start: int = 0) -> bool:
     A user message right after an assistant message that made no tool call (the
     one before ``start`` included): the conversation is interactive, a person
     reads the answers and replies, not one task run to its end. The guard's own
-    notes and the application's messages (marked) are not replies. Counted once
-    per history, then on each call's new messages (``_read_history.Known``).
+    notes and the application's messages (marked) are not replies; a compaction
+    summary of a history that held one stands for it (marked ``replied``).
+    Counted once per history, then on each call's new messages
+    (``_read_history.Known``).
     """
     begin = max(start, 1) - 1
     types = list(map(_type, history[begin:]))
-    for j in range(1, len(types)):
-        if types[j - 1] == "ai" and types[j] == "human":
-            answer, reply = history[begin + j - 1], history[begin + j]
-            if (
-                isinstance(answer, AIMessage)
-                and not answer.tool_calls
-                and _by_person(reply)
-            ):
-                return True
+    for j, kind in enumerate(types):
+        if kind != "human":
+            continue
+        if (
+            j
+            and types[j - 1] == "ai"
+            and is_reply(history[begin + j - 1], history[begin + j])
+        ):
+            return True
+        mark = marker(history[begin + j])
+        if mark is not None and mark.get("kind") == "summary" and mark.get("replied"):
+            return True
     return False
+
+
+def is_reply(answer: BaseMessage, reply: BaseMessage) -> bool:
+    """Whether ``reply``, right after ``answer``, is a person's reply to it.
+
+    ``answer`` an assistant message that made no tool call, ``reply`` a user
+    message a person wrote (``holds_reply``).
+    """
+    return (
+        isinstance(answer, AIMessage)
+        and not answer.tool_calls
+        and isinstance(reply, HumanMessage)
+        and _by_person(reply)
+    )
 
 
 def same_message(a: BaseMessage, b: BaseMessage) -> bool:

@@ -12,6 +12,7 @@ from ._errors import ConfigError
 from ._policy_checks import check_consistency, config_error
 from ._settings import load_settings, policy_block
 from ._tool_policy import ToolPolicy, check_tool_keys
+from ._window import default_reserve
 
 
 class GuardPolicy(BaseModel):
@@ -299,6 +300,14 @@ class GuardPolicy(BaseModel):
         "at 16k (88.62% without) for less billed, on both halves at both windows; "
         "the other families unchanged (no person replies in them).",
     )
+    keep_reply: bool = Field(
+        False,
+        description="The trim keeps a person's newest reply (a user message right "
+        "after an answer) and that answer while anything else can go. "
+        "prepare(persist=True), as the persist-mode hook and middleware call it "
+        "(the output becomes the stored history), turns it on once "
+        "interactive_tuning switches, so the history read back still holds it.",
+    )
     history_limit: int | None = Field(
         None,
         ge=1,
@@ -487,12 +496,3 @@ conversations on one half at each window (-0.58 content points at 16k, -1.14 at
 """
 _NOTE_ONLY = ("digest_share", "digest_call_chars")
 """``ARCHIVE_DEFAULTS`` that size the note: a turns digest keeps its own."""
-
-
-def default_reserve(window: int, cap: int = 8_192) -> int:
-    """The reply reserve when none is set: an eighth of the window, at most ``cap``.
-
-    2,000 of a 16k window, 4,000 of 32k, 8,192 from 64k up: a small window keeps
-    most of itself for the history, a large one the room of a long reply.
-    """
-    return min(window // 8, cap)

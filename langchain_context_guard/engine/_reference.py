@@ -136,6 +136,7 @@ def reference_prepare(
     tools: Sequence[Any] | None = None,
     model: Any = None,
     session_kind: str | None = None,
+    persist: bool = False,
 ) -> list[BaseMessage]:
     """What ``guard.prepare`` sends for ``messages``, by the plain passes.
 
@@ -155,13 +156,19 @@ def reference_prepare(
     budget (``_cost_model``), not to the budget: ``reference_prepare`` describes the
     ``stable_prefix=False`` policy exactly, and a pruning's depth with
     ``budget`` replaced by that depth. The last try, when the calls of
-    ``drop_last`` tools or the question a reply answers do not fit, drops them
-    like the rest. For a model
+    ``drop_last`` tools, the newest reply (``keep_reply``; ``persist`` turns
+    it on once the interactive settings switch) or the question a reply
+    answers do not fit, drops them like the rest. For a model
     that binds signed reasoning, the running tool loop's final turn is sent with
     the blocks it opened with (``keep_final_thinking``).
     """
     setting = guard_setting(
-        guard, messages, tools=tools, model=model, session_kind=session_kind
+        guard,
+        messages,
+        tools=tools,
+        model=model,
+        session_kind=session_kind,
+        persist=persist,
     )
     original = to_messages(messages)
     if not guard.policy.enabled:
@@ -191,12 +198,14 @@ def guard_setting(
     tools: Sequence[Any] | None = None,
     model: Any = None,
     session_kind: str | None = None,
+    persist: bool = False,
 ) -> Setting:
     """The setting ``guard.prepare`` prunes ``messages`` at (read, not changed)."""
     from .tokens._anchor import scan_history
 
     original = to_messages(messages)
-    policy = guard.policy_for(model, replied=holds_reply(original))
+    replied = holds_reply(original)
+    policy = guard.policy_for(model, replied=replied, persist=persist)
     info = guard.window(model)
     budget = guard._budget(info.tokens, model, info.source)
     extra = guard._tool_tokens(tools) + REPLY_OVERHEAD

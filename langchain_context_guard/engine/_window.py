@@ -200,3 +200,12 @@ def window_warning(info: WindowInfo, budget: int, recommended: int) -> GuardEven
         detail=f"context window {info.tokens:,} tokens (from {info.source}) is "
         f"below the recommended {recommended:,}",
     )
+
+
+def default_reserve(window: int, cap: int = 8_192) -> int:
+    """The reply reserve when none is set: an eighth of the window, at most ``cap``.
+
+    2,000 of a 16k window, 4,000 of 32k, 8,192 from 64k up: a small window keeps
+    most of itself for the history, a large one the room of a long reply.
+    """
+    return min(window // 8, cap)

@@ -22,6 +22,7 @@ from langchain_context_guard.adapters._callbacks import EVENT_EVENT, REPORT_EVEN
 from langchain_context_guard.adapters._langgraph import guard_node, pre_model_hook
 from langchain_context_guard.adapters._results import ResultArchive, read_result
 from langchain_context_guard.engine import keys_in_ranges
+from langchain_context_guard.engine._messages import holds_reply
 from langchain_context_guard.engine.passes._digest import DIGEST_ID
 from tests.adapters._support import (
     BUDGET,
@@ -390,6 +391,26 @@ def test_persist_mode_stores_the_turns_digest_and_resumes(
         out = agent2.invoke({"messages": [("user", "Now the tests.")]}, _config("t"))
     _check_inputs(guard, model2, "Now the tests.")
     assert out["messages"][-1].text == "Done after 3 reads."
+
+
+def test_persist_mode_keeps_the_reply_that_tuned_the_conversation(
+    sqlite_saver: SqliteSaver,
+) -> None:
+    """A person's reply after an answer stays in the stored history it writes."""
+    guard = make_guard()
+    agent = _react(guard, ScriptedToolModel(steps=3), sqlite_saver, mode="persist")
+    agent.invoke({"messages": [("user", USER)]}, _config("t"))
+    model = ScriptedToolModel(steps=30)
+    agent = _react(guard, model, sqlite_saver, mode="persist")
+    final = agent.invoke({"messages": [("user", "Now the tests.")]}, _config("t"))
+    stored = final["messages"]
+    at = next(i for i, m in enumerate(stored) if m.text == "Now the tests.")
+    assert stored[at - 1].text == "Done after 3 reads."
+    assert holds_reply(stored)
+    _check_inputs(guard, model, "Now the tests.")
+    # The reply tuned the prunings: trimmed turns are kept as their calls.
+    assert any("output cleared by context guard" in m.text for m in stored)
+    assert pairing_errors(stored) == []
 
 
 def test_persist_mode_with_an_archive_names_every_trimmed_result(

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 from langchain_context_guard import ContextGuard, GuardPolicy
 from langchain_context_guard.adapters._callbacks import EVENT_EVENT, REPORT_EVENT
 from langchain_context_guard.adapters._middleware import ContextGuardMiddleware
+from langchain_context_guard.engine._messages import holds_reply
 from tests.adapters._support import (
     BIG_TOOL,
     RESERVE,
@@ -131,6 +132,27 @@ def test_persist_rewrites_state_on_sqlite_and_resumes(
     _check_inputs(guard, model2, "Now the tests.")
     assert f"Done after {STEPS} reads." in [m.text for m in model2.received[0]]
     assert out["messages"][-1].text == "Done after 4 reads."
+
+
+def test_persist_keeps_the_reply_that_tuned_the_conversation(
+    guard: ContextGuard,
+) -> None:
+    """A person's reply after an answer stays in the stored history it writes."""
+    saver = InMemorySaver()
+    first = ScriptedToolModel(steps=3, profile=PROFILE)
+    _agent(guard, first, saver, persist=True, model=first).invoke(
+        {"messages": [("user", USER)]}, _config("r")
+    )
+    model = ScriptedToolModel(steps=30, profile=PROFILE)
+    agent = _agent(guard, model, saver, persist=True, model=model)
+    stored = agent.invoke({"messages": [("user", "Now the tests.")]}, _config("r"))[
+        "messages"
+    ]
+    at = next(i for i, m in enumerate(stored) if m.text == "Now the tests.")
+    assert stored[at - 1].text == "Done after 3 reads."
+    assert holds_reply(stored)
+    _check_inputs(guard, model, "Now the tests.")
+    assert any("output cleared by context guard" in m.text for m in stored)
 
 
 async def test_async_agent_on_async_sqlite_streams_guard_events(

@@ -43,7 +43,7 @@ from langchain_context_guard.compaction._plan import (
     tool_units,
 )
 from langchain_context_guard.compaction._summary_prompt import sections_prompt
-from langchain_context_guard.engine._messages import is_summary, marker
+from langchain_context_guard.engine._messages import holds_reply, is_summary, marker
 from tests.compaction._support import (
     SUMMARY_TEXT,
     TASK,
@@ -256,6 +256,25 @@ def test_update_prompt_carries_the_previous_summary() -> None:
 
 
 # -- Compactor: the happy path ----------------------------------------------------
+
+
+def test_a_summary_of_a_conversation_with_a_reply_stands_for_it() -> None:
+    """The interactive settings (``interactive_tuning``) outlive a compaction."""
+    history = chat_history(3, 4)  # a person's turn after each answer
+    assert holds_reply(history)
+    out = compact_messages(history, ScriptedSummarizer(), settings(), guard=GUARD)
+    assert (marker(out[1]) or {}).get("replied") is True
+    assert holds_reply(out[:2])  # the summary alone says so
+    more = [m for k in range(12) for m in step(900 + k)]
+    again = compact_messages(
+        [*out, *more], ScriptedSummarizer(), settings(), guard=GUARD
+    )
+    assert (marker(again[1]) or {}).get("replied") is True  # carried over
+    run = compact_messages(
+        agent_history(12), ScriptedSummarizer(), settings(), guard=GUARD
+    )
+    assert "replied" not in (marker(run[1]) or {})  # an agent's run: no reply
+    assert not holds_reply(run)
 
 
 def test_compact_rewrites_history_as_system_summary_tail() -> None:

@@ -28,6 +28,7 @@ from langchain_context_guard import (
     pin,
     unpin,
 )
+from langchain_context_guard.engine import reference_prepare
 from langchain_context_guard.engine._interactive import INTERACTIVE
 from langchain_context_guard.engine._messages import holds_reply
 from langchain_context_guard.engine.tokens._anchor import full_scan
@@ -36,6 +37,7 @@ from tests.engine._support import (
     ai,
     call,
     chat_history,
+    fresh_like,
     lines,
     result,
     snapshot,
@@ -340,3 +342,104 @@ def test_a_digest_whose_room_shrank_is_built_again():
     history = _replied_writer()
     for n in range(1, len(history) + 1):
         assert_reference(guard, history[:n])
+
+
+def _persisted(
+    guard: ContextGuard, turns: list[list[BaseMessage]], *, persist: bool
+) -> list[tuple[list[BaseMessage], bool]]:
+    """Each call's output, and whether it wrote a digest (a tuned pruning).
+
+    As a persist-mode hook runs it: the output is the stored history the next
+    call's new messages join.
+    """
+    state: list[BaseMessage] = []
+    outputs = []
+    for new in turns:
+        out = guard.prepare([*state, *new], persist=persist)
+        state = out.messages
+        outputs.append((state, any(e.kind == "digest" for e in out.report.events)))
+    return outputs
+
+
+def _reply_turns() -> list[list[BaseMessage]]:
+    """A task run to an answer, a person's reply, then a long tool loop."""
+    head = agent_history(4, result_chars=3_000)
+    steps = [head[:4], *[head[k : k + 2] for k in range(4, len(head), 2)]]
+    steps.append([AIMessage("Plan: A, B or C?", id="ans"), HumanMessage("B", id="re")])
+    for k in range(50):
+        cid = f"loop{k}"
+        steps.append(
+            [
+                ai(call(cid, cmd=f"grep -n s{k} src/*.py"), id=f"q{cid}"),
+                result(cid, lines(120, prefix=cid), id=f"r{cid}"),
+            ]
+        )
+    return steps
+
+
+def test_a_persisted_conversation_keeps_its_reply_and_its_settings():
+    """The persist-mode output is the next call's history: it holds the reply."""
+    turns = _reply_turns()
+    reply = next(k for k, t in enumerate(turns) if t[-1].id == "re")
+    kept = _persisted(ContextGuard(TUNED, token_counter=COUNTER), turns, persist=True)
+    lost = _persisted(ContextGuard(TUNED, token_counter=COUNTER), turns, persist=False)
+    assert all(holds_reply(out) for out, _ in kept[reply:])
+    # Without persist, the cut-down history soon lost it, and the settings with
+    # it: no pruning after that writes the turns digest.
+    gone = next(k for k in range(reply, len(lost)) if not holds_reply(lost[k][0]))
+    assert not any(holds_reply(out) or tuned for out, tuned in lost[gone + 1 :])
+    assert sum(tuned for _, tuned in kept[gone + 1 :]) >= 3
+    # Before the reply, persist changes nothing.
+    assert [snapshot(out) for out, _ in kept[:reply]] == [
+        snapshot(out) for out, _ in lost[:reply]
+    ]
+
+
+def test_keep_reply_holds_the_newest_reply_while_anything_else_can_go():
+    older = [AIMessage("Done. More?", id="ans0"), HumanMessage("yes", id="re0")]
+    history = [m for turn in _reply_turns() for m in turn]
+    history[4:4] = older
+    policy = GuardPolicy(context_window=16_000, keep_reply=True)
+    sent = ContextGuard(policy, token_counter=COUNTER).prepare(history).messages
+    ids = [m.id for m in sent]
+    assert ids[ids.index("ans") + 1] == "re"  # the newest reply, after its answer
+    assert "re0" not in ids  # an older one goes like the rest
+    # Without it the latest user message is kept too, but not what it answers.
+    plain = ContextGuard(policy.model_copy(update={"keep_reply": False}))
+    ids = [m.id for m in plain.prepare(history).messages]
+    assert "re" in ids and "ans" not in ids
+
+
+def test_an_answer_too_large_to_keep_goes_on_the_last_try():
+    history = [m for turn in _reply_turns() for m in turn]
+    at = next(i for i, m in enumerate(history) if m.id == "ans")
+    history[at] = AIMessage(lines(3_000, prefix="plan"), id="ans")
+    held = GuardPolicy(context_window=16_000, keep_reply=True)
+    sent = ContextGuard(held, token_counter=COUNTER).prepare(history).messages
+    assert next(m.text for m in sent if m.id == "ans").count("\n") < 5  # cut down
+    # Kept whole, it cannot fit: the last try lets it go, with no error.
+    whole = held.model_copy(update={"compress_assistant_text": False})
+    out = ContextGuard(whole, token_counter=COUNTER).prepare(history)
+    assert out.report.tokens_after <= out.report.budget
+    assert "ans" not in [m.id for m in out.messages]
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    transcripts(usage=True, names=True), st.sampled_from([16_000, 20_000]), st.data()
+)
+def test_a_persisted_conversation_is_the_reference(history, window, data):
+    """Each call's history is the last output and the new messages, in both."""
+    stable = data.draw(st.booleans())
+    policy = GuardPolicy(context_window=window, stable_prefix=stable)
+    guard = ContextGuard(policy, token_counter=COUNTER)
+    cuts = sorted(set(data.draw(st.lists(st.integers(1, len(history)), min_size=1))))
+    state: list[BaseMessage] = []
+    for start, end in zip([0, *cuts], cuts, strict=False):
+        given = [*state, *history[start:end]]
+        reference = reference_prepare(fresh_like(guard), given, persist=True)
+        state = guard.prepare(given, persist=True).messages
+        if not stable:  # a stable prefix re-sends its last prompt while it fits
+            assert snapshot(state) == snapshot(reference)
+        if holds_reply(given) and holds_reply(reference):
+            assert holds_reply(state)

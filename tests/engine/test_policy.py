@@ -4,8 +4,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
-from langchain_context_guard.engine._policy import default_reserve
 from langchain_context_guard.engine._policy_checks import MIN_BUDGET_TOKENS
+from langchain_context_guard.engine._window import default_reserve
 
 SEED_000_YAML = """\
 # config.yaml

@@ -66,6 +66,7 @@ POLICIES = st.builds(
     compress_call_args=st.booleans(),
     archived_results=st.booleans(),
     max_chars_per_message=st.sampled_from([None, 3_000]),
+    keep_reply=st.booleans(),
 )
 COUNTER = TiktokenCounter()
 

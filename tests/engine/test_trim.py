@@ -252,18 +252,22 @@ PREPARED_AGAIN = {
 }
 
 
+@pytest.mark.parametrize("persist", [False, True])
 @pytest.mark.parametrize("name", sorted(PREPARED_AGAIN))
-def test_an_output_prepared_again_is_not_cut_for_its_placeholder_or_peaks(name):
+def test_an_output_prepared_again_is_not_cut_for_its_placeholder_or_peaks(
+    name, persist
+):
     """Found by the adversarial suite: a history that opens with an assistant
     message gets a placeholder user turn, and a result is smaller than the
     synthetic one sent while it was open. The plan counts the placeholder as sent
     and the placeholder is no user turn (the output splits into the turns its
     history had) and is kept like the system prompt, so preparing the output
-    again changes nothing. Untuned: a reply the output no longer holds would
-    leave the interactive settings (``interactive_tuning``) off the second time."""
+    again changes nothing. Untuned unless ``persist``: the output may no longer
+    hold a reply, and the interactive settings (``interactive_tuning``) would be
+    off the second time; ``prepare(persist=True)`` keeps the reply's answer."""
     history = PREPARED_AGAIN[name]
     policy = GuardPolicy(
-        interactive_tuning=False,
+        interactive_tuning=persist,
         context_window=150,
         reserve_tokens=0,
         uncalibrated_margin=0.0,
@@ -280,11 +284,11 @@ def test_an_output_prepared_again_is_not_cut_for_its_placeholder_or_peaks(name):
     for window in range(150, 300, 2):  # budgets around the output's size
         tuned = policy.model_copy(update={"context_window": window})
         try:
-            out = ContextGuard(tuned).prepare(history).messages
+            out = ContextGuard(tuned).prepare(history, persist=persist).messages
         except BudgetExceededError:
             continue
         tried += 1
-        again = ContextGuard(tuned).prepare(out).messages
+        again = ContextGuard(tuned).prepare(out, persist=persist).messages
         assert snapshot(again) == snapshot(out), window
     assert tried > 20
 

@@ -15,7 +15,7 @@ from functools import partial
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .._events import NO_EDITS, EventKind
-from .._messages import NONE, is_pinned
+from .._messages import NONE, holds_reply, is_pinned
 from .._result_keys import naming, result_ordinals
 from .._tool_policy import last_tools, supersede_keys, tool_keeps, whole_tools
 from ..passes._bound_thinking import joined_behind_words
@@ -383,30 +383,39 @@ class Run:
         """The kinds with what the trim holds while it can (``Setting.hold``)."""
         if not self.setting.hold:
             return codes
-        return held_codes(self.source, codes, self._held)
+        reply = self.setting.policy.keep_reply
+        return held_codes(self.source, codes, self._held, reply)
 
     def _holds(self, prev: Step) -> bool:
         """Whether what the trim holds changes with the new messages.
 
         The units change with a new call of a ``drop_last`` tool, a step after
-        a reply whose question was held, or a new step after a held or pinned
-        pair that follows the latest step: that step becomes droppable, and a
-        size settled within the pair after it (a compression batch, a result
-        smaller than its synthetic one) could have been met by dropping it.
+        a reply whose question was held, a newer reply where the newest is held
+        (``keep_reply``: the one held before can go), or a new step after a
+        held or pinned pair that follows the latest step: that step becomes
+        droppable, and a size settled within the pair after it (a compression
+        batch, a result smaller than its synthetic one) could have been met by
+        dropping it.
         """
-        if len(self.source) == len(prev.source):
+        n = len(prev.source)
+        if len(self.source) == n:
             return False
         hold = self.setting.hold
         if hold and awaits_answer(prev.source):
             return True
+        reply = hold and self.setting.policy.keep_reply
+        if reply and holds_reply(self.source, n):
+            return True
         tools = self._held if hold else ()
-        tail = self.source[len(prev.source) :]
+        tail = self.source[n:]
         if not any(isinstance(m, AIMessage) for m in tail):
             return False
         if any(_calls_any(m, tools) for m in tail):
             return True
         units = prev.state.plan.units
         after = units[-1][-1] + 1 if units else 0
+        if reply and holds_reply(prev.source, after):  # the held reply is after
+            return True
         return any(is_pinned(m) or _calls_any(m, tools) for m in prev.source[after:])
 
     def _moved_reads(self) -> list[int]:

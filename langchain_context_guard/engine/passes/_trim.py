@@ -338,8 +338,9 @@ def trim_history(
         newer = superseded_reads(weighed, supersede_keys(p), whole_tools(p))
     named = naming(p is not None and p.archived_results, ordinals)
     codes = kinds(source)
-    if hold:  # drop_last calls and the question a reply answers
-        codes = held_codes(source, codes, () if p is None else last_tools(p))
+    if hold:  # drop_last calls, the newest reply, the question a reply answers
+        tools = () if p is None else last_tools(p)
+        codes = held_codes(source, codes, tools, p is not None and p.keep_reply)
     lead = 0 if opened else count(history_start(False))
     twins: dict[str, int] = {}
     costs = [

@@ -27,7 +27,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from .._messages import MARKER_KEY, is_pinned, is_user
+from .._messages import MARKER_KEY, is_pinned, is_reply, is_user
 from ._provider_compaction import holds_compaction
 from ._thinking import has_reasoning
 
@@ -145,15 +145,55 @@ def awaits_answer(messages: Sequence[BaseMessage]) -> bool:
     return False
 
 
+_ANSWERED = re.compile(r"[Aa](?=[US])")
+"""An assistant message (pinned or not) before a user turn or a pinned message."""
+
+
+def newest_reply(messages: Sequence[BaseMessage], codes: str) -> int:
+    """Index of a person's newest reply to an answer in ``messages``, or -1.
+
+    A user message right after an assistant message that made no tool call
+    (``_messages.is_reply``); ``codes``: the messages' ``kinds``, which find
+    the few places to look at.
+    """
+    for found in reversed([m.start() for m in _ANSWERED.finditer(codes)]):
+        if is_reply(messages[found], messages[found + 1]):
+            return found + 1
+    return -1
+
+
+def hold_reply(messages: Sequence[BaseMessage], codes: str) -> str:
+    """``codes`` with a person's newest reply and its answer kept like ``SYSTEM``.
+
+    ``GuardPolicy.keep_reply``: a prompt that becomes the stored history
+    (persist mode) still holds the reply the interactive settings switched on.
+    The latest user message is kept anyway (``protected``), the first with
+    ``keep_first_user``: a reply that is either keeps its code, which they read.
+    """
+    j = newest_reply(messages, codes)
+    if j < 1:
+        return codes
+    reply = codes[j]
+    if reply == USER and USER in codes[:j] and USER in codes[j + 1 :]:
+        reply = SYSTEM
+    return f"{codes[: j - 1]}{SYSTEM}{reply}{codes[j + 1 :]}"
+
+
 def held_codes(
-    messages: Sequence[BaseMessage], codes: str, tools: Collection[str]
+    messages: Sequence[BaseMessage],
+    codes: str,
+    tools: Collection[str],
+    reply: bool = False,
 ) -> str:
     """``codes`` with what the trim keeps while anything else can go.
 
-    The calls of ``tools`` (``hold_calls``) and the question the latest user
-    message answers (``hold_answered``). Both are let go on the last try, when
+    The calls of ``tools`` (``hold_calls``), with ``reply`` a person's newest
+    reply and its answer (``hold_reply``), and the question the latest user
+    message answers (``hold_answered``). All are let go on the last try, when
     keeping them does not fit (``Setting.hold``).
     """
+    if reply:
+        codes = hold_reply(messages, codes)
     return hold_answered(hold_calls(messages, codes, tools))
 
 
