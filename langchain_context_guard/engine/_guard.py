@@ -16,7 +16,7 @@ from ._binding import BindingMemory
 from ._cache_clock import CacheClock
 from ._call import Call, known_prompt, read_call
 from ._context_usage import ContextUsage
-from ._errors import ConfigError
+from ._errors import ConfigError, InvalidInputError
 from ._events import GuardEvent, PrepareResult, log_event
 from ._input import to_messages
 from ._interactive import for_replies
@@ -292,6 +292,12 @@ class ContextGuard:
         trim then keeps the person's newest reply with its answer while it can
         (``GuardPolicy.keep_reply``), so the history read back still holds it.
         """
+        if not isinstance(persist, bool):
+            raise InvalidInputError(
+                f"prepare(persist=...) must be True or False, got {persist!r}.",
+                hint="pass persist=True when the messages returned replace the "
+                "stored history, else leave it unset.",
+            )
         bound = self.policy.enabled and self.binds(model)
         with self._calls:
             result = self._prepare(

@@ -443,3 +443,11 @@ def test_a_persisted_conversation_is_the_reference(history, window, data):
             assert snapshot(state) == snapshot(reference)
         if holds_reply(given) and holds_reply(reference):
             assert holds_reply(state)
+
+
+@pytest.mark.parametrize("persist", ["yes", 1, None])
+def test_persist_must_be_a_bool(persist):
+    guard = ContextGuard(TUNED, token_counter=COUNTER)
+    with pytest.raises(InvalidInputError, match=r"prepare\(persist=\.\.\.\)") as raised:
+        guard.prepare(_chat(1), persist=persist)
+    assert "persist=True" in raised.value.hint
