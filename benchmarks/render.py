@@ -351,13 +351,16 @@ POLICY_FAMILY = {
     "editor by range": ("openhands",),
     "compress_call_args": ("claude-code", "openhands"),
     "digest turns": ("claude-code", "openhands", "swe-agent-0"),
-    "interactive_tuning=false": ("claude-code", "openhands", "swe-agent-0"),
+    "interactive_tuning=false": ("claude-code",),
+    "persist mode": ("claude-code",),
+    "persist mode, keep_reply=false": ("claude-code",),
 }
 """Policies of ``--families`` against the defaults, on the families whose tools
 they change (``TodoWrite keep_recent=1`` and ``digest note``, in the JSON, are
 in docs/configuration.md;
 ``compress_call_args`` leaves SWE-agent 0.x as it is: no call there has two
-arguments and a long one)."""
+arguments and a long one; the interactive settings and persist mode's reply
+change nothing where no person replies: OpenHands and SWE-agent 0.x, in the JSON)."""
 
 
 def _cells(row: dict[str, Any]) -> str:
@@ -428,9 +431,14 @@ def families_section() -> str:
             "without the interactive settings (on by default: once a user message "
             "follows an answer, the turns digest with `prune_to=0.5` and "
             "`keep_recent_tool_results=4`, so a pruning keeps half the budget, the "
-            "digest's 0.15 besides, and the newest 4 results whole). A setting "
+            "digest's 0.15 besides, and the newest 4 results whole; on OpenHands "
+            "and SWE-agent 0.x the same as without, in the JSON). A setting "
             "added to the defaults leaves the interactive settings on where it "
-            "does not set them itself.",
+            "does not set them itself. `persist mode`: the guard as a hook in "
+            "persist mode runs it, each call on the prompt it sent last and the "
+            "new messages (`prepare(persist=True)`, which keeps the person's "
+            "newest reply and its answer while it can, `keep_reply`), and "
+            "`keep_reply=false` the same without.",
             command(doc),
             table(head, rows),
             table(change_head, changes),

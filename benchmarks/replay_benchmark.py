@@ -252,8 +252,11 @@ FAMILY_POLICIES: dict[str, dict[str, Any]] = {
     "digest note": {"digest": True},
     "digest turns": _TURNS,
     "interactive_tuning=false": {"interactive_tuning": False},
+    "persist mode": {"persist": True},
+    "persist mode, keep_reply=false": {"persist": True, "keep_reply": False},
 }
-"""Guard settings replayed per family beside the defaults (``--families``)."""
+"""Guard settings replayed per family beside the defaults (``--families``);
+``persist`` runs the guard in persist mode (the replay's ``GuardPersist``)."""
 
 
 def families(data: Path) -> dict[str, list[str]]:

@@ -4,7 +4,9 @@ No guard, LangChain's ``trim_messages``, a "sticky cut" baseline,
 ``SummarizationMiddleware`` and ``ContextEditingMiddleware``, and ours:
 ``ContextGuard`` (also without the stable prefix, ``guard_no_stable``) alone or
 with the ``Compactor`` (its summary prompt serialised, ``guard+compaction``, or
-appended to the conversation as sent, ``guard+compaction_append``). Summaries come
+appended to the conversation as sent, ``guard+compaction_append``), and a guard
+variant in persist mode (``GuardPersist``: the prompt becomes the stored
+history). Summaries come
 from ``ScriptedSummarizer`` (``_summarizer``), a deterministic offline model, so a
 replay needs no network; each strategy hands its summary calls to the loop, which
 bills them.
@@ -243,6 +245,32 @@ class Guard(Strategy):
         return Prompt(self.guard.prepare(history, now=now).messages)
 
 
+class GuardPersist(Strategy):
+    """Ours in persist mode, as ``pre_model_hook(mode="persist")`` runs it.
+
+    The prompt is written back as the stored history: each call prepares the
+    previous prompt and the messages new since (``prepare(persist=True)``).
+    """
+
+    def __init__(self, policy: GuardPolicy, name: str) -> None:
+        self.guard = ContextGuard(policy)
+        self.name = name
+        self.counter = "tiktoken+usage" if policy.usage_anchoring else "tiktoken"
+        self.start()
+
+    def start(self) -> None:
+        """Empty the stored history."""
+        self.state: list[BaseMessage] = []
+        self.seen = 0
+
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        """Prepare the stored history and the new messages; store the prompt."""
+        given = [*self.state, *history[self.seen :]]
+        self.state = self.guard.prepare(given, now=now, persist=True).messages
+        self.seen = len(history)
+        return Prompt(self.state)
+
+
 class GuardCompaction(Strategy):
     """Ours with compaction, as the LangGraph branch runs it.
 
@@ -308,7 +336,8 @@ def make_strategies(
     ``guard_variants`` maps extra names to ``GuardPolicy`` settings, so several
     policies of ours can be compared in one run (``"guard"`` uses the defaults);
     ``"compaction": True`` adds the ``Compactor``, with ``"summary_mode"`` and
-    ``"compaction_settings"`` (other ``CompactionSettings`` fields).
+    ``"compaction_settings"`` (other ``CompactionSettings`` fields);
+    ``"persist": True`` runs the guard in persist mode (``GuardPersist``).
     ``binding``: the replayed model binds signed reasoning to its prefix, so the
     guards hold it there (``bound_thinking``) unless a variant says otherwise.
     """
@@ -338,14 +367,16 @@ def make_strategies(
                 **variants[name],
             }
             compaction = bool(options.pop("compaction", False))
+            persist = bool(options.pop("persist", False))
             mode = options.pop("summary_mode", "serialize")
             more = options.pop("compaction_settings", None)
             policy = GuardPolicy(**options)
-            out.append(
-                GuardCompaction(policy, name, mode, more)
-                if compaction
-                else Guard(policy, name)
-            )
+            if compaction:
+                out.append(GuardCompaction(policy, name, mode, more))
+            elif persist:
+                out.append(GuardPersist(policy, name))
+            else:
+                out.append(Guard(policy, name))
         elif name in build:
             out.append(build[name]())
         else:

@@ -28,6 +28,7 @@ from langchain_context_guard import (
     GuardPolicy,
     ToolPolicy,
 )
+from langchain_context_guard.engine._messages import holds_reply
 from langchain_context_guard.replay import shared_multitool_dir
 from tests.engine._support import assert_paired
 
@@ -136,3 +137,31 @@ def test_drop_last_keeps_the_budget_with_every_kind_of_counter(counter, name):
     made = counter() if counter is _model else counter
     calls, refused = _run(name, policy, made)
     assert calls > 20 and refused == 0
+
+
+@pytest.mark.parametrize("window", [16_000, 32_000])
+@pytest.mark.parametrize("name", TRANSCRIPTS)
+def test_persist_mode_keeps_the_budget_and_the_pairs(name, window):
+    """Each call on the prompt the guard sent last and the new messages.
+
+    As a persist-mode hook runs it (``prepare(persist=True)``); where a person
+    replied, the reply stays with the answer it replies to while it fits.
+    """
+    history = list(_history(name))
+    guard = ContextGuard(GuardPolicy(context_window=window))
+    state: list[BaseMessage] = []
+    seen = calls = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for k in range(1, len(history)):
+            if not isinstance(history[k], AIMessage):
+                continue
+            calls += 1
+            sent = guard.prepare([*state, *history[seen:k]], persist=True)
+            state, seen = sent.messages, k
+            assert sent.report.tokens_after <= sent.report.budget, (name, k)
+            assert guard.count_tokens(state) <= sent.report.budget, (name, k)
+            assert_paired(state)
+            if holds_reply(history[:k]):
+                assert holds_reply(state), (name, k)
+    assert calls > 20

@@ -236,6 +236,34 @@ def test_context_editing_clears_old_tool_results_on_the_request() -> None:
     assert history[-1].text != "[cleared]"  # the request was copied, not edited
 
 
+def test_the_persist_strategy_sends_the_stored_history_it_wrote() -> None:
+    """Each call prepares the prompt it sent last and the new messages."""
+    history: list[BaseMessage] = [*HEAD, _call(0), _result(0, "x " * 3_000)]
+    history += [AIMessage("Option A or B?", id="ans"), HumanMessage("B", id="re")]
+    for k in range(1, 40):
+        history += [_call(k, f"grep -n s{k} src"), _result(k, f"line {k}\n" * 400)]
+    (strategy,) = make_strategies(
+        ["persist"],
+        16_000,
+        2_000,
+        counter=TiktokenCounter(),
+        guard_variants={"persist": {"persist": True}},
+    )
+    last: list[BaseMessage] = []
+    calls = [k for k, m in enumerate(history) if isinstance(m, AIMessage)]
+    for k in [*calls, len(history)]:  # each model call's history, as replayed
+        sent = strategy.prompt(history[:k]).sent
+        assert tool_pairing_errors(sent) == []
+        # The stored history, then what came since: nothing else.
+        assert {m.id for m in sent} <= {m.id for m in [*last, *history]}
+        last = sent
+    ids = [m.id for m in last]
+    assert sum(len(m.text) for m in last) < sum(len(m.text) for m in history) / 4
+    assert ids[ids.index("ans") + 1] == "re"  # the reply kept with its answer
+    strategy.start()
+    assert strategy.prompt(history[:2]).sent == history[:2]  # a new transcript
+
+
 def test_make_strategies_rejects_unknown_names() -> None:
     with pytest.raises(ValueError, match="unknown strategy 'magic'"):
         make_strategies(["magic"], 32_000, 4_000, counter=TiktokenCounter())
