@@ -226,7 +226,8 @@ def pre_model_hook(
         mode: ``"llm_input"`` (default) returns ``llm_input_messages`` and leaves the
             history alone (with ``GuardedAgentState`` it also keeps the handover
             records in ``context_guard``); ``"persist"`` rewrites
-            ``messages_key`` in the state.
+            ``messages_key`` in the state (``prepare(persist=True)``: a person's
+            newest reply stays with its answer while it fits).
         messages_key: The state key holding the history.
         system_prompt: The agent's ``prompt``, which the agent adds after this hook;
             pass it so it counts against the budget.
@@ -288,7 +289,8 @@ def guard_node(
         output_key: Where to write the guarded copy, leaving the history untouched.
             Without it, the node rewrites ``messages_key`` with
             ``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the kept messages, which
-            needs an ``add_messages`` reducer on that key.
+            needs an ``add_messages`` reducer on that key (and prepares them as
+            the stored history: ``prepare(persist=True)``).
         system_prompt: A system prompt your model node adds later, so it counts.
         tools: The tools bound to the model, counted against the budget.
         model: The chat model (or name) whose context window applies.

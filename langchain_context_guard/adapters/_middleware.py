@@ -144,7 +144,9 @@ class ContextGuardMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         persist: Also rewrite the agent's stored messages in ``before_model``
             (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the kept messages). The
             state holds no system prompt or tools, so each model call is still
-            pruned exactly in ``wrap_model_call``.
+            pruned exactly in ``wrap_model_call``. Both prepare the messages as
+            the stored history (``prepare(persist=True)``: a person's newest
+            reply stays with its answer while it fits).
         archive: Write the full text of every tool result the guard shortens
             to a store (``ResultArchive``); pair it with ``make_result_reader()``.
         cache_breakpoints: Mark the stable prefix with Anthropic ``cache_control``
