@@ -89,19 +89,28 @@ def _model() -> FakeMessagesListChatModel:
     return FakeMessagesListChatModel(responses=[], custom_get_token_ids=str.split)
 
 
-def _run(name: str, policy: GuardPolicy, counter: object = None) -> tuple[int, int]:
-    """Prepare every call of transcript ``name``: (calls, calls refused by name)."""
+def _run(
+    name: str, policy: GuardPolicy, counter: object = None, *, persist: bool = False
+) -> tuple[int, int]:
+    """Prepare every call of transcript ``name``: (calls, calls refused by name).
+
+    ``persist``: as a persist-mode hook runs it, each call on the prompt the
+    guard sent last and the new messages (``prepare(persist=True)``); where a
+    person replied, the reply stays with the answer it replies to.
+    """
     history = list(_history(name))
     guard = ContextGuard(policy, token_counter=counter)
-    calls = refused = 0
+    state: list[BaseMessage] = []
+    calls = refused = seen = 0
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for k in range(1, len(history)):
             if not isinstance(history[k], AIMessage):
                 continue
             calls += 1
+            given = [*state, *history[seen:k]] if persist else history[:k]
             try:
-                sent = guard.prepare(history[:k])
+                sent = guard.prepare(given, persist=persist)
             except BudgetExceededError as err:
                 # Only an excluded tool's whole result may not fit, and it is named.
                 assert err.tool is not None, (name, k, str(err))
@@ -111,6 +120,9 @@ def _run(name: str, policy: GuardPolicy, counter: object = None) -> tuple[int, i
             assert report.tokens_after <= report.budget, (name, k, report)
             assert guard.count_tokens(sent.messages) <= report.budget, (name, k)
             assert_paired(sent.messages)
+            if persist:
+                state, seen = sent.messages, k
+                assert holds_reply(state) or not holds_reply(history[:k]), (name, k)
     return calls, refused
 
 
@@ -142,26 +154,6 @@ def test_drop_last_keeps_the_budget_with_every_kind_of_counter(counter, name):
 @pytest.mark.parametrize("window", [16_000, 32_000])
 @pytest.mark.parametrize("name", TRANSCRIPTS)
 def test_persist_mode_keeps_the_budget_and_the_pairs(name, window):
-    """Each call on the prompt the guard sent last and the new messages.
-
-    As a persist-mode hook runs it (``prepare(persist=True)``); where a person
-    replied, the reply stays with the answer it replies to while it fits.
-    """
-    history = list(_history(name))
-    guard = ContextGuard(GuardPolicy(context_window=window))
-    state: list[BaseMessage] = []
-    seen = calls = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        for k in range(1, len(history)):
-            if not isinstance(history[k], AIMessage):
-                continue
-            calls += 1
-            sent = guard.prepare([*state, *history[seen:k]], persist=True)
-            state, seen = sent.messages, k
-            assert sent.report.tokens_after <= sent.report.budget, (name, k)
-            assert guard.count_tokens(state) <= sent.report.budget, (name, k)
-            assert_paired(state)
-            if holds_reply(history[:k]):
-                assert holds_reply(state), (name, k)
-    assert calls > 20
+    """The defaults in persist mode, where the output is the stored history."""
+    calls, refused = _run(name, GuardPolicy(context_window=window), persist=True)
+    assert calls > 20 and refused == 0
