@@ -111,6 +111,8 @@ class Call:
     """More than ``cache_ttl_seconds`` passed since the conversation's last call."""
     unknown: bool = False
     """A record says the conversation was pruned out of sight (``_handover``)."""
+    persist: bool = False
+    """The output becomes the stored history (``prepare(persist=True)``)."""
 
     def scan(self) -> Scan:
         """The history's counts, as ``prune`` reads them."""
@@ -263,4 +265,5 @@ def read_call(
         events=events,
         cold=_cold(guard._clock, original, at) or cold,
         unknown=unknown,
+        persist=persist,
     )

@@ -349,7 +349,7 @@ class ContextGuard:
         if reused is None:
             return None
         self._remember(call.original, reused.sent_tokens, reused.whole)
-        self._keep_sent(reused.sent)
+        self._keep_sent(reused.sent, stored=call.persist)
         return reused.result
 
     def _prune(self, call: Call) -> tuple[PrepareResult, bool]:
@@ -387,7 +387,8 @@ class ContextGuard:
                 size=len(original),
                 cold=call.cold,
                 count=call.count,
-            )
+            ),
+            stored=call.persist,
         )
         if call.counts is not None:
             call.counts.close()
@@ -470,9 +471,9 @@ class ContextGuard:
         """``_call.known_prompt``: the prompt this guard last sent ``original``."""
         return known_prompt(self, original)
 
-    def _keep_sent(self, sent: Sent) -> None:
+    def _keep_sent(self, sent: Sent, *, stored: bool = False) -> None:
         if self.policy.stable_prefix or self.policy.bound_thinking is not False:
             with self._lock:
-                keep_sent(self._stables, self._ends, sent)
+                keep_sent(self._stables, self._ends, sent, stored=stored)
                 if sent.source:  # its own prompt now: the one replies follow
                     self._unknown.pop(conversation(sent.source), None)

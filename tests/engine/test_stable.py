@@ -116,6 +116,29 @@ def test_the_stored_output_extends_as_well() -> None:
     assert again.report.reused == len(sent)
 
 
+def test_a_stored_output_that_rewrote_the_first_answer_extends_as_well() -> None:
+    """With no system prompt, a pruning can cut the history's second message.
+
+    The stored output then starts otherwise than the history it came from; it
+    is still that conversation: while it fits, the next call re-sends it.
+    """
+    guard = ContextGuard(GuardPolicy(context_window=16_000))
+    full = agent_history(80, result_chars=4_000)[1:]  # no system prompt
+    state: list[BaseMessage] = []
+    rewritten = 0
+    for k in range(3, len(full) + 1, 2):  # each call after a tool's result
+        given = [*state, *full[k - 2 : k]] if state else full[:k]
+        out = guard.prepare(given, persist=True)
+        report = out.report
+        if state and report.reused < len(state):
+            # A stored output that fits is re-sent, never pruned afresh (it was
+            # at 70% of the budget, once the second message was rewritten).
+            assert report.tokens_before > 0.9 * report.budget, k
+        rewritten += out.messages[1] is not given[1]
+        state = out.messages
+    assert rewritten  # the first answer was cut down at some pruning
+
+
 def test_new_messages_still_go_through_the_per_message_passes() -> None:
     guard = ContextGuard(POLICY)
     full = agent_history(80, result_chars=4_000)

@@ -108,14 +108,29 @@ def pruned_record(
 
 
 def keep_sent(
-    stables: MutableMapping[Key, Sent], ends: MutableMapping[Key, Key], sent: Sent
+    stables: MutableMapping[Key, Sent],
+    ends: MutableMapping[Key, Key],
+    sent: Sent,
+    *,
+    stored: bool = False,
 ) -> None:
-    """Keep ``sent`` as its conversation's record, findable by its last message."""
+    """Keep ``sent`` as its conversation's record, findable by its last message.
+
+    ``stored``: the caller stores the output (``prepare(persist=True)``) and
+    comes back with a history that starts as it does, so the record is also
+    kept under the output's key when a pruning rewrote the first two messages
+    (no system prompt, and the first answer cut down): its prompt is then
+    re-sent while it fits, not pruned afresh as a new conversation's.
+    """
     if not sent.source or not sent.size:
         return
     key = conversation(sent.source)
     stables[key] = sent
     ends[_end(sent.source[sent.size - 1])] = key
+    if stored and sent.output:
+        output = conversation(sent.output)
+        if output != key:
+            stables[output] = sent
 
 
 def rewritten_record(
