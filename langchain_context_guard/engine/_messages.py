@@ -400,8 +400,8 @@ def holds_reply(history: Sequence[BaseMessage], start: int = 0) -> bool:
             and is_reply(history[begin + j - 1], history[begin + j])
         ):
             return True
-        mark = marker(history[begin + j])
-        if mark is not None and mark.get("kind") == "summary" and mark.get("replied"):
+        message = history[begin + j]
+        if is_summary(message) and (marker(message) or {}).get("replied"):
             return True
     return False
 

@@ -62,10 +62,10 @@ def digest_step(
     """
     source = trim.result
     built = prev.state if prev is not None else None
-    if prev is not None and trim.grown and isinstance(built, Digest):
-        if built.room == max_tokens:
-            tail = source[len(prev.source) :]
-            return grown(prev, source, tail, NO_EDITS, 0, built)
+    if isinstance(built, Digest) and built.room == max_tokens and trim.grown:
+        assert prev is not None
+        tail = source[len(prev.source) :]
+        return grown(prev, source, tail, NO_EDITS, 0, built)
     state = trim.state
     gone = state.gone if isinstance(state, Trimmed) and max_tokens > 0 else []
     if not gone:
