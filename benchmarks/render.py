@@ -604,7 +604,8 @@ def recoverable_section() -> str:
             "guard as an adapter with a `ResultArchive` runs it "
             "(`GuardPolicy.with_archive()`: a digest of 1% of the budget names "
             "trimmed results by key, pruning keeps 0.6 of the budget, results "
-            "under 1,000 characters stay whole); turns digest: "
+            "under 1,000 characters stay whole; after a person's reply the "
+            "interactive settings, as without an archive); turns digest: "
             '`GuardPolicy(digest=True, digest_form="turns").with_archive()`, whose '
             "digest keeps its 0.15 of the budget (the newest trimmed turns as their "
             "calls, each result a placeholder naming its key, or whole when "

@@ -53,8 +53,6 @@ from typing import Any
 
 os.environ.setdefault("CONTEXT_GUARD_OFFLINE", "1")
 
-from langchain_context_guard import GuardPolicy
-from langchain_context_guard.engine import ARCHIVE_DEFAULTS
 from langchain_context_guard.replay import (
     WINDOWS,
     GapModel,
@@ -116,19 +114,16 @@ CACHE_GAPS = ("real", "pauses:0.05:10m", "pauses:0.2:10m")
 """How ``--cache`` times the calls: the transcripts' timestamps, then a ten-minute
 pause before 5% and 20% of the calls (seeded by each transcript's name)."""
 TIMED = {"cache_ttl_seconds=300": {"cache_ttl_seconds": CACHE_TTL}}
-_TURNS_ARCHIVED = GuardPolicy(digest=True, digest_form="turns").with_archive()
 ARCHIVED = {
     "archived_results": {"archived_results": True},
-    "guard+archive": {"archived_results": True, **ARCHIVE_DEFAULTS},
-    "guard+archive, turns": {
-        name: getattr(_TURNS_ARCHIVED, name)
-        for name in sorted(_TURNS_ARCHIVED.model_fields_set)
-    },
+    "guard+archive": {"archive": True},
+    "guard+archive, turns": {"archive": True, "digest": True, "digest_form": "turns"},
 }
 """The guard with markers that name archived results only, and as an adapter
 with a ``ResultArchive`` runs it (``GuardPolicy.with_archive``: a small digest
 names every trimmed result by key, pruning keeps 0.6 of the budget, results
-under 1,000 characters stay whole), also with the turns digest, which keeps its
+under 1,000 characters stay whole; after a person's reply the interactive
+settings, as without an archive), also with the turns digest, which keeps its
 own room (``GuardPolicy(digest=True, digest_form="turns").with_archive()``:
 ``digest_share`` 0.15) (``--recoverable``)."""
 

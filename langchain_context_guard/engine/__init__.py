@@ -16,6 +16,7 @@ output equal to the reference's.
 """
 
 # For the library's own subpackages, which meet the engine here (not public API).
+from ._archive_defaults import ARCHIVE_DEFAULTS
 from ._binding import BINDING_MODELS as BINDING_MODELS
 from ._binding import is_binding_error as is_binding_error
 from ._context_usage import ContextUsage
@@ -51,7 +52,7 @@ from ._overflow import OverflowInfo, classify_overflow, silent_overflow
 from ._overflow import scaled_limit as scaled_limit
 from ._pins import find_message as find_message
 from ._pins import pin, pin_update, unpin
-from ._policy import ARCHIVE_DEFAULTS, GuardPolicy
+from ._policy import GuardPolicy
 from ._quoting import DELIMITER as DELIMITER
 from ._quoting import escape_delimiters as escape_delimiters
 from ._quoting import normalize as normalize

@@ -33,17 +33,23 @@ _TOGETHER = ({"digest", "digest_form"}, {"prune_to"}, {"keep_recent_tool_results
 def for_replies(policy: GuardPolicy, *, persist: bool = False) -> dict[str, Any]:
     """The ``INTERACTIVE`` fields ``policy`` leaves unset (a history with a reply).
 
-    ``persist``: the output becomes the stored history (``prepare(persist=True)``),
-    so ``keep_reply`` too, unless set: the reply the settings switched on stays
-    in what comes back.
+    What ``with_archive`` filled in counts as unset (``chosen_fields``) and
+    goes back to its default where ``INTERACTIVE`` sets nothing: after a reply
+    an archived policy is tuned as it would be without the archive, its markers
+    and digest naming keys. ``persist``: the output becomes the stored history
+    (``prepare(persist=True)``), so ``keep_reply`` too, unless set: the reply
+    the settings switched on stays in what comes back.
     """
-    given = policy.model_fields_set
+    given = policy.chosen_fields
     update = {
         field: INTERACTIVE[field]
         for group in _TOGETHER
         if not group & given
         for field in sorted(group)
     }
+    fields = type(policy).model_fields
+    filled = policy.model_fields_set - given
+    update = {**{f: fields[f].default for f in sorted(filled)}, **update}
     if persist and "keep_reply" not in given:
         update["keep_reply"] = True
     return update

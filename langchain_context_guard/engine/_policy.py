@@ -6,8 +6,16 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+)
 
+from ._archive_defaults import ARCHIVE_DEFAULTS, NOTE_ONLY
 from ._errors import ConfigError
 from ._policy_checks import check_consistency, config_error
 from ._settings import load_settings, policy_block
@@ -24,6 +32,7 @@ class GuardPolicy(BaseModel):
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+    _archive_filled: frozenset[str] = PrivateAttr(default_factory=frozenset)
 
     enabled: bool = Field(True, description="Turn the guard off without unwiring it.")
     context_window: int | None = Field(
@@ -288,7 +297,8 @@ class GuardPolicy(BaseModel):
         True,
         description="Tune a conversation once a person replies: when the history "
         "holds a user message right after an assistant message that made no tool "
-        "call, the fields this policy leaves unset take INTERACTIVE (digest=True, "
+        "call, the fields this policy leaves unset (and those with_archive filled "
+        "in, which otherwise go back to their defaults) take INTERACTIVE (digest=True, "
         "digest_form='turns', prune_to=0.5, keep_recent_tool_results=4), the "
         "settings that keep most on conversations with a person; until then, and "
         "for an agent run to one task's end, the policy as set. The switch takes "
@@ -437,14 +447,22 @@ class GuardPolicy(BaseModel):
         (the digest names trimmed results by key), so the guard can prune deeper.
         The small digest's share and call length are the note's: a policy whose
         digest is the turns (``digest_form="turns"``) keeps its own room for them.
+        What this fills in still counts as unset (``chosen_fields``).
         """
-        settings: dict[str, Any] = dict(ARCHIVE_DEFAULTS)
+        chosen = self.chosen_fields
+        filled = {k: v for k, v in ARCHIVE_DEFAULTS.items() if k not in chosen}
         if self.digest_form == "turns":
-            for name in _NOTE_ONLY:
-                settings.pop(name)
-        settings.update({k: getattr(self, k) for k in self.model_fields_set})
-        settings["archived_results"] = True
-        return type(self).model_validate(settings)
+            for name in NOTE_ONLY:
+                filled.pop(name, None)
+        settings = {**filled, **{k: getattr(self, k) for k in chosen}}
+        archived = type(self).model_validate({**settings, "archived_results": True})
+        archived._archive_filled = frozenset(filled)
+        return archived
+
+    @property
+    def chosen_fields(self) -> frozenset[str]:
+        """The fields the caller set: ``model_fields_set`` less ``with_archive``'s."""
+        return frozenset(self.model_fields_set) - self._archive_filled
 
     def budget(self, window: int) -> int:
         """Tokens the sent messages may use in a window of ``window`` tokens."""
@@ -466,33 +484,3 @@ class GuardPolicy(BaseModel):
         if session_kind is not None and session_kind in self.history_limits:
             return self.history_limits[session_kind]
         return self.history_limit
-
-
-ARCHIVE_DEFAULTS: Mapping[str, Any] = {
-    "digest": True,
-    "digest_share": 0.01,
-    "digest_call_chars": 40,
-    "prune_to": 0.6,
-    "compress_min_chars": 1_000,
-    "interactive_tuning": False,
-}
-"""What an archive changes in a policy that leaves it unset (``with_archive``).
-
-The digest, small (1% of the budget, 40 characters a call), so trimmed turns
-leave their results' keys (``#1-#140``) and nothing cut is out of reach. A
-pruning keeps at most 0.6 of the budget, not 0.7: what it cuts is read back for
-one tool call, so a deeper cut that re-sends the prompt less often costs less.
-Results under 1,000 characters stay whole, not 500: a marker with its pointer
-leaves little to save on a short one. Replay at 16k (BENCHMARKS.md, recoverable
-needles): on the 42 bash transcripts 0.69x billed against 0.71x (on each half
-less), needles sent 83.2% against 81.3%, content evidence 97.9% against 98.5%.
-A policy whose digest is the turns (``digest_form="turns"``) keeps its own
-``digest_share`` and ``digest_call_chars``: 1% of the budget holds a turn or two,
-and a line of keys before the turns names every trimmed result anyway. No
-``interactive_tuning``: with these settings set, a reply would switch
-``keep_recent_tool_results`` alone, which kept less of the Claude Code
-conversations on one half at each window (-0.58 content points at 16k, -1.14 at
-32k); set ``interactive_tuning=True`` to have it anyway.
-"""
-_NOTE_ONLY = ("digest_share", "digest_call_chars")
-"""``ARCHIVE_DEFAULTS`` that size the note: a turns digest keeps its own."""

@@ -337,7 +337,9 @@ def make_strategies(
     policies of ours can be compared in one run (``"guard"`` uses the defaults);
     ``"compaction": True`` adds the ``Compactor``, with ``"summary_mode"`` and
     ``"compaction_settings"`` (other ``CompactionSettings`` fields);
-    ``"persist": True`` runs the guard in persist mode (``GuardPersist``).
+    ``"persist": True`` runs the guard in persist mode (``GuardPersist``),
+    ``"archive": True`` with its policy ``with_archive()``, as an adapter with a
+    ``ResultArchive`` runs it.
     ``binding``: the replayed model binds signed reasoning to its prefix, so the
     guards hold it there (``bound_thinking``) unless a variant says otherwise.
     """
@@ -370,7 +372,10 @@ def make_strategies(
             persist = bool(options.pop("persist", False))
             mode = options.pop("summary_mode", "serialize")
             more = options.pop("compaction_settings", None)
+            archive = bool(options.pop("archive", False))
             policy = GuardPolicy(**options)
+            if archive:
+                policy = policy.with_archive()
             if compaction:
                 out.append(GuardCompaction(policy, name, mode, more))
             elif persist:

@@ -68,9 +68,9 @@ def _ai(message: BaseMessage) -> AIMessage:
     return message
 
 
-def _guard() -> ContextGuard:
-    policy = GuardPolicy(context_window=16_000, stable_prefix=False).with_archive()
-    return ContextGuard(policy)
+def _guard(**settings: Any) -> ContextGuard:
+    policy = GuardPolicy(context_window=16_000, stable_prefix=False, **settings)
+    return ContextGuard(policy.with_archive())
 
 
 def test_a_turn_whose_words_are_cut_names_its_key_and_reads_back() -> None:
@@ -137,7 +137,10 @@ def test_the_search_finds_a_trimmed_turn_s_words_by_pattern() -> None:
 def test_an_answer_that_made_no_call_is_named_by_its_own_id() -> None:
     answer = AIMessage(_words(99), id="answer-1")  # an interactive turn's reply
     history = [HumanMessage("Plan it.", id="ask"), answer, *_history(12)]
-    sent = _guard().prepare(history).messages
+    # untuned, so the pruning keeps the answer, cut down (a reply would have
+    # the interactive settings trim it into the turns digest)
+    untuned = {"interactive_tuning": False}
+    sent = _guard(**untuned).prepare(history).messages
     assert sent[1].id == "answer-1"  # compressed with the first result
     assert 'full text: read_tool_result("answer-1@turn")' in str(sent[1].content)
     store = InMemoryStore()
@@ -145,7 +148,7 @@ def test_an_answer_that_made_no_call_is_named_by_its_own_id() -> None:
     page = read_result(store, "t1", "answer-1@turn", limit=1_000)
     assert page.split("\n", 1)[1] == _words(99)
     nameless = [history[0], answer.model_copy(update={"id": None}), *history[2:]]
-    again = _guard().prepare(nameless).messages
+    again = _guard(**untuned).prepare(nameless).messages
     assert "@turn" not in str(again[1].content)  # nothing to name it by
     assert not [k for k in cut_results(nameless, again) if not k.startswith("call_")]
 

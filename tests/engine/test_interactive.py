@@ -224,14 +224,27 @@ def test_a_chat_history_switches_on_its_first_reply():
     assert not history[first - 2].tool_calls
 
 
-def test_with_an_archive_its_own_settings_count_as_set():
-    archived = GuardPolicy(context_window=16_000, interactive_tuning=True)
-    tuned = ContextGuard(archived.with_archive()).policy_for(None, replied=True)
-    assert (tuned.digest, tuned.digest_form, tuned.prune_to) == (True, "note", 0.6)
-    assert tuned.keep_recent_tool_results == INTERACTIVE["keep_recent_tool_results"]
-    # Unless set, an archive's policy is not tuned at all.
-    plain = ContextGuard(GuardPolicy(context_window=16_000).with_archive())
-    assert plain.policy_for(None, replied=True) is plain.policy_for(None)
+def test_with_an_archive_a_reply_tunes_the_policy_as_without_one():
+    window = GuardPolicy(context_window=16_000)
+    tuned = ContextGuard(window.with_archive()).policy_for(None, replied=True)
+    bare = ContextGuard(window).policy_for(None, replied=True)
+    assert tuned.archived_results and tuned.digest_form == "turns"
+    differ = {
+        name
+        for name in GuardPolicy.model_fields
+        if getattr(tuned, name) != getattr(bare, name)
+    }
+    assert differ == {"archived_results"}
+    # before a reply, the archive's own settings
+    assert ContextGuard(window.with_archive()).policy_for(None).digest_share == 0.01
+    # what the application sets stays set, with or without an archive
+    own = GuardPolicy(context_window=16_000, prune_to=0.8, digest_share=0.02)
+    mine = ContextGuard(own.with_archive()).policy_for(None, replied=True)
+    assert (mine.prune_to, mine.digest_share, mine.digest_form) == (0.8, 0.02, "turns")
+    assert mine.compress_min_chars == bare.compress_min_chars
+    # and with interactive_tuning off, a reply changes nothing
+    off = ContextGuard(GuardPolicy(interactive_tuning=False).with_archive())
+    assert off.policy_for(None, replied=True) is off.policy_for(None)
 
 
 def _w(start: int, end: int) -> str:
