@@ -109,8 +109,7 @@ def build_guard(
     for name in settings:
         if name not in _POLICY_NAMES:
             raise unknown_setting(owner, name, [*GuardPolicy.model_fields, *own])
-    base = guard.model_dump(exclude_unset=True) if guard is not None else {}
-    policy = GuardPolicy(**{**base, **settings})
+    policy = guard.updated(**settings) if guard is not None else GuardPolicy(**settings)
     return ContextGuard(policy, token_counter=token_counter, model=model)
 
 

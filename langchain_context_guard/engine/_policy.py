@@ -459,6 +459,16 @@ class GuardPolicy(BaseModel):
         archived._archive_filled = frozenset(filled)
         return archived
 
+    def updated(self, **settings: Any) -> GuardPolicy:
+        """This policy with ``settings`` set as well.
+
+        What ``with_archive`` filled in stays filled in (``chosen_fields``),
+        unless ``settings`` sets it.
+        """
+        chosen = {k: getattr(self, k) for k in self.chosen_fields}
+        policy = type(self)(**{**chosen, **settings})
+        return policy.with_archive() if self._archive_filled else policy
+
     @property
     def chosen_fields(self) -> frozenset[str]:
         """The fields the caller set: ``model_fields_set`` less ``with_archive``'s."""

@@ -212,3 +212,11 @@ def test_an_archive_prunes_deeper_with_a_small_digest_unless_told_otherwise() ->
     turns = make_guard(digest=True, digest_form="turns").policy.with_archive()
     assert (turns.digest_share, turns.prune_to) == (0.15, ARCHIVE_DEFAULTS["prune_to"])
     assert turns.digest_form == "turns" and turns.archived_results
+
+
+def test_keywords_on_an_archived_policy_leave_the_archive_s_settings_its_own() -> None:
+    archived = make_guard().policy.with_archive()
+    middleware = ContextGuardMiddleware(archived, keep_recent_tool_results=5)
+    policy = middleware.guard.policy
+    assert policy == archived.updated(keep_recent_tool_results=5)
+    assert policy.chosen_fields == archived.chosen_fields | {"keep_recent_tool_results"}

@@ -32,6 +32,7 @@ from langchain_context_guard import (
 from langchain_context_guard.engine import reference_prepare
 from langchain_context_guard.engine._interactive import INTERACTIVE
 from langchain_context_guard.engine._messages import holds_reply
+from langchain_context_guard.engine.incremental._handover import policy_fingerprint
 from langchain_context_guard.engine.tokens._anchor import full_scan
 from tests.engine._support import (
     agent_history,
@@ -245,6 +246,29 @@ def test_with_an_archive_a_reply_tunes_the_policy_as_without_one():
     # and with interactive_tuning off, a reply changes nothing
     off = ContextGuard(GuardPolicy(interactive_tuning=False).with_archive())
     assert off.policy_for(None, replied=True) is off.policy_for(None)
+
+
+def test_an_archived_policy_updated_keeps_what_the_archive_filled_in_as_such():
+    archived = GuardPolicy(context_window=16_000).with_archive()
+    more = archived.updated(keep_recent_tool_results=5)
+    assert more.chosen_fields == archived.chosen_fields | {"keep_recent_tool_results"}
+    tuned = ContextGuard(more).policy_for(None, replied=True)
+    assert (tuned.prune_to, tuned.digest_form, tuned.keep_recent_tool_results) == (
+        INTERACTIVE["prune_to"],
+        "turns",
+        5,
+    )
+    # a record of one is no record of a policy with the same values set by hand
+    by_hand = GuardPolicy(
+        **{k: getattr(archived, k) for k in archived.model_fields_set}
+    )
+    assert by_hand.chosen_fields == archived.model_fields_set != archived.chosen_fields
+    counter = ContextGuard(archived).counter
+    assert policy_fingerprint(by_hand, counter) != policy_fingerprint(archived, counter)
+    plain = GuardPolicy(context_window=16_000)
+    assert policy_fingerprint(plain.updated(), counter) == policy_fingerprint(
+        plain, counter
+    )
 
 
 def _w(start: int, end: int) -> str:

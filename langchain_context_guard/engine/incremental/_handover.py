@@ -80,7 +80,11 @@ def _digest(text: str) -> str:
 def policy_fingerprint(policy: GuardPolicy, counter: TokenCounter) -> str:
     """What decides a pruning's output besides the history: settings and counter."""
     name = getattr(counter, "name", None) or type(counter).__name__
-    return _digest(f"{policy.model_dump_json()}|{name}")
+    settings = policy.model_dump_json()
+    filled = sorted(policy.model_fields_set - policy.chosen_fields)
+    if filled:  # with_archive's: they give way to the interactive settings
+        settings += f"|filled:{','.join(filled)}"
+    return _digest(f"{settings}|{name}")
 
 
 def message_key(message: BaseMessage) -> str:
