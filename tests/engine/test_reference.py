@@ -54,13 +54,15 @@ DIGESTS = st.sampled_from(
 """No digest, the note, the turns themselves (``digest_form`` needs ``digest``)."""
 
 
-def _policy(digest: dict[str, Any], **knobs: Any) -> GuardPolicy:
-    return GuardPolicy(**digest, **knobs)
+def _policy(digest: dict[str, Any], archive: bool, **knobs: Any) -> GuardPolicy:
+    policy = GuardPolicy(**digest, **knobs)
+    return policy.with_archive() if archive else policy
 
 
 POLICIES = st.builds(
     _policy,
     DIGESTS,
+    st.booleans(),  # as an adapter with a ResultArchive runs it
     **POLICY_KNOBS,
     compress_assistant_text=st.booleans(),
     compress_call_args=st.booleans(),
