@@ -157,3 +157,15 @@ def test_persist_mode_keeps_the_budget_and_the_pairs(name, window):
     """The defaults in persist mode, where the output is the stored history."""
     calls, refused = _run(name, GuardPolicy(context_window=window), persist=True)
     assert calls > 20 and refused == 0
+
+
+@pytest.mark.parametrize("window", [16_000, 32_000])
+@pytest.mark.parametrize("name", TRANSCRIPTS[:2])
+def test_an_archived_policy_keeps_the_budget_and_the_pairs_after_a_reply(name, window):
+    """As an adapter with a ``ResultArchive`` runs the defaults: after a
+    person's reply, the interactive settings with the markers naming keys."""
+    policy = GuardPolicy(context_window=window).with_archive()
+    assert ContextGuard(policy).policy_for(None, replied=True).digest_form == "turns"
+    for persist in (False, True):
+        calls, refused = _run(name, policy, persist=persist)
+        assert calls > 20 and refused == 0
