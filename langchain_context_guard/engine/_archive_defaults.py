@@ -26,10 +26,11 @@ A policy whose digest is the turns (``digest_form="turns"``) keeps its own
 ``digest_share`` and ``digest_call_chars``: 1% of the budget holds a turn or two,
 and a line of keys before the turns names every trimmed result anyway.
 These count as unset for ``interactive_tuning``: once a person replies, the
-digest becomes the turns (with their own room), a pruning keeps 0.5 and the
-newest 4 results stay whole, as without an archive. Against the small note
-kept after a reply, on the Claude Code conversations by half: +0.72 / +2.72
-content points at 16k for +0.017x / +0.010x billed, +0.57 / +2.72 at 32k for
+digest becomes the turns (with their own room), a pruning keeps 0.5, the newest
+4 results stay whole and results from 500 characters are compressed, as
+without an archive. Against the small note
+kept after a reply, on the Claude Code conversations by half: +1.15 / +3.85
+content points at 16k for +0.021x / +0.011x billed, +0.57 / +2.72 at 32k for
 -0.004x / +0.025x.
 """
 NOTE_ONLY = ("digest_share", "digest_call_chars")
