@@ -245,7 +245,7 @@ class Guard(Strategy):
         return Prompt(self.guard.prepare(history, now=now).messages)
 
 
-class GuardPersist(Strategy):
+class GuardPersist(Guard):
     """Ours in persist mode, as ``pre_model_hook(mode="persist")`` runs it.
 
     The prompt is written back as the stored history: each call prepares the
@@ -253,9 +253,7 @@ class GuardPersist(Strategy):
     """
 
     def __init__(self, policy: GuardPolicy, name: str) -> None:
-        self.guard = ContextGuard(policy)
-        self.name = name
-        self.counter = "tiktoken+usage" if policy.usage_anchoring else "tiktoken"
+        super().__init__(policy, name)
         self.start()
 
     def start(self) -> None:
