@@ -341,6 +341,7 @@ def halves_section() -> str:
 FAMILY_ROWS = (
     "guard",
     "sticky_cut",
+    "sticky_cut_newest",
     "trim_messages",
     "trim_messages_any",
     "context_editing",
@@ -442,6 +443,91 @@ def families_section() -> str:
             command(doc),
             table(head, rows),
             table(change_head, changes),
+            family_targets(doc),
+        ]
+    )
+
+
+FAMILY_CONTENT_TARGET = {16_000: 92.0, 32_000: 98.0}
+"""Content evidence the default guard must keep on the multi-tool set, by window."""
+INTERACTIVE_CONTENT_TARGET = ("claude-code", 16_000, 91.0)
+"""... and on the conversations with a person, at the window named."""
+BASELINE = "sticky_cut_newest"
+"""The sticky cut that answers every call, the guard's bill compared with it too."""
+
+
+def _whole(doc: dict[str, Any], window: int, strategy: str) -> dict[str, float]:
+    """One strategy over every family: content, bill, over budget, bad pairs."""
+    rows = [
+        r
+        for parts in doc["families"].values()
+        for r in parts["all"]["results"]
+        if r["window"] == window and r["strategy"] in (strategy, "none")
+    ]
+    ours = [r for r in rows if r["strategy"] == strategy]
+    seen = sum(r["evidence_seen"] for r in ours)
+    kept = sum(
+        round(r["content_evidence_pct"] * r["evidence_seen"] / 100) for r in ours
+    )
+    none = sum(r["billed_input"] for r in rows if r["strategy"] == "none")
+    return {
+        "content": 100 * kept / seen,
+        "billed": sum(r["billed_input"] for r in ours) / none,
+        "over": sum(r["over_budget"] for r in ours),
+        "bad": sum(r["bad_pairing"] for r in ours),
+    }
+
+
+def family_targets(doc: dict[str, Any]) -> str:
+    """The multi-tool targets of the default guard, on the whole set."""
+    rows = []
+    family, at, least = INTERACTIVE_CONTENT_TARGET
+    for window, target in FAMILY_CONTENT_TARGET.items():
+        guard = _whole(doc, window, "guard")
+        bills = [_whole(doc, window, s)["billed"] for s in ("sticky_cut", BASELINE)]
+        mine = next(
+            r["content_evidence_pct"]
+            for r in doc["families"][family]["all"]["results"]
+            if r["window"] == window and r["strategy"] == "guard"
+        )
+        goal = least if window == at else None
+        missed = [
+            what
+            for what, failed in (
+                (f"content under {target}%", guard["content"] < target),
+                (f"{family} under {least}%", goal is not None and mine < goal),
+                ("billed above `sticky_cut`", guard["billed"] > bills[0]),
+                (f"billed above `{BASELINE}`", guard["billed"] > bills[1]),
+                ("calls over budget or with bad pairs", guard["over"] or guard["bad"]),
+            )
+            if failed
+        ]
+        rows.append(
+            (
+                k(window),
+                f"{guard['content']:.2f}% (>= {target:g}%)",
+                f"{mine:.2f}%" + (f" (>= {goal:g}%)" if goal is not None else ""),
+                " / ".join(f"{b:.3f}x" for b in (guard["billed"], *bills)),
+                f"{guard['over']:.0f} / {guard['bad']:.0f}",
+                ", ".join(f"**{m}**" for m in missed) or "none",
+            )
+        )
+    head = (
+        "window",
+        "content evidence",
+        f"{family}",
+        f"billed: guard / `sticky_cut` / `{BASELINE}`",
+        "over budget / bad pairs",
+        "targets missed",
+    )
+    return "\n\n".join(
+        [
+            "Targets of the default guard on the whole multi-tool set (every family "
+            "together: content evidence over all identifiers, bill over what sending "
+            f"everything bills). `{BASELINE}` is the sticky cut that sends, on the "
+            "calls where `sticky_cut` sends the system prompt and the task alone "
+            "(`no newest` above), the turn the call answers, its results cut to fit.",
+            table(head, rows),
         ]
     )
 

@@ -228,6 +228,7 @@ FAMILY_STRATEGIES = [
     "none",
     "guard",
     "sticky_cut",
+    "sticky_cut_newest",
     "trim_messages",
     "trim_messages_any",
     "context_editing",

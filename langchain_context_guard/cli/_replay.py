@@ -37,6 +37,9 @@ _TERMS = {
         "first, tool pairs kept",
         "sticky_cut": "one cut point, moved forward only when the prompt no "
         "longer fits (a cache-friendly trim, no compression)",
+        "sticky_cut_newest": "the same, but a call whose newest turn alone "
+        "overflows the cut sends that turn, its results cut to fit, not the "
+        "system prompt and task alone",
         "summarization": "LangChain's SummarizationMiddleware, scripted summarizer",
         "context_editing": "LangChain's ContextEditingMiddleware (ClearToolUsesEdit)",
         "guard_no_stable": "this guard pruning afresh on every call "

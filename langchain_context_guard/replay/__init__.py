@@ -105,6 +105,9 @@ if TYPE_CHECKING:
         StickyCut as StickyCut,
     )
     from ._strategies import (
+        StickyCutNewest as StickyCutNewest,
+    )
+    from ._strategies import (
         Strategy as Strategy,
     )
     from ._strategies import (
@@ -169,6 +172,7 @@ __getattr__ = lazy_getattr(
         "ReplayResult": "._results",
         "ScriptedSummarizer": "._summarizer",
         "StickyCut": "._strategies",
+        "StickyCutNewest": "._strategies",
         "Strategy": "._strategies",
         "Summarization": "._strategies",
         "SummaryCall": "._summarizer",
@@ -223,6 +227,7 @@ __all__ = [
     "ReplayResult",
     "ScriptedSummarizer",
     "StickyCut",
+    "StickyCutNewest",
     "Strategy",
     "Summarization",
     "SummaryCall",

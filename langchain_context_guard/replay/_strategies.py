@@ -1,6 +1,7 @@
 """The context strategies the replay compares, each preparing one call's prompt.
 
-No guard, LangChain's ``trim_messages``, a "sticky cut" baseline,
+No guard, LangChain's ``trim_messages``, a "sticky cut" baseline (and the same
+cut never sending a call without the message it answers),
 ``SummarizationMiddleware`` and ``ContextEditingMiddleware``, and ours:
 ``ContextGuard`` (also without the stable prefix, ``guard_no_stable``) alone or
 with the ``Compactor`` (its summary prompt serialised, ``guard+compaction``, or
@@ -41,6 +42,7 @@ STRATEGIES = (
     "trim_messages",
     "trim_messages_any",
     "sticky_cut",
+    "sticky_cut_newest",
     "summarization",
     "context_editing",
     "guard_no_stable",
@@ -154,6 +156,50 @@ class StickyCut(Strategy):
         self.cut = start
         self.last = fixed + sum(sizes[start:])
         return Prompt([*head, *history[start:]])
+
+
+class StickyCutNewest(StickyCut):
+    """The sticky cut that always sends the message a call answers.
+
+    Where the newest turn alone (the last assistant message and what follows it)
+    does not fit the share a cut keeps, the sticky cut moves past it and sends the
+    system prompt and the task alone, so the model never sees the result it asked
+    for. This one sends that turn instead, each message after the assistant's cut
+    to its head and tail so that together they fit the budget: the least a cut
+    must do for the call to be answerable.
+    """
+
+    name = "sticky_cut_newest"
+
+    def prompt(self, history: list[BaseMessage], now: float | None = None) -> Prompt:
+        """As the sticky cut's, but never without the newest turn."""
+        prompt = super().prompt(history, now)
+        if not history or self.cut < len(history):
+            return prompt
+        head = prompt.sent
+        first = max(
+            (i for i, m in enumerate(history) if isinstance(m, AIMessage)),
+            default=len(head),
+        )
+        turn = history[max(first, len(head)) :]
+        if not turn:
+            return prompt
+        fixed = sum(map(self._count, head)) + REPLY_OVERHEAD + self._count(turn[0])
+        room = (self.budget / self.ratio - fixed) / max(len(turn) - 1, 1)
+        kept = [turn[0], *(self._fit(m, room) for m in turn[1:])]
+        self.cut = len(history) - len(turn)
+        self.last = fixed + sum(map(self._count, kept[1:]))
+        return Prompt([*head, *kept])
+
+    def _fit(self, message: BaseMessage, room: float) -> BaseMessage:
+        """``message`` with its text cut to its head and tail until within ``room``."""
+        text, keep = message.text, 1.0
+        while self._count(message) > room and keep * len(text) > 200:
+            keep *= 0.8
+            half = int(keep * len(text) / 2)
+            cut = f"{text[:half]}\n[... cut ...]\n{text[-half:]}"
+            message = message.model_copy(update={"content": cut})
+        return message
 
 
 class Summarization(Strategy):
@@ -354,6 +400,7 @@ def make_strategies(
         "trim_messages": lambda: TrimMessages(budget),
         "trim_messages_any": lambda: TrimMessagesAny(budget),
         "sticky_cut": lambda: StickyCut(budget, counter),
+        "sticky_cut_newest": lambda: StickyCutNewest(budget, counter),
         "summarization": lambda: Summarization(window, budget),
         "context_editing": lambda: ContextEditing(window),
     }

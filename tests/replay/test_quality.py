@@ -29,6 +29,7 @@ from langchain_context_guard.replay import (
     DISTANCES,
     Prompt,
     StickyCut,
+    StickyCutNewest,
     Strategy,
     ask_plan,
     from_history,
@@ -257,6 +258,27 @@ def test_sticky_cut_keeps_its_cut_until_over_then_halves() -> None:
     moves = [b for a, b in itertools.pairwise(cuts) if b != a]
     assert moves == sorted(moves)
     assert 2 <= len(moves) < 20
+
+
+def test_sticky_cut_newest_sends_the_turn_the_sticky_cut_moves_past() -> None:
+    counter = TiktokenCounter()
+    history: list[BaseMessage] = [SystemMessage("sys"), HumanMessage("the task")]
+    history += [_call(0, "cat small.py"), _result(0, "word " * 50)]
+    huge = "\n".join(f"line {i} of pkg/big_{i}.py" for i in range(600))
+    history += [_call(1, "cat big.py"), _result(1, huge)]
+    plain, newest = StickyCut(2_000, counter), StickyCutNewest(2_000, counter)
+    assert plain.prompt(history).sent == history[:2]  # the model cannot answer
+    sent = newest.prompt(history).sent
+    assert [m.id for m in sent[2:]] == ["a1", "t1"]
+    assert sent[:3] == [*history[:2], history[4]]
+    assert sum(map(counter.count_message, sent)) <= 2_000
+    cut = sent[3].text
+    assert cut.startswith("line 0 of") and cut.endswith("pkg/big_599.py")
+    assert "[... cut ...]" in cut
+    assert history[5].content == huge  # the caller's message is untouched
+    history += [_call(2, "ls"), _result(2, "a.py b.py")]
+    sent = newest.prompt(history).sent  # a turn that fits: the cut moves past
+    assert sent == [*history[:2], *history[6:]]
 
 
 def test_replay_runs_the_new_baselines() -> None:
