@@ -78,3 +78,45 @@ def test_error_tree():
         WindowTooSmallError,
     ):
         assert issubclass(error, ContextGuardError)
+
+
+def test_errors_cross_a_process_boundary_as_they_were():
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+
+    from langchain_context_guard import (
+        BudgetExceededError,
+        CompactionError,
+        ConfigError,
+        ContextOverflowError,
+        InvalidInputError,
+        WindowTooSmallError,
+    )
+
+    errors = [
+        ConfigError("GuardPolicy.prune_to: must be above 0.", field="prune_to"),
+        InvalidInputError("message 3: no role.", index=3),
+        WindowTooSmallError(900, 1_000, "override"),
+        BudgetExceededError(20_000, 14_000, 16_000, "the task", tool="Read"),
+        CompactionError("the summary timed out.", reason="timeout"),
+        ContextOverflowError("still over.", tokens=17_000, limit=16_000, attempts=2),
+    ]
+    for error in errors:
+        back = pickle.loads(pickle.dumps(error))
+        assert type(back) is type(error)
+        assert str(back) == str(error)
+        assert str(back).count("Fix:") == 1
+        assert vars(back) == vars(error)
+    with ProcessPoolExecutor(1) as pool:
+        future = pool.submit(_raise, errors[3])
+        try:
+            future.result()
+        except BudgetExceededError as error:
+            assert (error.tokens, error.budget, error.tool) == (20_000, 14_000, "Read")
+            assert str(error) == str(errors[3])
+        else:
+            raise AssertionError("the worker's error did not come back")
+
+
+def _raise(error: Exception) -> None:
+    raise error

@@ -34,6 +34,25 @@ class ContextGuardError(Exception):
         self.hint = hint or self.hint
         super().__init__(f"{message} Fix: {self.hint}" if self.hint else message)
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as made, not re-made: the constructors take figures, not the text.
+
+        An error crossing a process boundary (a worker pool, a task queue) would
+        otherwise be rebuilt from its finished message: a second ``Fix:``, or a
+        ``TypeError`` for the constructors that take figures.
+        """
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(
+    cls: type[ContextGuardError], args: tuple[object, ...], state: dict[str, object]
+) -> ContextGuardError:
+    """An unpickled error: its message and attributes as they were."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
+
 
 class ConfigError(ContextGuardError, ValueError):
     """A configuration value is invalid."""
