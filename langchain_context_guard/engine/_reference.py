@@ -32,7 +32,7 @@ from .passes._hygiene import enforce_provider_hygiene, hygiene_tokens, opens_wit
 from .passes._provider_compaction import drop_before_compaction
 from .passes._repair import repair_tool_pairs
 from .passes._sanitize import sanitize_messages
-from .passes._setting import Setting, digest_room
+from .passes._setting import Setting, digest_fallbacks, digest_room
 from .passes._thinking import signed_stays, strip_old_thinking
 from .passes._trim import Trimmed, trim_history
 from .passes._truncate import truncate_tool_results
@@ -144,7 +144,9 @@ def reference_prepare(
     the prompt it last sent to this conversation, which signed reasoning is
     held to), as ``prepare`` derives it; the guard is only read. Then the retry
     rule, in one place: a pruning first leaves room for the digest, and when what
-    must be kept does not fit with it, prunes again without one; a disabled policy
+    must be kept does not fit with it, prunes again with less (with archived
+    results, room for the line of their keys, then none: ``digest_fallbacks``);
+    a disabled policy
     sends the history as it is.
 
     With ``stable_prefix`` (the default), ``prepare`` may instead re-send the
@@ -174,8 +176,7 @@ def reference_prepare(
     if not guard.policy.enabled:
         return list(original)
     tries = [setting]
-    if setting.digest:
-        tries.append(replace(setting, digest=0))
+    tries += [replace(setting, digest=room) for room in digest_fallbacks(setting)]
     tries.append(replace(tries[-1], hold=False))
     sent = None
     for attempt in tries[:-1]:

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 
 from langchain_context_guard import ConfigError, ContextGuard, GuardPolicy
 from langchain_context_guard.engine import result_ordinals
@@ -128,6 +134,31 @@ def test_with_an_archive_every_trimmed_result_keeps_a_way_back() -> None:
     named = pointers(sent)
     assert trimmed <= named  # the trimmed past the room too, through the note's keys
     assert {f"#{keys[m.tool_call_id]}" for m in cleared} <= named
+
+
+@pytest.mark.parametrize("stable", [True, False])
+def test_with_no_room_for_the_digest_the_keys_still_point_back(stable: bool) -> None:
+    # What must stay (a long system prompt, the task, the newest turn) leaves
+    # less than the digest's room: the pruning keeps the line of keys.
+    system = SystemMessage(lines(900, "rule"), id="sys")
+    history = [system, *_session(30)]
+    policy = TURNS.model_copy(
+        update={"archived_results": True, "digest_share": 0.4, "stable_prefix": stable}
+    )
+    out = ContextGuard(policy).prepare(history)
+    sent = out.messages
+    assert out.report.tokens_after <= out.report.budget
+    assert not _cleared(sent), "no room for the turns"
+    keys = result_ordinals(history)
+    sent_ids = {m.id for m in sent}
+    trimmed = {
+        f"#{keys[m.tool_call_id]}"
+        for m in history
+        if isinstance(m, ToolMessage) and m.id not in sent_ids
+    }
+    assert trimmed
+    assert trimmed <= pointers(sent)
+    assert_paired(sent)
 
 
 def test_the_note_of_keys_comes_only_when_a_trimmed_turn_did_not_fit() -> None:

@@ -3,10 +3,10 @@
 ``ContextGuard.prepare`` calls ``prune`` when the stable prefix cannot be reused:
 it runs the passes (``_run.Run``, growing the previous call's steps from
 ``record`` when the history only grew) at the target (``_cost_model``), then at the
-full budget, then without room for the digest, then dropping the calls of
-``drop_last`` tools like the rest; the last try's ``BudgetExceededError``
-propagates. A pruning that falls well short of its target is weighed against
-the cut just above it (``_nearer``).
+full budget, then with less room for the digest (``digest_fallbacks``), then
+dropping the calls of ``drop_last`` tools like the rest; the last try's
+``BudgetExceededError`` propagates. A pruning that falls well short of its
+target is weighed against the cut just above it (``_nearer``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import replace
 from langchain_core.messages import BaseMessage
 
 from .._errors import BudgetExceededError
-from ..passes._setting import Setting
+from ..passes._setting import Setting, digest_fallbacks
 from ..tokens._anchor import Scan
 from ._cost_model import cycle_cost, growth, prune_share
 from ._extends import recent_contents
@@ -66,8 +66,7 @@ def _prune(
     tries = [setting]
     if setting.exact:
         tries.append(replace(setting, budget=key.budget, exact=False))
-    if setting.digest:
-        tries.append(replace(tries[-1], digest=0))
+    tries += [replace(tries[-1], digest=room) for room in digest_fallbacks(setting)]
     tries.append(replace(tries[-1], hold=False))
     for n, attempt in enumerate(tries, start=1):
         last = n == len(tries)

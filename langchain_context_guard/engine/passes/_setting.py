@@ -50,6 +50,24 @@ class Setting:
     name them by (``GuardPolicy.archived_results``); None: by call id."""
 
 
+KEYS_ROOM = 200
+"""Tokens for the line of keys alone (about 100 with a few ranges)."""
+
+
+def digest_fallbacks(setting: Setting) -> list[int]:
+    """The smaller digest rooms a pruning tries when what must stay leaves none.
+
+    Without room for the digest the trim cuts as if there were none (0). With
+    archived results the line of their keys is tried first (``KEYS_ROOM``):
+    without it, what this pruning trimmed would have no pointer in the prompt.
+    """
+    if not setting.digest:
+        return []
+    if setting.policy.archived_results and setting.digest > KEYS_ROOM:
+        return [KEYS_ROOM, 0]
+    return [0]
+
+
 def digest_room(policy: GuardPolicy, budget: int) -> int:
     """Tokens a pruning leaves for the digest (0: no digest)."""
     if not policy.digest:
