@@ -355,13 +355,15 @@ POLICY_FAMILY = {
     "interactive_tuning=false": ("claude-code",),
     "persist mode": ("claude-code",),
     "persist mode, keep_reply=false": ("claude-code",),
+    "archive": ("claude-code",),
 }
 """Policies of ``--families`` against the defaults, on the families whose tools
 they change (``TodoWrite keep_recent=1`` and ``digest note``, in the JSON, are
 in docs/configuration.md;
 ``compress_call_args`` leaves SWE-agent 0.x as it is: no call there has two
 arguments and a long one; the interactive settings and persist mode's reply
-change nothing where no person replies: OpenHands and SWE-agent 0.x, in the JSON)."""
+change nothing where no person replies: OpenHands and SWE-agent 0.x, in the JSON;
+``archive`` there too, and in the recoverable table)."""
 
 
 def _cells(row: dict[str, Any]) -> str:
@@ -439,7 +441,10 @@ def families_section() -> str:
             "persist mode runs it, each call on the prompt it sent last and the "
             "new messages (`prepare(persist=True)`, which keeps the person's "
             "newest reply and its answer while it can, `keep_reply`), and "
-            "`keep_reply=false` the same without.",
+            "`keep_reply=false` the same without. `archive`: the guard as an adapter "
+            "with a `ResultArchive` runs it (`with_archive()`; after a reply the "
+            "archived interactive settings: the turns digest in 0.45 of the budget, "
+            "a pruning keeping 0.2 besides).",
             command(doc),
             table(head, rows),
             table(change_head, changes),
@@ -691,9 +696,11 @@ def recoverable_section() -> str:
             "(`GuardPolicy.with_archive()`: a digest of 1% of the budget names "
             "trimmed results by key, pruning keeps 0.6 of the budget, results "
             "under 1,000 characters stay whole; after a person's reply the "
-            "interactive settings, as without an archive); turns digest: "
+            "archived interactive settings: the turns digest in 0.45 of the "
+            "budget, a pruning keeping 0.2 besides); turns digest: "
             '`GuardPolicy(digest=True, digest_form="turns").with_archive()`, whose '
-            "digest keeps its 0.15 of the budget (the newest trimmed turns as their "
+            "digest keeps its 0.15 of the budget (0.45 after a reply; the newest "
+            "trimmed turns as their "
             "calls, each result a placeholder naming its key, or whole when "
             "short: within the compression floor, 1,000 characters at 16k; and a "
             "line of keys for those past the room). "

@@ -122,9 +122,10 @@ ARCHIVED = {
 """The guard with markers that name archived results only, and as an adapter
 with a ``ResultArchive`` runs it (``GuardPolicy.with_archive``: a small digest
 names every trimmed result by key, pruning keeps 0.6 of the budget, results
-under 1,000 characters stay whole; after a person's reply the interactive
-settings, as without an archive), also with the turns digest, which keeps its
-own room (``GuardPolicy(digest=True, digest_form="turns").with_archive()``:
+under 1,000 characters stay whole; after a person's reply the archived
+interactive settings, ``INTERACTIVE_ARCHIVED``), also with the turns digest,
+which keeps its own room
+(``GuardPolicy(digest=True, digest_form="turns").with_archive()``:
 ``digest_share`` 0.15) (``--recoverable``)."""
 
 
@@ -250,9 +251,11 @@ FAMILY_POLICIES: dict[str, dict[str, Any]] = {
     "interactive_tuning=false": {"interactive_tuning": False},
     "persist mode": {"persist": True},
     "persist mode, keep_reply=false": {"persist": True, "keep_reply": False},
+    "archive": {"archive": True},
 }
 """Guard settings replayed per family beside the defaults (``--families``);
-``persist`` runs the guard in persist mode (the replay's ``GuardPersist``)."""
+``persist`` runs the guard in persist mode (the replay's ``GuardPersist``),
+``archive`` as an adapter with a ``ResultArchive`` runs it (``with_archive``)."""
 
 
 def families(data: Path) -> dict[str, list[str]]:

@@ -26,12 +26,9 @@ A policy whose digest is the turns (``digest_form="turns"``) keeps its own
 ``digest_share`` and ``digest_call_chars``: 1% of the budget holds a turn or two,
 and a line of keys before the turns names every trimmed result anyway.
 These count as unset for ``interactive_tuning``: once a person replies, the
-digest becomes the turns (with their own room), a pruning keeps 0.5, the newest
-4 results stay whole and results from 500 characters are compressed, as
-without an archive. Against the small note
-kept after a reply, on the Claude Code conversations by half: +1.15 / +3.85
-content points at 16k for +0.021x / +0.011x billed, +0.57 / +2.72 at 32k for
--0.004x / +0.025x.
+policy takes ``INTERACTIVE_ARCHIVED`` (the turns digest in 0.45 of the budget,
+a pruning keeping 0.2 besides, the newest 4 results whole) and the rest go back
+to their defaults (results from 500 characters are compressed).
 """
 NOTE_ONLY = ("digest_share", "digest_call_chars")
 """``ARCHIVE_DEFAULTS`` that size the note: a turns digest keeps its own."""

@@ -26,26 +26,53 @@ INTERACTIVE: dict[str, Any] = {
     "keep_recent_tool_results": 4,
 }
 """What ``interactive_tuning`` sets once a history holds a reply."""
-_TOGETHER = ({"digest", "digest_form"}, {"prune_to"}, {"keep_recent_tool_results"})
+INTERACTIVE_ARCHIVED: dict[str, Any] = {
+    **INTERACTIVE,
+    "digest_share": 0.45,
+    "digest_max_tokens": 12_000,
+    "prune_to": 0.2,
+}
+"""... and with archived results (``archived_results``, ``with_archive``).
+
+The turns take most of what a pruning keeps: 0.45 of the budget (up to 12,000
+tokens, not 4,000) for the trimmed turns cut down to their calls, text and
+placeholders naming keys, and 0.2 for whole messages. With the outputs one read
+away, the prompt keeps the conversation's own steps rather than whole old
+outputs. On the Claude Code conversations by half, against the default guard
+without an archive (BENCHMARKS.md, the per-family ``archive`` rows): 16k +2.45 /
++1.59 content points, -3.2 / -4.4 needle points sent (every needle
+recoverable), +0.040x / +0.018x billed; 32k +0.00 / +0.90, +1.6 / +0.0,
+-0.012x / -0.003x. The multi-tool set with an archive keeps 96.75% at 16k
+(95.70% with ``INTERACTIVE`` after a reply).
+"""
+_TOGETHER = (
+    {"digest", "digest_form"},
+    {"digest_share", "digest_max_tokens"},
+    {"prune_to"},
+    {"keep_recent_tool_results"},
+)
 """Fields set together: a policy that sets one of a group keeps the group as set."""
 
 
 def for_replies(policy: GuardPolicy, *, persist: bool = False) -> dict[str, Any]:
     """The ``INTERACTIVE`` fields ``policy`` leaves unset (a history with a reply).
 
-    What ``with_archive`` filled in counts as unset (``chosen_fields``) and
-    goes back to its default where ``INTERACTIVE`` sets nothing: after a reply
-    an archived policy is tuned as it would be without the archive, its markers
-    and digest naming keys. ``persist``: the output becomes the stored history
+    With archived results, those of ``INTERACTIVE_ARCHIVED``. What
+    ``with_archive`` filled in counts as unset (``chosen_fields``) and goes back
+    to its default where these settings set nothing: after a reply an archived
+    policy is tuned as ``INTERACTIVE_ARCHIVED`` says, whatever the archive's own
+    note and depth were before it. ``persist``: the output becomes the stored history
     (``prepare(persist=True)``), so ``keep_reply`` too, unless set: the reply
     the settings switched on stays in what comes back.
     """
     given = policy.chosen_fields
+    settings = INTERACTIVE_ARCHIVED if policy.archived_results else INTERACTIVE
     update = {
-        field: INTERACTIVE[field]
+        field: settings[field]
         for group in _TOGETHER
         if not group & given
         for field in sorted(group)
+        if field in settings
     }
     fields = type(policy).model_fields
     filled = policy.model_fields_set - given

@@ -30,7 +30,10 @@ from langchain_context_guard import (
     unpin,
 )
 from langchain_context_guard.engine import reference_prepare
-from langchain_context_guard.engine._interactive import INTERACTIVE
+from langchain_context_guard.engine._interactive import (
+    INTERACTIVE,
+    INTERACTIVE_ARCHIVED,
+)
 from langchain_context_guard.engine._messages import holds_reply
 from langchain_context_guard.engine.incremental._handover import policy_fingerprint
 from langchain_context_guard.engine.tokens._anchor import full_scan
@@ -225,7 +228,7 @@ def test_a_chat_history_switches_on_its_first_reply():
     assert not history[first - 2].tool_calls
 
 
-def test_with_an_archive_a_reply_tunes_the_policy_as_without_one():
+def test_with_an_archive_a_reply_tunes_the_policy_by_the_archived_settings():
     window = GuardPolicy(context_window=16_000)
     tuned = ContextGuard(window.with_archive()).policy_for(None, replied=True)
     bare = ContextGuard(window).policy_for(None, replied=True)
@@ -235,13 +238,26 @@ def test_with_an_archive_a_reply_tunes_the_policy_as_without_one():
         for name in GuardPolicy.model_fields
         if getattr(tuned, name) != getattr(bare, name)
     }
-    assert differ == {"archived_results"}
+    # the archive's own note and depth are gone; the archived settings instead
+    assert differ == {
+        "archived_results",
+        "digest_share",
+        "digest_max_tokens",
+        "prune_to",
+    }
+    for name, value in INTERACTIVE_ARCHIVED.items():
+        assert getattr(tuned, name) == value
+    # archived results set by hand are tuned the same way
+    by_hand = GuardPolicy(context_window=16_000, archived_results=True)
+    by_hand_tuned = ContextGuard(by_hand).policy_for(None, replied=True)
+    assert by_hand_tuned.model_dump() == tuned.model_dump()
     # before a reply, the archive's own settings
     assert ContextGuard(window.with_archive()).policy_for(None).digest_share == 0.01
     # what the application sets stays set, with or without an archive
     own = GuardPolicy(context_window=16_000, prune_to=0.8, digest_share=0.02)
     mine = ContextGuard(own.with_archive()).policy_for(None, replied=True)
     assert (mine.prune_to, mine.digest_share, mine.digest_form) == (0.8, 0.02, "turns")
+    assert mine.digest_max_tokens == bare.digest_max_tokens  # set with the share
     assert mine.compress_min_chars == bare.compress_min_chars
     # and with interactive_tuning off, a reply changes nothing
     off = ContextGuard(GuardPolicy(interactive_tuning=False).with_archive())
@@ -254,7 +270,7 @@ def test_an_archived_policy_updated_keeps_what_the_archive_filled_in_as_such():
     assert more.chosen_fields == archived.chosen_fields | {"keep_recent_tool_results"}
     tuned = ContextGuard(more).policy_for(None, replied=True)
     assert (tuned.prune_to, tuned.digest_form, tuned.keep_recent_tool_results) == (
-        INTERACTIVE["prune_to"],
+        INTERACTIVE_ARCHIVED["prune_to"],
         "turns",
         5,
     )
