@@ -51,7 +51,8 @@ class Setting:
 
 
 KEYS_ROOM = 200
-"""Tokens for the line of keys alone (about 100 with a few ranges)."""
+"""Tokens a pruning keeps for the note of keys alone (its head and a few ranges
+take about 100)."""
 
 
 def digest_fallbacks(setting: Setting) -> list[int]:
