@@ -84,22 +84,14 @@ def test_errors_cross_a_process_boundary_as_they_were():
     import pickle
     from concurrent.futures import ProcessPoolExecutor
 
-    from langchain_context_guard import (
-        BudgetExceededError,
-        CompactionError,
-        ConfigError,
-        ContextOverflowError,
-        InvalidInputError,
-        WindowTooSmallError,
-    )
-
+    lcg = langchain_context_guard
     errors = [
-        ConfigError("GuardPolicy.prune_to: must be above 0.", field="prune_to"),
-        InvalidInputError("message 3: no role.", index=3),
-        WindowTooSmallError(900, 1_000, "override"),
-        BudgetExceededError(20_000, 14_000, 16_000, "the task", tool="Read"),
-        CompactionError("the summary timed out.", reason="timeout"),
-        ContextOverflowError("still over.", tokens=17_000, limit=16_000, attempts=2),
+        lcg.ConfigError("GuardPolicy.prune_to: must be above 0.", field="prune_to"),
+        lcg.InvalidInputError("message 3: no role.", index=3),
+        lcg.WindowTooSmallError(900, 1_000, "override"),
+        lcg.BudgetExceededError(20_000, 14_000, 16_000, "the task", tool="Read"),
+        lcg.CompactionError("the summary timed out.", reason="timeout"),
+        lcg.ContextOverflowError("over.", tokens=17_000, limit=16_000, attempts=2),
     ]
     for error in errors:
         back = pickle.loads(pickle.dumps(error))
@@ -111,7 +103,7 @@ def test_errors_cross_a_process_boundary_as_they_were():
         future = pool.submit(_raise, errors[3])
         try:
             future.result()
-        except BudgetExceededError as error:
+        except lcg.BudgetExceededError as error:
             assert (error.tokens, error.budget, error.tool) == (20_000, 14_000, "Read")
             assert str(error) == str(errors[3])
         else:

@@ -54,6 +54,17 @@ def _cleared(sent: list[BaseMessage]) -> list[ToolMessage]:
     ]
 
 
+def _trimmed_keys(history: list[BaseMessage], sent: list[BaseMessage]) -> set[str]:
+    """The keys of the results in ``history`` that ``sent`` does not hold."""
+    keys = result_ordinals(history)
+    sent_ids = {m.id for m in sent}
+    return {
+        f"#{keys[m.tool_call_id]}"
+        for m in history
+        if isinstance(m, ToolMessage) and m.id not in sent_ids
+    }
+
+
 def test_trimmed_turns_stay_as_their_calls_with_one_line_results() -> None:
     history = _session(60)
     before = image(history)
@@ -115,12 +126,7 @@ def test_with_an_archive_every_trimmed_result_keeps_a_way_back() -> None:
     assert out.report.tokens_after <= out.report.budget
     assert_paired(sent)
     keys = result_ordinals(history)
-    sent_ids = {m.id for m in sent}
-    trimmed = {
-        f"#{keys[m.tool_call_id]}"
-        for m in history
-        if isinstance(m, ToolMessage) and m.id not in sent_ids
-    }
+    trimmed = _trimmed_keys(history, sent)
     cleared = _cleared(sent)
     assert cleared and trimmed, "some turns are cut down, older ones trimmed past them"
     notes = [m for m in sent if is_digest(m)]
@@ -149,13 +155,7 @@ def test_with_no_room_for_the_digest_the_keys_still_point_back(stable: bool) -> 
     sent = out.messages
     assert out.report.tokens_after <= out.report.budget
     assert not _cleared(sent), "no room for the turns"
-    keys = result_ordinals(history)
-    sent_ids = {m.id for m in sent}
-    trimmed = {
-        f"#{keys[m.tool_call_id]}"
-        for m in history
-        if isinstance(m, ToolMessage) and m.id not in sent_ids
-    }
+    trimmed = _trimmed_keys(history, sent)
     assert trimmed
     assert trimmed <= pointers(sent)
     assert_paired(sent)
